@@ -1,0 +1,68 @@
+//! VM exits, counted by reason. Each reason has a cost in the machine profile.
+
+/// Why control left the guest for the hypervisor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ExitReason {
+    /// A guest access to a guest-physical frame the EPT does not map (first touch).
+    EptViolation,
+}
+
+impl ExitReason {
+    pub const ALL: [ExitReason; 1] = [ExitReason::EptViolation];
+
+    /// The name used in reports and JSON (`exits_by_reason`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ExitReason::EptViolation => "ept_violation",
+        }
+    }
+}
+
+/// Exit counts by reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExitCounters {
+    counts: [u64; ExitReason::ALL.len()],
+}
+
+impl ExitCounters {
+    pub fn record(&mut self, reason: ExitReason) {
+        self.counts[reason as usize] += 1;
+    }
+
+    pub fn get(&self, reason: ExitReason) -> u64 {
+        self.counts[reason as usize]
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// (reason, count) for every reason, in declaration order.
+    pub fn iter(&self) -> impl Iterator<Item = (ExitReason, u64)> + '_ {
+        ExitReason::ALL.iter().map(|&r| (r, self.get(r)))
+    }
+
+    pub fn since(&self, earlier: &ExitCounters) -> ExitCounters {
+        let mut out = *self;
+        for (o, e) in out.counts.iter_mut().zip(earlier.counts) {
+            *o -= e;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_by_reason() {
+        let mut c = ExitCounters::default();
+        c.record(ExitReason::EptViolation);
+        let snapshot = c;
+        c.record(ExitReason::EptViolation);
+        assert_eq!(c.get(ExitReason::EptViolation), 2);
+        assert_eq!(c.since(&snapshot).total(), 1);
+        assert_eq!(c.iter().map(|(r, _)| r.name()).collect::<Vec<_>>(), ["ept_violation"]);
+    }
+}

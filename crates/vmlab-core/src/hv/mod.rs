@@ -1,0 +1,8 @@
+//! The hypervisor model: VMs, guest-physical memory and its backing (the p2m, kept as the
+//! EPT itself), and exit accounting.
+
+pub mod exits;
+pub mod vm;
+
+pub use exits::{ExitCounters, ExitReason};
+pub use vm::{BackingConfig, Vm};

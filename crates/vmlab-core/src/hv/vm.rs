@@ -1,0 +1,241 @@
+//! A virtual machine's guest-physical memory: backed lazily by host frames, mapped by an EPT
+//! that lives in host memory like any other page table.
+//!
+//! The EPT *is* the p2m: the hypervisor reads it in software to find a guest frame's host
+//! frame, so the only bulk state is table pages. First touch of a guest frame is an EPT
+//! violation: one exit, after which the frame's backing page (4K, 2M or 1G) is mapped.
+
+use crate::addr::{Gfn, Gpa, Hfn, Hpa, PageSize};
+use crate::hv::exits::{ExitCounters, ExitReason};
+use crate::hw::frames::{HostMemory, OutOfMemory};
+use crate::hw::pte::{EntryFormat, Ept, FRAME_MASK};
+use crate::hw::walker::level_shift;
+
+/// How the hypervisor backs guest memory.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BackingConfig {
+    /// The host page size used to back guest memory (KVM with THP or hugetlbfs: 2M/1G).
+    pub host_pages: PageSize,
+    /// Fraction (0..=1) of large host regions that are fragmented, so a large backing page
+    /// cannot be had there and the hypervisor falls back to the next smaller size.
+    pub fragmentation: f64,
+    /// Seed of the (deterministic) choice of fragmented regions.
+    pub seed: u64,
+}
+
+/// Errors of the hypervisor model.
+#[derive(Debug, thiserror::Error)]
+pub enum HvError {
+    #[error("guest-physical address {0:?} is outside the VM's memory; raise guest_memory in the machine profile")]
+    OutsideGuest(Gpa),
+    #[error(transparent)]
+    OutOfMemory(#[from] OutOfMemory),
+}
+
+/// One VM.
+pub struct Vm {
+    guest_frames: u64,
+    eptp: Hfn,
+    levels: u8,
+    backing: BackingConfig,
+    exits: ExitCounters,
+    ept_table_pages: u64,
+    /// Backing pages by size index, in 4 KiB frames.
+    backed_frames: [u64; 3],
+}
+
+impl Vm {
+    /// A VM with `guest_bytes` of guest-physical memory, nothing backed yet.
+    pub fn new(mem: &mut HostMemory, guest_bytes: u64, levels: u8, backing: BackingConfig) -> Result<Vm, HvError> {
+        let eptp = mem.alloc(PageSize::Size4K)?;
+        Ok(Vm {
+            guest_frames: guest_bytes >> crate::addr::PAGE_SHIFT,
+            eptp,
+            levels,
+            backing,
+            exits: ExitCounters::default(),
+            ept_table_pages: 1,
+            backed_frames: [0; 3],
+        })
+    }
+
+    /// The EPT root (what the EPTP points at).
+    pub fn eptp(&self) -> Hpa {
+        self.eptp.addr()
+    }
+
+    pub fn guest_frames(&self) -> u64 {
+        self.guest_frames
+    }
+
+    pub fn exits(&self) -> &ExitCounters {
+        &self.exits
+    }
+
+    pub fn ept_table_pages(&self) -> u64 {
+        self.ept_table_pages
+    }
+
+    /// Host memory backing the guest, in 4 KiB frames, by backing page size (4K, 2M, 1G).
+    pub fn backed_frames(&self) -> [u64; 3] {
+        self.backed_frames
+    }
+
+    /// The host frame backing `gfn`, read from the EPT in software (no exit, no caches).
+    pub fn translate(&self, mem: &HostMemory, gfn: Gfn) -> Option<Hfn> {
+        let gpa = gfn.addr().raw();
+        let mut table = self.eptp.addr().raw();
+        for level in (1..=self.levels).rev() {
+            let entry = mem.read_u64(Hpa::new(table + ((gpa >> level_shift(level)) & 0x1ff) * 8));
+            if !Ept::is_present(entry) {
+                return None;
+            }
+            if level == 1 || Ept::is_large(entry) {
+                let size = PageSize::at_level(level)?;
+                let base = Ept::frame_addr(entry) & !(size.bytes() - 1);
+                return Some(Hpa::new(base | (gpa & (size.bytes() - 1))).frame());
+            }
+            table = entry & FRAME_MASK;
+        }
+        None
+    }
+
+    /// The host frame backing `gfn`, backing it first if the guest never touched it: the
+    /// guest's first access to the frame traps as an EPT violation.
+    pub fn touch(&mut self, mem: &mut HostMemory, gfn: Gfn) -> Result<Hfn, HvError> {
+        if let Some(hfn) = self.translate(mem, gfn) {
+            return Ok(hfn);
+        }
+        self.handle_ept_violation(mem, gfn.addr())?;
+        Ok(self.translate(mem, gfn).expect("just backed"))
+    }
+
+    /// Handle an EPT violation at `gpa`: count the exit and back the page holding it.
+    /// An EPT violation on a frame that is already mapped (a permission fault) is not
+    /// expected under this model's EPT, which maps all guest memory read/write/execute.
+    pub fn handle_ept_violation(&mut self, mem: &mut HostMemory, gpa: Gpa) -> Result<(), HvError> {
+        if gpa.frame().raw() >= self.guest_frames {
+            return Err(HvError::OutsideGuest(gpa));
+        }
+        self.exits.record(ExitReason::EptViolation);
+        let size = self.backing_size_for(gpa);
+        let hfn = mem.alloc(size)?;
+        self.map(mem, gpa.align_down(size), hfn, size)?;
+        self.backed_frames[size.index()] += size.frames();
+        Ok(())
+    }
+
+    /// The largest page size, up to the configured one, that can back the region of `gpa`:
+    /// it must lie inside guest memory and not be fragmented.
+    fn backing_size_for(&self, gpa: Gpa) -> PageSize {
+        let mut size = self.backing.host_pages;
+        while size != PageSize::Size4K {
+            let start = gpa.align_down(size).frame().raw();
+            let fits = start + size.frames() <= self.guest_frames;
+            if fits && !self.fragmented(start, size) {
+                break;
+            }
+            size = if size == PageSize::Size1G { PageSize::Size2M } else { PageSize::Size4K };
+        }
+        size
+    }
+
+    fn fragmented(&self, region_start: u64, size: PageSize) -> bool {
+        if self.backing.fragmentation <= 0.0 {
+            return false;
+        }
+        let h = splitmix64(region_start ^ self.backing.seed.rotate_left(17) ^ (size.shift() as u64) << 56);
+        let unit = (h >> 11) as f64 / (1u64 << 53) as f64;
+        unit < self.backing.fragmentation
+    }
+
+    /// Install an EPT leaf mapping the page at `gpa` (aligned to `size`) to `hfn`.
+    fn map(&mut self, mem: &mut HostMemory, gpa: Gpa, hfn: Hfn, size: PageSize) -> Result<(), HvError> {
+        let gpa = gpa.raw();
+        let mut table = self.eptp.addr().raw();
+        for level in (size.leaf_level() + 1..=self.levels).rev() {
+            let at = Hpa::new(table + ((gpa >> level_shift(level)) & 0x1ff) * 8);
+            let entry = mem.read_u64(at);
+            table = if Ept::is_present(entry) {
+                entry & FRAME_MASK
+            } else {
+                let next = mem.alloc(PageSize::Size4K)?;
+                self.ept_table_pages += 1;
+                mem.write_u64(at, Ept::table(next.addr().raw()));
+                next.addr().raw()
+            };
+        }
+        let at = Hpa::new(table + ((gpa >> level_shift(size.leaf_level())) & 0x1ff) * 8);
+        mem.write_u64(at, Ept::leaf(hfn.addr().raw(), size != PageSize::Size4K));
+        Ok(())
+    }
+}
+
+/// A 64-bit mixer (Steele et al., "Fast splittable pseudorandom number generators", 2014).
+fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vm(mem: &mut HostMemory, host_pages: PageSize, fragmentation: f64) -> Vm {
+        Vm::new(mem, 4 << 30, 4, BackingConfig { host_pages, fragmentation, seed: 1 }).unwrap()
+    }
+
+    #[test]
+    fn first_touch_exits_once_and_backs_the_frame() {
+        let mut mem = HostMemory::new(8 << 30);
+        let mut vm = vm(&mut mem, PageSize::Size4K, 0.0);
+        assert_eq!(vm.translate(&mem, Gfn::new(5)), None);
+        let hfn = vm.touch(&mut mem, Gfn::new(5)).unwrap();
+        assert_eq!(vm.touch(&mut mem, Gfn::new(5)).unwrap(), hfn);
+        assert_eq!(vm.exits().get(ExitReason::EptViolation), 1);
+        assert_eq!(vm.translate(&mem, Gfn::new(6)), None);
+        // root + PDPT + PD + PT
+        assert_eq!(vm.ept_table_pages(), 4);
+    }
+
+    #[test]
+    fn large_backing_covers_its_region_with_one_exit() {
+        let mut mem = HostMemory::new(8 << 30);
+        let mut vm = vm(&mut mem, PageSize::Size2M, 0.0);
+        let a = vm.touch(&mut mem, Gfn::new(512 + 3)).unwrap();
+        let b = vm.translate(&mem, Gfn::new(512 + 500)).unwrap();
+        assert_eq!(b.raw() - a.raw(), 497);
+        assert_eq!(a.raw() % 512, 3);
+        assert_eq!(vm.exits().total(), 1);
+        assert_eq!(vm.backed_frames(), [0, 512, 0]);
+        assert_eq!(vm.ept_table_pages(), 3);
+    }
+
+    #[test]
+    fn full_fragmentation_falls_back_to_4k() {
+        let mut mem = HostMemory::new(8 << 30);
+        let mut vm = vm(&mut mem, PageSize::Size1G, 1.0);
+        vm.touch(&mut mem, Gfn::new(1234)).unwrap();
+        assert_eq!(vm.backed_frames(), [1, 0, 0]);
+    }
+
+    #[test]
+    fn partial_fragmentation_is_deterministic_and_proportional() {
+        let mut mem = HostMemory::new(16 << 30);
+        let mut vm = vm(&mut mem, PageSize::Size2M, 0.25);
+        for region in 0..512u64 {
+            vm.touch(&mut mem, Gfn::new(region * 512)).unwrap();
+        }
+        let huge_regions = vm.backed_frames()[1] / 512;
+        assert!((330..=440).contains(&huge_regions), "{huge_regions} of 512 regions huge");
+    }
+
+    #[test]
+    fn outside_guest_memory_is_an_error() {
+        let mut mem = HostMemory::new(8 << 30);
+        let mut vm = vm(&mut mem, PageSize::Size4K, 0.0);
+        assert!(matches!(vm.touch(&mut mem, Gfn::new(1 << 20)), Err(HvError::OutsideGuest(_))));
+    }
+}

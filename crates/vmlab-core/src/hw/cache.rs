@@ -1,0 +1,821 @@
+//! The data-cache hierarchy (L1D, L2, LLC, DRAM), physically indexed by host address. Data
+//! accesses of the program and the page walker's references (guest and EPT tables alike) go
+//! through the same caches, so page-table lines compete with data.
+//!
+//! Simplifications, so readers know what the model is:
+//! - Tag-only: no data is stored, only which lines are present.
+//! - Reads and writes are treated alike: write-allocate, and no write-backs (dirty evictions
+//!   cost nothing and are not modeled).
+//! - Non-inclusive fill-on-miss: a line is filled into every level that missed on the way to
+//!   the level that served it; levels evict independently and no inclusion (or exclusion) is
+//!   enforced between them.
+//! - No prefetchers, no MSHRs, no timing: an access returns the level that served it and the
+//!   cost model turns levels into cycles.
+//!
+//! Replacement is per level, a profile parameter ([`Replacement`]):
+//! - `lru`: true LRU per set (a per-way recency stamp).
+//! - `srrip`: static re-reference interval prediction with 2-bit RRPVs (Jaleel et al., ISCA
+//!   2010, "High Performance Cache Replacement Using Re-Reference Interval Prediction"), in
+//!   its hit-priority form: a hit sets RRPV to 0; a fill inserts at RRPV 2 ("long"); the
+//!   victim is the first way with RRPV 3, after aging every way of the set until one has.
+//!   A line reused once outlives a scan of single-use lines, which is how real LLCs keep
+//!   page-table lines alive under streaming or random data.
+//! - `drrip`: set dueling between SRRIP and BRRIP. BRRIP inserts at RRPV 3, and at 2 once
+//!   every 32 of its insertions, counted by a per-cache counter instead of the paper's random
+//!   choice so runs are deterministic. 32 leader sets per policy (fewer in caches with under
+//!   64 sets: half the sets each, none with one set), evenly spaced instead of hashed; misses
+//!   in leader sets steer a 10-bit PSEL counter, and follower sets use the winning policy.
+//!
+//! In every policy an empty way is filled before anything is evicted.
+
+use crate::addr::Hpa;
+
+/// Replacement policy of one cache level: a modeling decision with large effects (page-table
+/// lines vs streaming or random data). See the module documentation for the exact semantics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Replacement {
+    /// True LRU per set.
+    Lru,
+    /// Static RRIP with 2-bit re-reference prediction values.
+    Srrip,
+    /// Dynamic RRIP: set dueling between SRRIP and BRRIP.
+    Drrip,
+}
+
+/// Geometry and policy of one cache level.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    /// Capacity in bytes; 0 disables the level.
+    pub size: u64,
+    /// Associativity.
+    pub ways: u32,
+    /// Replacement policy.
+    pub replacement: Replacement,
+}
+
+impl CacheConfig {
+    /// Checks the geometry for lines of `line_size` bytes. The error message names `name`,
+    /// the problem and how to fix it.
+    pub fn validate(&self, name: &str, line_size: u32) -> Result<(), String> {
+        let (size, ways) = (self.size, self.ways);
+        if ways == 0 {
+            return Err(format!(
+                "{name}: ways must be at least 1 (set size = 0 to disable the level)"
+            ));
+        }
+        if size == 0 {
+            return Ok(());
+        }
+        if line_size == 0 {
+            return Err(format!("{name}: the line size must be non-zero"));
+        }
+        let set_bytes = u64::from(ways) * u64::from(line_size);
+        if size % set_bytes != 0 {
+            return Err(format!(
+                "{name}: size ({size} bytes) must be a multiple of ways * line size \
+                 ({ways} * {line_size} = {set_bytes} bytes); adjust size or ways"
+            ));
+        }
+        let sets = size / set_bytes;
+        if !sets.is_power_of_two() {
+            return Err(format!(
+                "{name}: the set count size / (ways * line size) = {sets} must be a power of \
+                 two (sets are indexed by address bits); adjust size or ways"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The cache hierarchy of one core as a single-threaded workload sees it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Bytes per cache line, shared by all levels.
+    pub line_size: u32,
+    pub l1d: CacheConfig,
+    pub l2: CacheConfig,
+    pub llc: CacheConfig,
+}
+
+impl MemoryConfig {
+    /// Checks the line size (a power of two, at least 8 bytes) and every level.
+    pub fn validate(&self) -> Result<(), String> {
+        let line = self.line_size;
+        if line < 8 || !line.is_power_of_two() {
+            return Err(format!(
+                "memory.line_size: {line} must be a power of two of at least 8 bytes (typically 64)"
+            ));
+        }
+        self.l1d.validate("memory.l1d", line)?;
+        self.l2.validate("memory.l2", line)?;
+        self.llc.validate("memory.llc", line)
+    }
+}
+
+/// Where an access was served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum MemLevel {
+    L1 = 0,
+    L2 = 1,
+    Llc = 2,
+    Dram = 3,
+}
+
+impl MemLevel {
+    /// All levels, nearest first; `ALL[l as usize] == l`.
+    pub const ALL: [MemLevel; 4] = [MemLevel::L1, MemLevel::L2, MemLevel::Llc, MemLevel::Dram];
+
+    /// Short lowercase name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemLevel::L1 => "l1",
+            MemLevel::L2 => "l2",
+            MemLevel::Llc => "llc",
+            MemLevel::Dram => "dram",
+        }
+    }
+}
+
+/// Who asked: data accesses of the program, the page walker (guest or EPT tables alike), or a
+/// tag-table check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Requester {
+    Data = 0,
+    Walk = 1,
+    Tag = 2,
+}
+
+impl Requester {
+    /// All requesters; `ALL[r as usize] == r`.
+    pub const ALL: [Requester; 3] = [Requester::Data, Requester::Walk, Requester::Tag];
+
+    /// Short lowercase name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Requester::Data => "data",
+            Requester::Walk => "walk",
+            Requester::Tag => "tag",
+        }
+    }
+}
+
+/// Tag of an empty way. Line numbers are host addresses shifted right by the line shift
+/// (at least 3), so no real line number can equal it.
+const INVALID: u64 = u64::MAX;
+/// Largest 2-bit re-reference prediction value ("distant").
+const RRPV_MAX: u8 = 3;
+/// SRRIP insertion value ("long").
+const RRPV_LONG: u8 = 2;
+/// BRRIP inserts at "long" once every this many of its insertions, else at "distant".
+const BRRIP_LONG_EVERY: u32 = 32;
+/// Leader sets per dueling policy (when the cache has at least twice as many sets).
+const DRRIP_LEADERS: u64 = 32;
+/// 10-bit saturating policy selector; at or above the midpoint followers use BRRIP.
+const PSEL_MAX: u16 = (1 << 10) - 1;
+const PSEL_MID: u16 = 1 << 9;
+
+/// Role of a set under DRRIP.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Duel {
+    SrripLeader,
+    BrripLeader,
+    Follower,
+}
+
+/// One cache level: tags only, no data. A disabled level (size 0) never hits and holds nothing.
+#[derive(Clone, Debug)]
+pub struct Cache {
+    /// Associativity; 0 when disabled (then all slices are empty).
+    ways: usize,
+    /// `sets - 1`: the set index is `line & set_mask`.
+    set_mask: u64,
+    policy: Replacement,
+    /// Line number held by each way (sets * ways), [`INVALID`] when empty.
+    tags: Box<[u64]>,
+    /// LRU recency stamp per way (empty unless the policy is LRU).
+    stamps: Box<[u64]>,
+    /// RRPV per way (empty under LRU).
+    rrpv: Box<[u8]>,
+    /// Source of LRU stamps; a u64 cannot wrap in any feasible run.
+    clock: u64,
+    /// DRRIP: the set index modulo this (a power of two) picks the set's dueling role;
+    /// 0 when the cache has no leader sets.
+    leader_stride: u64,
+    /// DRRIP policy selector.
+    psel: u16,
+    /// BRRIP insertions so far, for the deterministic 1-in-32 "long" insertion.
+    brrip_fills: u32,
+}
+
+impl Cache {
+    /// Builds an empty level for lines of `1 << line_shift` bytes. Assumes `cfg` passed
+    /// [`CacheConfig::validate`] for that line size.
+    pub fn new(cfg: &CacheConfig, line_shift: u32) -> Self {
+        debug_assert!(cfg.validate("cache", 1 << line_shift).is_ok(), "{cfg:?}");
+        debug_assert!(
+            line_shift >= 1,
+            "line numbers must not reach the INVALID tag"
+        );
+        let (ways, sets) = if cfg.size == 0 {
+            (0, 1)
+        } else {
+            let ways = cfg.ways as usize;
+            (ways, ((cfg.size >> line_shift) as usize) / ways)
+        };
+        let lines = ways * sets;
+        let (stamps, rrpv) = match cfg.replacement {
+            Replacement::Lru => (lines, 0),
+            Replacement::Srrip | Replacement::Drrip => (0, lines),
+        };
+        let leaders = DRRIP_LEADERS.min(sets as u64 / 2);
+        Self {
+            ways,
+            set_mask: sets as u64 - 1,
+            policy: cfg.replacement,
+            tags: vec![INVALID; lines].into_boxed_slice(),
+            stamps: vec![0; stamps].into_boxed_slice(),
+            rrpv: vec![RRPV_MAX; rrpv].into_boxed_slice(),
+            clock: 0,
+            leader_stride: (sets as u64).checked_div(leaders).unwrap_or(0),
+            psel: PSEL_MID,
+            brrip_fills: 0,
+        }
+    }
+
+    /// Whether the level holds any lines at all.
+    pub fn is_enabled(&self) -> bool {
+        self.ways != 0
+    }
+
+    /// Looks up line number `line` (a host address shifted right by the line shift). Returns
+    /// true on a hit (and updates replacement state); on a miss inserts the line and returns
+    /// false. A disabled level returns false and does nothing.
+    #[inline]
+    pub fn access(&mut self, line: u64) -> bool {
+        if self.ways == 0 {
+            return false;
+        }
+        debug_assert_ne!(line, INVALID);
+        let set = line & self.set_mask;
+        let base = set as usize * self.ways;
+        match self.tags[base..base + self.ways]
+            .iter()
+            .position(|&t| t == line)
+        {
+            Some(way) => {
+                self.on_hit(base + way);
+                true
+            }
+            None => {
+                self.on_miss(set, base, line);
+                false
+            }
+        }
+    }
+
+    /// Whether `line` is present; no replacement state changes.
+    pub fn contains(&self, line: u64) -> bool {
+        if self.ways == 0 {
+            return false;
+        }
+        let base = (line & self.set_mask) as usize * self.ways;
+        self.tags[base..base + self.ways].contains(&line)
+    }
+
+    /// Empties the level and resets the replacement state (including DRRIP's selector).
+    pub fn flush(&mut self) {
+        self.tags.fill(INVALID);
+        self.stamps.fill(0);
+        self.rrpv.fill(RRPV_MAX);
+        self.clock = 0;
+        self.psel = PSEL_MID;
+        self.brrip_fills = 0;
+    }
+
+    #[inline]
+    fn on_hit(&mut self, i: usize) {
+        match self.policy {
+            Replacement::Lru => {
+                self.clock += 1;
+                self.stamps[i] = self.clock;
+            }
+            Replacement::Srrip | Replacement::Drrip => self.rrpv[i] = 0,
+        }
+    }
+
+    fn on_miss(&mut self, set: u64, base: usize, line: u64) {
+        let end = base + self.ways;
+        let way = match self.tags[base..end].iter().position(|&t| t == INVALID) {
+            Some(way) => way,
+            None => match self.policy {
+                Replacement::Lru => lru_victim(&self.stamps[base..end]),
+                Replacement::Srrip | Replacement::Drrip => rrip_victim(&mut self.rrpv[base..end]),
+            },
+        };
+        let i = base + way;
+        self.tags[i] = line;
+        match self.policy {
+            Replacement::Lru => {
+                self.clock += 1;
+                self.stamps[i] = self.clock;
+            }
+            Replacement::Srrip => self.rrpv[i] = RRPV_LONG,
+            Replacement::Drrip => self.rrpv[i] = self.drrip_insertion(set),
+        }
+    }
+
+    /// Role of `set` in the duel: evenly spaced leaders, SRRIP's at offset 0 of each stride
+    /// and BRRIP's half a stride later.
+    fn duel_role(&self, set: u64) -> Duel {
+        if self.leader_stride == 0 {
+            return Duel::Follower;
+        }
+        match set & (self.leader_stride - 1) {
+            0 => Duel::SrripLeader,
+            o if o == self.leader_stride / 2 => Duel::BrripLeader,
+            _ => Duel::Follower,
+        }
+    }
+
+    /// RRPV for a line filled into `set` under DRRIP; a miss in a leader set counts against
+    /// that leader's policy.
+    fn drrip_insertion(&mut self, set: u64) -> u8 {
+        let brrip = match self.duel_role(set) {
+            Duel::SrripLeader => {
+                self.psel = (self.psel + 1).min(PSEL_MAX);
+                false
+            }
+            Duel::BrripLeader => {
+                self.psel = self.psel.saturating_sub(1);
+                true
+            }
+            Duel::Follower => self.psel >= PSEL_MID,
+        };
+        if !brrip {
+            return RRPV_LONG;
+        }
+        self.brrip_fills = self.brrip_fills.wrapping_add(1);
+        if self.brrip_fills.is_multiple_of(BRRIP_LONG_EVERY) {
+            RRPV_LONG
+        } else {
+            RRPV_MAX
+        }
+    }
+}
+
+/// Way with the oldest stamp (the first of equals).
+fn lru_victim(stamps: &[u64]) -> usize {
+    let mut victim = 0;
+    for (w, &s) in stamps.iter().enumerate().skip(1) {
+        if s < stamps[victim] {
+            victim = w;
+        }
+    }
+    victim
+}
+
+/// First way with RRPV 3, after aging the set. Adding `3 - max` at once is the same as
+/// repeating "age every way by 1" until some way reaches 3.
+fn rrip_victim(rrpv: &mut [u8]) -> usize {
+    let max = rrpv.iter().copied().max().unwrap_or(RRPV_MAX);
+    let age = RRPV_MAX - max;
+    if age > 0 {
+        for r in rrpv.iter_mut() {
+            *r += age;
+        }
+    }
+    rrpv.iter().position(|&r| r == RRPV_MAX).unwrap_or(0)
+}
+
+/// Accesses served, by requester and by serving level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// `served[requester as usize][level as usize]`.
+    pub served: [[u64; 4]; 3],
+}
+
+impl MemoryStats {
+    /// Accesses by `r` served at `l`.
+    pub fn get(&self, r: Requester, l: MemLevel) -> u64 {
+        self.served[r as usize][l as usize]
+    }
+
+    /// All accesses by `r`.
+    pub fn total(&self, r: Requester) -> u64 {
+        self.served[r as usize].iter().sum()
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &MemoryStats) {
+        for (mine, theirs) in self.served.iter_mut().zip(&other.served) {
+            for (m, t) in mine.iter_mut().zip(theirs) {
+                *m += t;
+            }
+        }
+    }
+
+    /// Counts accumulated since the snapshot `earlier` of the same counters (clamped at 0
+    /// should `earlier` not be earlier).
+    pub fn since(&self, earlier: &MemoryStats) -> MemoryStats {
+        let mut out = *self;
+        for (o, e) in out.served.iter_mut().zip(&earlier.served) {
+            for (o, e) in o.iter_mut().zip(e) {
+                *o = o.saturating_sub(*e);
+            }
+        }
+        out
+    }
+}
+
+/// L1D, L2 and LLC in front of DRAM, shared by data accesses and page-walk references.
+#[derive(Clone, Debug)]
+pub struct MemoryHierarchy {
+    line_shift: u32,
+    l1: Cache,
+    l2: Cache,
+    llc: Cache,
+    stats: MemoryStats,
+}
+
+impl MemoryHierarchy {
+    /// Builds empty caches. Assumes `cfg` passed [`MemoryConfig::validate`].
+    pub fn new(cfg: &MemoryConfig) -> Self {
+        debug_assert!(cfg.validate().is_ok(), "{cfg:?}");
+        let line_shift = cfg.line_size.trailing_zeros();
+        Self {
+            line_shift,
+            l1: Cache::new(&cfg.l1d, line_shift),
+            l2: Cache::new(&cfg.l2, line_shift),
+            llc: Cache::new(&cfg.llc, line_shift),
+            stats: MemoryStats::default(),
+        }
+    }
+
+    /// Looks the line of `hpa` up in L1D, then L2, then LLC; the first level that has it
+    /// serves the access, and the line is filled into every level above it (a miss everywhere
+    /// is served by DRAM and fills all). Disabled levels are skipped. Counts the access in
+    /// the stats by requester and serving level.
+    #[inline]
+    pub fn access(&mut self, hpa: Hpa, who: Requester) -> MemLevel {
+        let line = hpa.raw() >> self.line_shift;
+        // Each `access` inserts on a miss, so probing in order fills exactly the levels above
+        // the one that serves; a disabled level costs one predictable branch.
+        let level = if self.l1.access(line) {
+            MemLevel::L1
+        } else if self.l2.access(line) {
+            MemLevel::L2
+        } else if self.llc.access(line) {
+            MemLevel::Llc
+        } else {
+            MemLevel::Dram
+        };
+        self.stats.served[who as usize][level as usize] += 1;
+        level
+    }
+
+    /// Counts since construction.
+    pub fn stats(&self) -> &MemoryStats {
+        &self.stats
+    }
+
+    /// Empties every level; the stats are kept.
+    pub fn flush(&mut self) {
+        self.l1.flush();
+        self.l2.flush();
+        self.llc.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINE: u64 = 64;
+
+    fn level(sets: u64, ways: u32, replacement: Replacement) -> CacheConfig {
+        CacheConfig {
+            size: sets * u64::from(ways) * LINE,
+            ways,
+            replacement,
+        }
+    }
+
+    fn disabled() -> CacheConfig {
+        CacheConfig {
+            size: 0,
+            ways: 1,
+            replacement: Replacement::Lru,
+        }
+    }
+
+    fn hierarchy(l1d: CacheConfig, l2: CacheConfig, llc: CacheConfig) -> MemoryHierarchy {
+        let cfg = MemoryConfig {
+            line_size: LINE as u32,
+            l1d,
+            l2,
+            llc,
+        };
+        cfg.validate().unwrap();
+        MemoryHierarchy::new(&cfg)
+    }
+
+    fn tiny(replacement: Replacement) -> MemoryHierarchy {
+        hierarchy(
+            level(2, 2, replacement),
+            level(4, 2, replacement),
+            level(8, 2, replacement),
+        )
+    }
+
+    fn at(line: u64) -> Hpa {
+        // An offset inside the line must not matter.
+        Hpa::new(line * LINE + line % LINE)
+    }
+
+    #[test]
+    fn exact_serving_levels_on_tiny_lru_caches() {
+        use MemLevel::*;
+        // L1 set = line & 1, L2 set = line & 3, LLC set = line & 7.
+        let trace = [
+            (0, Dram),
+            (0, L1),
+            (2, Dram),  // L1 set 0 = {0, 2}
+            (4, Dram),  // L1 evicts 0; L2 set 0 = {0, 4}
+            (0, L2),    // L1 evicts 2; 0 becomes MRU in L2
+            (2, L2),    // L1 evicts 4
+            (8, Dram),  // L1 evicts 0; L2 evicts 4 -> {0, 8}; LLC set 0 = {0, 8}
+            (4, Llc),   // L1 evicts 2; L2 evicts 0 -> {8, 4}
+            (16, Dram), // L2 evicts 8; LLC evicts 0 (never touched since its fill)
+            (0, Dram),
+            (1, Dram),
+            (1, L1),
+            (4, Llc),  // L1 and L2 evict 16; LLC set 4 still holds 4
+            (8, Dram), // LLC set 0 = {16, 0}: 16 then 0 evicted 8
+        ];
+        let mut mem = tiny(Replacement::Lru);
+        for (i, &(line, want)) in trace.iter().enumerate() {
+            assert_eq!(
+                mem.access(at(line), Requester::Data),
+                want,
+                "access {i} (line {line})"
+            );
+        }
+        let s = mem.stats();
+        assert_eq!(s.served[Requester::Data as usize], [2, 2, 2, 8]);
+        assert_eq!(s.total(Requester::Walk), 0);
+    }
+
+    /// Hits of line `hot`, reused after every `scan` single-use lines of the same set.
+    fn hot_hits(replacement: Replacement, ways: u32, scan: u64, rounds: u64) -> u64 {
+        let mut c = Cache::new(&level(1, ways, replacement), 6);
+        let hot = 1_000_000;
+        c.access(hot);
+        assert!(c.access(hot), "second touch of the hot line hits");
+        let mut next = 0;
+        let mut hits = 0;
+        for _ in 0..rounds {
+            for _ in 0..scan {
+                assert!(!c.access(next), "scan lines are single-use");
+                next += 1;
+            }
+            hits += u64::from(c.access(hot));
+        }
+        hits
+    }
+
+    #[test]
+    fn reused_line_survives_scan_under_srrip_not_lru() {
+        // 4 ways, 5 scan lines between reuses: beyond LRU's reach, within SRRIP's.
+        assert_eq!(hot_hits(Replacement::Lru, 4, 5, 20), 0);
+        assert_eq!(hot_hits(Replacement::Srrip, 4, 5, 20), 20);
+        // The same through the hierarchy: a page-table line among random data in the LLC.
+        for (replacement, want) in [
+            (Replacement::Lru, MemLevel::Dram),
+            (Replacement::Srrip, MemLevel::Llc),
+        ] {
+            let mut mem = hierarchy(disabled(), disabled(), level(1, 4, replacement));
+            let pte_line = 0x5000;
+            mem.access(at(pte_line), Requester::Walk);
+            mem.access(at(pte_line), Requester::Walk);
+            for round in 0..10 {
+                for data in 0..5 {
+                    mem.access(at(round * 5 + data), Requester::Data);
+                }
+                assert_eq!(
+                    mem.access(at(pte_line), Requester::Walk),
+                    want,
+                    "{replacement:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn srrip_victims_are_exact() {
+        let mut c = Cache::new(&level(1, 4, Replacement::Srrip), 6);
+        c.access(100);
+        c.access(100); // RRPV 0
+        for line in [1, 2, 3] {
+            c.access(line); // fill the empty ways at RRPV 2
+        }
+        // Full, nothing at 3: age by 1 (100 -> 1, others -> 3), evict the first way at 3.
+        c.access(4);
+        assert!(!c.contains(1));
+        assert!([100, 2, 3, 4].iter().all(|&l| c.contains(l)));
+        c.access(5);
+        assert!(!c.contains(2));
+        c.access(6);
+        assert!(!c.contains(3));
+        // Now 100 at 1 and 4, 5, 6 at 2: aging makes 4 (way 1) the victim, and 100 reaches 2.
+        c.access(7);
+        assert!(!c.contains(4));
+        assert!(c.contains(100));
+    }
+
+    fn lcg(state: &mut u64) -> u64 {
+        *state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *state >> 33
+    }
+
+    fn mixed_run(replacement: Replacement) -> MemoryStats {
+        let mut mem = hierarchy(
+            level(4, 2, replacement),
+            level(16, 4, replacement),
+            level(256, 8, replacement),
+        );
+        let mut rng = 42;
+        for i in 0..200_000u64 {
+            // Walk references to a small hot set, data spread over 8x the LLC.
+            if i % 4 == 0 {
+                mem.access(at(lcg(&mut rng) % 512), Requester::Walk);
+            } else {
+                mem.access(
+                    at((1 << 20) + lcg(&mut rng) % (256 * 8 * 8)),
+                    Requester::Data,
+                );
+            }
+        }
+        *mem.stats()
+    }
+
+    #[test]
+    fn drrip_is_deterministic() {
+        let a = mixed_run(Replacement::Drrip);
+        let b = mixed_run(Replacement::Drrip);
+        assert_eq!(a, b);
+        assert_eq!(a.total(Requester::Walk), 50_000);
+        assert_eq!(a.total(Requester::Data), 150_000);
+    }
+
+    #[test]
+    fn drrip_resists_thrashing_where_lru_and_srrip_do_not() {
+        // A cyclic working set of 1.5x the cache: LRU and SRRIP evict every line before its
+        // reuse; BRRIP keeps part of it, and the followers learn to use BRRIP.
+        let cyclic_hits = |replacement| {
+            let mut c = Cache::new(&level(128, 4, replacement), 6);
+            let lines = 128 * 6;
+            (0..40 * lines).filter(|&i| c.access(i % lines)).count()
+        };
+        assert_eq!(cyclic_hits(Replacement::Lru), 0);
+        assert_eq!(cyclic_hits(Replacement::Srrip), 0);
+        let drrip = cyclic_hits(Replacement::Drrip);
+        assert!(drrip > 40 * 128 * 6 / 4, "{drrip}");
+    }
+
+    #[test]
+    fn disabled_levels_are_skipped() {
+        let mut mem = hierarchy(disabled(), disabled(), disabled());
+        for line in [0, 0, 1, 0, 1] {
+            assert_eq!(mem.access(at(line), Requester::Data), MemLevel::Dram);
+        }
+        let mut mem = hierarchy(disabled(), level(4, 2, Replacement::Lru), disabled());
+        assert_eq!(mem.access(at(3), Requester::Data), MemLevel::Dram);
+        assert_eq!(mem.access(at(3), Requester::Data), MemLevel::L2);
+        let mut mem = hierarchy(
+            level(2, 1, Replacement::Lru),
+            disabled(),
+            level(8, 1, Replacement::Lru),
+        );
+        assert_eq!(mem.access(at(0), Requester::Data), MemLevel::Dram);
+        assert_eq!(mem.access(at(2), Requester::Data), MemLevel::Dram);
+        assert_eq!(mem.access(at(0), Requester::Data), MemLevel::Llc);
+        assert!(!Cache::new(&disabled(), 6).is_enabled());
+    }
+
+    #[test]
+    fn stats_by_requester() {
+        let mut mem = tiny(Replacement::Lru);
+        mem.access(at(0), Requester::Walk);
+        let snapshot = *mem.stats();
+        mem.access(at(0), Requester::Data);
+        mem.access(at(0), Requester::Tag);
+        mem.access(at(1), Requester::Tag);
+        let s = *mem.stats();
+        assert_eq!(s.get(Requester::Walk, MemLevel::Dram), 1);
+        assert_eq!(s.get(Requester::Data, MemLevel::L1), 1);
+        assert_eq!(s.get(Requester::Tag, MemLevel::L1), 1);
+        assert_eq!(s.get(Requester::Tag, MemLevel::Dram), 1);
+        assert_eq!(s.total(Requester::Tag), 2);
+        let delta = s.since(&snapshot);
+        assert_eq!(delta.total(Requester::Walk), 0);
+        assert_eq!(
+            delta.total(Requester::Data) + delta.total(Requester::Tag),
+            3
+        );
+        let mut sum = snapshot;
+        sum.add(&delta);
+        assert_eq!(sum, s);
+        // Flushing empties the caches but keeps the counts.
+        mem.flush();
+        assert_eq!(mem.access(at(0), Requester::Data), MemLevel::Dram);
+        assert_eq!(mem.stats().total(Requester::Data), 2);
+    }
+
+    #[test]
+    fn names_and_indices_agree() {
+        for (i, l) in MemLevel::ALL.into_iter().enumerate() {
+            assert_eq!(l as usize, i);
+        }
+        for (i, r) in Requester::ALL.into_iter().enumerate() {
+            assert_eq!(r as usize, i);
+        }
+        let names: Vec<_> = MemLevel::ALL.iter().map(|l| l.name()).collect();
+        assert_eq!(names, ["l1", "l2", "llc", "dram"]);
+        assert_eq!(Requester::Walk.name(), "walk");
+    }
+
+    #[test]
+    fn validation_names_the_level() {
+        let good = MemoryConfig {
+            line_size: 64,
+            l1d: CacheConfig {
+                size: 48 << 10,
+                ways: 12,
+                replacement: Replacement::Lru,
+            },
+            l2: CacheConfig {
+                size: 2 << 20,
+                ways: 16,
+                replacement: Replacement::Lru,
+            },
+            llc: CacheConfig {
+                size: 0,
+                ways: 1,
+                replacement: Replacement::Drrip,
+            },
+        };
+        good.validate().unwrap();
+        for bad_line in [0, 4, 48] {
+            let err = MemoryConfig {
+                line_size: bad_line,
+                ..good.clone()
+            }
+            .validate()
+            .unwrap_err();
+            assert!(err.contains("line_size"), "{err}");
+        }
+        let cases = [
+            (
+                CacheConfig {
+                    size: 1 << 20,
+                    ways: 0,
+                    replacement: Replacement::Srrip,
+                },
+                "ways",
+            ),
+            (
+                CacheConfig {
+                    size: 1000,
+                    ways: 4,
+                    replacement: Replacement::Srrip,
+                },
+                "multiple",
+            ),
+            (
+                CacheConfig {
+                    size: 3 << 20,
+                    ways: 16,
+                    replacement: Replacement::Srrip,
+                },
+                "power of two",
+            ),
+        ];
+        for (llc, problem) in cases {
+            let err = MemoryConfig {
+                llc,
+                ..good.clone()
+            }
+            .validate()
+            .unwrap_err();
+            assert!(err.contains("memory.llc"), "{err}");
+            assert!(err.contains(problem), "{err}");
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! Host-physical memory: which frames exist, which are free, and the bytes of every
+//! page-table page.
+//!
+//! Data pages have no contents in the simulator (nothing reads the data a workload writes);
+//! only page-table pages do, because walkers read real entries. A frame gets contents the
+//! first time an entry is written into it, so guest tables, EPT tables and (later) shadow or
+//! devirt tables all live here the same way. Memory use is proportional to the number of
+//! page-table pages, not to the simulated footprint: a two-level index from frame number to
+//! page slot, whose second level exists only for 2 MiB regions that hold a table page.
+
+use crate::addr::{Hfn, Hpa, PageSize};
+
+/// Entries in one 4 KiB table page.
+pub const ENTRIES_PER_TABLE: usize = 512;
+type TablePage = [u64; ENTRIES_PER_TABLE];
+/// Frames per index chunk (one 2 MiB region).
+const CHUNK_FRAMES: u64 = 512;
+
+/// Out of host memory: the profile's `host_memory` is too small for the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("out of host memory: {size} allocation failed with {total_frames} frames of 4 KiB in total; raise host_memory in the machine profile")]
+pub struct OutOfMemory {
+    pub size: PageSize,
+    pub total_frames: u64,
+}
+
+/// The machine's physical memory.
+pub struct HostMemory {
+    total_frames: u64,
+    /// Per 2 MiB chunk of frames: slot+1 of each frame's table page, 0 = no contents.
+    index: Vec<Option<Box<[u32; CHUNK_FRAMES as usize]>>>,
+    pages: Vec<Box<TablePage>>,
+    free_slots: Vec<u32>,
+    allocator: FrameAllocator,
+}
+
+impl HostMemory {
+    pub fn new(bytes: u64) -> Self {
+        let total_frames = bytes >> crate::addr::PAGE_SHIFT;
+        let chunks = total_frames.div_ceil(CHUNK_FRAMES) as usize;
+        HostMemory {
+            total_frames,
+            index: (0..chunks).map(|_| None).collect(),
+            pages: Vec::new(),
+            free_slots: Vec::new(),
+            allocator: FrameAllocator::new(total_frames),
+        }
+    }
+
+    pub fn total_frames(&self) -> u64 {
+        self.total_frames
+    }
+
+    /// Allocate a naturally aligned page of `size`; its table contents (if any) are zero.
+    pub fn alloc(&mut self, size: PageSize) -> Result<Hfn, OutOfMemory> {
+        self.allocator
+            .alloc(size)
+            .map(Hfn::new)
+            .ok_or(OutOfMemory { size, total_frames: self.total_frames })
+    }
+
+    /// Return a page to the allocator, dropping any table contents it held.
+    pub fn free(&mut self, frame: Hfn, size: PageSize) {
+        for f in frame.raw()..frame.raw() + size.frames() {
+            self.drop_contents(Hfn::new(f));
+        }
+        self.allocator.free(frame.raw(), size);
+    }
+
+    /// Frames currently allocated (in 4 KiB units).
+    pub fn frames_in_use(&self) -> u64 {
+        self.allocator.in_use
+    }
+
+    /// Number of frames that hold page-table contents.
+    pub fn table_pages(&self) -> usize {
+        self.pages.len() - self.free_slots.len()
+    }
+
+    /// Read the 8-byte entry at `addr` (which must be 8-byte aligned). A frame without table
+    /// contents reads as zeros: a not-present entry.
+    #[inline]
+    pub fn read_u64(&self, addr: Hpa) -> u64 {
+        match self.slot(addr.frame()) {
+            Some(slot) => self.pages[slot][entry_index(addr)],
+            None => 0,
+        }
+    }
+
+    /// Write the 8-byte entry at `addr`, giving the frame table contents if it had none.
+    pub fn write_u64(&mut self, addr: Hpa, value: u64) {
+        let slot = match self.slot(addr.frame()) {
+            Some(slot) => slot,
+            None => {
+                if value == 0 {
+                    return; // zero into a zero page changes nothing; don't materialize it
+                }
+                self.materialize(addr.frame())
+            }
+        };
+        self.pages[slot][entry_index(addr)] = value;
+    }
+
+    /// Set `bits` in the entry at `addr` (an atomic OR, as hardware A/D updates are).
+    #[inline]
+    pub fn or_u64(&mut self, addr: Hpa, bits: u64) {
+        let old = self.read_u64(addr);
+        if old & bits != bits {
+            self.write_u64(addr, old | bits);
+        }
+    }
+
+    /// Forget a frame's table contents (it reads as zeros again).
+    pub fn drop_contents(&mut self, frame: Hfn) {
+        let (chunk, offset) = split(frame);
+        if let Some(Some(chunk)) = self.index.get_mut(chunk) {
+            let slot = chunk[offset];
+            if slot != 0 {
+                chunk[offset] = 0;
+                self.free_slots.push(slot - 1);
+            }
+        }
+    }
+
+    #[inline]
+    fn slot(&self, frame: Hfn) -> Option<usize> {
+        let (chunk, offset) = split(frame);
+        match self.index.get(chunk) {
+            Some(Some(chunk)) if chunk[offset] != 0 => Some(chunk[offset] as usize - 1),
+            _ => None,
+        }
+    }
+
+    fn materialize(&mut self, frame: Hfn) -> usize {
+        let slot = match self.free_slots.pop() {
+            Some(slot) => {
+                self.pages[slot as usize].fill(0);
+                slot
+            }
+            None => {
+                self.pages.push(Box::new([0; ENTRIES_PER_TABLE]));
+                (self.pages.len() - 1) as u32
+            }
+        };
+        let (chunk, offset) = split(frame);
+        assert!(chunk < self.index.len(), "frame {frame:?} is outside host memory");
+        self.index[chunk].get_or_insert_with(|| Box::new([0; CHUNK_FRAMES as usize]))[offset] = slot + 1;
+        slot as usize
+    }
+}
+
+#[inline]
+fn split(frame: Hfn) -> (usize, usize) {
+    ((frame.raw() / CHUNK_FRAMES) as usize, (frame.raw() % CHUNK_FRAMES) as usize)
+}
+
+#[inline]
+fn entry_index(addr: Hpa) -> usize {
+    ((addr.raw() >> 3) & (ENTRIES_PER_TABLE as u64 - 1)) as usize
+}
+
+/// A physical-frame allocator for one address space of `total` 4 KiB frames.
+///
+/// Simplification: 4 KiB frames are handed out bottom-up and large pages top-down from
+/// separate bump pointers, with free lists per size; freed large pages are not split and
+/// freed small frames are not merged. That is enough to give every page a distinct, aligned
+/// frame; fragmentation is modeled where it matters, by the hypervisor's backing policy.
+pub struct FrameAllocator {
+    total: u64,
+    next_small: u64,
+    /// Lowest frame handed out by the top-down large-page pointer.
+    large_floor: u64,
+    free: [Vec<u64>; 3],
+    in_use: u64,
+}
+
+impl FrameAllocator {
+    pub fn new(total_frames: u64) -> Self {
+        // Frame 0 is never handed out, so a zero frame number can mean "none" in tables.
+        FrameAllocator { total: total_frames, next_small: 1, large_floor: total_frames, free: Default::default(), in_use: 0 }
+    }
+
+    /// Allocate `size` worth of frames, aligned to `size`; returns the first frame number.
+    pub fn alloc(&mut self, size: PageSize) -> Option<u64> {
+        let frame = match self.free[size.index()].pop() {
+            Some(frame) => frame,
+            None if size == PageSize::Size4K => {
+                if self.next_small >= self.large_floor {
+                    return None;
+                }
+                self.next_small += 1;
+                self.next_small - 1
+            }
+            None => {
+                let n = size.frames();
+                let candidate = (self.large_floor.checked_sub(n)?) & !(n - 1);
+                if candidate < self.next_small {
+                    return None;
+                }
+                self.large_floor = candidate;
+                candidate
+            }
+        };
+        self.in_use += size.frames();
+        Some(frame)
+    }
+
+    pub fn free(&mut self, frame: u64, size: PageSize) {
+        debug_assert!(frame < self.total);
+        self.in_use -= size.frames();
+        self.free[size.index()].push(frame);
+    }
+
+    pub fn in_use(&self) -> u64 {
+        self.in_use
+    }
+
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untouched_frames_read_zero_and_writes_stick() {
+        let mut mem = HostMemory::new(1 << 30);
+        let addr = Hfn::new(77).addr_at(8 * 5);
+        assert_eq!(mem.read_u64(addr), 0);
+        mem.write_u64(addr, 0xdead_b000);
+        assert_eq!(mem.read_u64(addr), 0xdead_b000);
+        assert_eq!(mem.read_u64(Hfn::new(77).addr_at(8 * 6)), 0);
+        assert_eq!(mem.table_pages(), 1);
+        mem.or_u64(addr, 1 << 5);
+        assert_eq!(mem.read_u64(addr), 0xdead_b020);
+        mem.drop_contents(Hfn::new(77));
+        assert_eq!(mem.read_u64(addr), 0);
+        assert_eq!(mem.table_pages(), 0);
+    }
+
+    #[test]
+    fn writing_zero_does_not_materialize() {
+        let mut mem = HostMemory::new(1 << 30);
+        mem.write_u64(Hpa::new(0x5000), 0);
+        assert_eq!(mem.table_pages(), 0);
+    }
+
+    #[test]
+    fn allocations_are_aligned_distinct_and_counted() {
+        let mut alloc = FrameAllocator::new(4 << 18); // 4 GiB
+        let small = alloc.alloc(PageSize::Size4K).unwrap();
+        let huge = alloc.alloc(PageSize::Size2M).unwrap();
+        let giant = alloc.alloc(PageSize::Size1G).unwrap();
+        assert_ne!(small, 0);
+        assert_eq!(huge % 512, 0);
+        assert_eq!(giant % (512 * 512), 0);
+        assert!(giant + 512 * 512 <= 4 << 18);
+        assert!(huge + 512 <= giant || huge >= giant + 512 * 512);
+        assert_eq!(alloc.in_use(), 1 + 512 + 512 * 512);
+        alloc.free(huge, PageSize::Size2M);
+        assert_eq!(alloc.alloc(PageSize::Size2M), Some(huge));
+    }
+
+    #[test]
+    fn allocator_reports_exhaustion() {
+        let mut alloc = FrameAllocator::new(4);
+        assert!(alloc.alloc(PageSize::Size2M).is_none());
+        assert_eq!(alloc.alloc(PageSize::Size4K), Some(1));
+        assert_eq!(alloc.alloc(PageSize::Size4K), Some(2));
+        assert_eq!(alloc.alloc(PageSize::Size4K), Some(3));
+        assert_eq!(alloc.alloc(PageSize::Size4K), None);
+    }
+}

@@ -1,0 +1,496 @@
+//! The memory-management unit: TLBs, paging-structure caches, nested (GPA->HPA) caches and
+//! the walker, in front of the cache hierarchy.
+//!
+//! The hit path ([`Mmu::access`]) is one probe of the L1 DTLB for each page size in use and a
+//! cache-hierarchy access; everything else (STLB, walks, fills) is out of line. Which tables
+//! the hardware walks is the [`Root`]: a 1D root (native, and later shadow, PV and TPT) or a
+//! 2D root (nested paging). The scheme decides the root once; the MMU does not know schemes.
+//!
+//! Simplifications, named here so readers know what the model is:
+//! - Walks are in order and one at a time; walker parallelism is a cost-model parameter.
+//! - TLBs and walk caches use LRU replacement. The STLB holds 4K and 2M entries in one array
+//!   (a 2M entry is looked up with its own key, as a second probe); 1G entries have their own.
+//! - Guest paging-structure caches hold the guest-physical address of the next guest table;
+//!   that address is then translated through the nested TLB (GPA->HPA cache) and the EPT walk
+//!   caches, as an EPT-aware walker would (Intel SDM vol. 3, 29.4; Bhargava et al., ASPLOS 2008).
+//! - With EPT accessed/dirty flags on, every guest paging-structure access is an EPT write
+//!   (Intel SDM vol. 3, 29.3.5), so guest table pages get EPT dirty bits.
+//! - The kernel's own accesses (page zeroing, table edits) do not go through this MMU; their
+//!   cost is the kernel model's.
+
+use crate::addr::{Gpa, Gva, Hpa, PageSize};
+use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
+use crate::hw::cache::{MemoryConfig, MemoryHierarchy, Requester};
+use crate::hw::frames::HostMemory;
+use crate::hw::pte::{Ept, Perms, X86, FRAME_MASK};
+use crate::hw::walker::{walk, Dimension, Fault, Leaf, TableMemory, WalkCaches, TAG_SHIFT};
+
+/// Geometry of every translation structure; `entries = 0` disables one.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlbConfig {
+    pub l1_4k: TranslationCacheConfig,
+    pub l1_2m: TranslationCacheConfig,
+    pub l1_1g: TranslationCacheConfig,
+    /// The unified second-level TLB for 4K and 2M pages.
+    pub stlb: TranslationCacheConfig,
+    pub stlb_1g: TranslationCacheConfig,
+    /// Paging-structure caches of the guest (or native) tables.
+    pub pde_cache: TranslationCacheConfig,
+    pub pdpte_cache: TranslationCacheConfig,
+    pub pml4e_cache: TranslationCacheConfig,
+    /// Cached guest-physical mappings (GPA -> HPA), used by 2D walks.
+    pub nested_tlb: TranslationCacheConfig,
+    /// Paging-structure caches of the EPT.
+    pub ept_pde_cache: TranslationCacheConfig,
+    pub ept_pdpte_cache: TranslationCacheConfig,
+    pub ept_pml4e_cache: TranslationCacheConfig,
+}
+
+impl TlbConfig {
+    /// Every structure off: each access walks; used by the exact reference-count tests.
+    pub fn all_disabled() -> Self {
+        let off = TranslationCacheConfig::DISABLED;
+        TlbConfig {
+            l1_4k: off.clone(),
+            l1_2m: off.clone(),
+            l1_1g: off.clone(),
+            stlb: off.clone(),
+            stlb_1g: off.clone(),
+            pde_cache: off.clone(),
+            pdpte_cache: off.clone(),
+            pml4e_cache: off.clone(),
+            nested_tlb: off.clone(),
+            ept_pde_cache: off.clone(),
+            ept_pdpte_cache: off.clone(),
+            ept_pml4e_cache: off,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, cfg) in self.named() {
+            cfg.validate(name)?;
+        }
+        Ok(())
+    }
+
+    fn named(&self) -> [(&'static str, &TranslationCacheConfig); 12] {
+        [
+            ("tlb.l1_4k", &self.l1_4k),
+            ("tlb.l1_2m", &self.l1_2m),
+            ("tlb.l1_1g", &self.l1_1g),
+            ("tlb.stlb", &self.stlb),
+            ("tlb.stlb_1g", &self.stlb_1g),
+            ("tlb.pde_cache", &self.pde_cache),
+            ("tlb.pdpte_cache", &self.pdpte_cache),
+            ("tlb.pml4e_cache", &self.pml4e_cache),
+            ("tlb.nested_tlb", &self.nested_tlb),
+            ("tlb.ept_pde_cache", &self.ept_pde_cache),
+            ("tlb.ept_pdpte_cache", &self.ept_pdpte_cache),
+            ("tlb.ept_pml4e_cache", &self.ept_pml4e_cache),
+        ]
+    }
+}
+
+/// The tables the hardware walks on a TLB miss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Root {
+    /// No translation yet: every access faults in the guest dimension.
+    None,
+    /// A 1D walk from a host-physical root (native paging).
+    OneD { cr3: Hpa },
+    /// A 2D walk: guest tables from a guest-physical root, each reference through the EPT.
+    TwoD { guest_cr3: Gpa, eptp: Hpa },
+}
+
+/// Event counters of the MMU (all exact).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MmuCounters {
+    pub accesses: u64,
+    /// Accesses that missed every L1 DTLB.
+    pub l1_tlb_misses: u64,
+    /// L1 misses served by the STLB.
+    pub stlb_hits: u64,
+    /// Accesses for which no TLB held a usable translation (L1 and STLB miss).
+    pub tlb_misses: u64,
+    /// Page walks started (TLB misses, plus re-walks to set a dirty bit).
+    pub walks: u64,
+    /// Entry reads of the guest (or native) tables.
+    pub guest_refs: u64,
+    /// Entry reads of the EPT.
+    pub ept_refs: u64,
+    /// GPA->HPA translations served by the nested TLB.
+    pub nested_tlb_hits: u64,
+    /// GPA->HPA translations that needed an EPT walk.
+    pub nested_tlb_misses: u64,
+    /// Walks that ended in a fault (either dimension).
+    pub faults: u64,
+}
+
+impl MmuCounters {
+    /// Every entry read of a walk, both dimensions.
+    pub fn walk_refs(&self) -> u64 {
+        self.guest_refs + self.ept_refs
+    }
+
+    pub fn since(&self, earlier: &MmuCounters) -> MmuCounters {
+        MmuCounters {
+            accesses: self.accesses - earlier.accesses,
+            l1_tlb_misses: self.l1_tlb_misses - earlier.l1_tlb_misses,
+            stlb_hits: self.stlb_hits - earlier.stlb_hits,
+            tlb_misses: self.tlb_misses - earlier.tlb_misses,
+            walks: self.walks - earlier.walks,
+            guest_refs: self.guest_refs - earlier.guest_refs,
+            ept_refs: self.ept_refs - earlier.ept_refs,
+            nested_tlb_hits: self.nested_tlb_hits - earlier.nested_tlb_hits,
+            nested_tlb_misses: self.nested_tlb_misses - earlier.nested_tlb_misses,
+            faults: self.faults - earlier.faults,
+        }
+    }
+}
+
+// Layout of a cached translation value: output page base in bits 12..=51, permissions in
+// bits 0..=3, and a dirty bit (a write may use the entry without a walk).
+const VALUE_DIRTY: u64 = 1 << 4;
+// Size tag in keys of arrays that hold several page sizes.
+const SIZE_TAG_SHIFT: u32 = 62;
+
+#[inline]
+fn tlb_key(addr: u64, size: PageSize, tag: u64) -> u64 {
+    (addr >> size.shift()) | (tag << TAG_SHIFT) | ((size.index() as u64) << SIZE_TAG_SHIFT)
+}
+
+#[inline]
+fn usable(value: u64, write: bool) -> bool {
+    Perms::from_bits(value).allows(write) && (!write || value & VALUE_DIRTY != 0)
+}
+
+fn tlb_value(base: u64, perms: Perms, dirty: bool) -> u64 {
+    (base & FRAME_MASK) | perms.bits() | if dirty { VALUE_DIRTY } else { 0 }
+}
+
+/// The MMU of one simulated core.
+pub struct Mmu {
+    /// L1 DTLBs indexed by [`PageSize::index`].
+    l1: [TranslationCache; 3],
+    stlb: TranslationCache,
+    stlb_1g: TranslationCache,
+    guest_caches: WalkCaches,
+    ept_caches: WalkCaches,
+    nested_tlb: TranslationCache,
+    memory: MemoryHierarchy,
+    root: Root,
+    /// Address-space tag of the running context (PCID), part of every TLB key.
+    tag: u64,
+    levels: u8,
+    /// Bit i set once a TLB entry of page size i was filled: other sizes are not probed.
+    sizes_in_use: u8,
+    nested_sizes_in_use: u8,
+    counters: MmuCounters,
+}
+
+impl Mmu {
+    /// A new MMU; `levels` is the paging depth of both dimensions (4 or 5).
+    pub fn new(tlb: &TlbConfig, memory: &MemoryConfig, levels: u8) -> Self {
+        Mmu {
+            l1: [TranslationCache::new(&tlb.l1_4k), TranslationCache::new(&tlb.l1_2m), TranslationCache::new(&tlb.l1_1g)],
+            stlb: TranslationCache::new(&tlb.stlb),
+            stlb_1g: TranslationCache::new(&tlb.stlb_1g),
+            guest_caches: WalkCaches::new(&tlb.pde_cache, &tlb.pdpte_cache, &tlb.pml4e_cache),
+            ept_caches: WalkCaches::new(&tlb.ept_pde_cache, &tlb.ept_pdpte_cache, &tlb.ept_pml4e_cache),
+            nested_tlb: TranslationCache::new(&tlb.nested_tlb),
+            memory: MemoryHierarchy::new(memory),
+            root: Root::None,
+            tag: 0,
+            levels,
+            sizes_in_use: 0,
+            nested_sizes_in_use: 0,
+            counters: MmuCounters::default(),
+        }
+    }
+
+    pub fn counters(&self) -> &MmuCounters {
+        &self.counters
+    }
+
+    pub fn memory(&self) -> &MemoryHierarchy {
+        &self.memory
+    }
+
+    pub fn root(&self) -> Root {
+        self.root
+    }
+
+    pub fn levels(&self) -> u8 {
+        self.levels
+    }
+
+    /// Load a new root (a CR3 write, or a VM entry with a new EPTP). With `flush`, the
+    /// translations of the new tag are dropped, as a CR3 load without PCID does.
+    pub fn set_root(&mut self, root: Root, tag: u64, flush: bool) {
+        self.root = root;
+        self.tag = tag;
+        if flush {
+            self.flush_tag(tag);
+        }
+    }
+
+    /// One user-mode data access: translate `va` and access its line. On a fault nothing is
+    /// accessed and the fault is returned for the OS or hypervisor to handle.
+    #[inline]
+    pub fn access(&mut self, mem: &mut HostMemory, va: Gva, write: bool) -> Result<Hpa, Fault> {
+        self.counters.accesses += 1;
+        let hpa = match self.l1_lookup(va.raw(), write) {
+            Some(hpa) => hpa,
+            None => self.l1_miss(mem, va.raw(), write)?,
+        };
+        self.memory.access(hpa, Requester::Data);
+        Ok(hpa)
+    }
+
+    /// Translate without side effects on caches or counters is not offered: a walk sets A/D
+    /// bits. For checks, see [`crate::hw::mmu::reference_translate`].
+    #[inline]
+    fn l1_lookup(&mut self, va: u64, write: bool) -> Option<Hpa> {
+        for size in PageSize::ALL {
+            if self.sizes_in_use & (1 << size.index()) == 0 {
+                continue;
+            }
+            if let Some(value) = self.l1[size.index()].lookup(tlb_key(va, size, self.tag)) {
+                if usable(value, write) {
+                    return Some(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
+                }
+            }
+        }
+        None
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn l1_miss(&mut self, mem: &mut HostMemory, va: u64, write: bool) -> Result<Hpa, Fault> {
+        self.counters.l1_tlb_misses += 1;
+        let mut found_unusable = false;
+        for size in PageSize::ALL {
+            if self.sizes_in_use & (1 << size.index()) == 0 {
+                continue;
+            }
+            let key = tlb_key(va, size, self.tag);
+            let second_level = if size == PageSize::Size1G { &mut self.stlb_1g } else { &mut self.stlb };
+            if let Some(value) = second_level.lookup(key) {
+                if usable(value, write) {
+                    self.counters.stlb_hits += 1;
+                    self.l1[size.index()].fill(key, value);
+                    return Ok(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
+                }
+                found_unusable = true;
+            }
+        }
+        if !found_unusable {
+            self.counters.tlb_misses += 1;
+        }
+        self.counters.walks += 1;
+        let (base, size, perms) = match self.walk(mem, va, write) {
+            Ok(t) => t,
+            Err(fault) => {
+                self.counters.faults += 1;
+                return Err(fault);
+            }
+        };
+        let key = tlb_key(va, size, self.tag);
+        let value = tlb_value(base, perms, write);
+        self.sizes_in_use |= 1 << size.index();
+        self.l1[size.index()].fill(key, value);
+        if size == PageSize::Size1G { &mut self.stlb_1g } else { &mut self.stlb }.fill(key, value);
+        Ok(Hpa::new(base | (va & (size.bytes() - 1))))
+    }
+
+    /// Walk the current root for `va`: (host page base, page size, permissions).
+    fn walk(&mut self, mem: &mut HostMemory, va: u64, write: bool) -> Result<(u64, PageSize, Perms), Fault> {
+        let levels = self.levels;
+        match self.root {
+            Root::None => Err(Fault { dimension: Dimension::Guest, addr: va, level: levels, kind: crate::hw::walker::FaultKind::NotPresent, write }),
+            Root::OneD { cr3 } => {
+                let mut tables = HostTables { mem, memory: &mut self.memory };
+                let leaf = walk::<X86, _>(&mut tables, Some(&mut self.guest_caches), Dimension::Guest, cr3.raw(), va, levels, self.tag, write, &mut self.counters.guest_refs)?;
+                Ok((leaf.base, leaf.size, leaf.perms))
+            }
+            Root::TwoD { guest_cr3, eptp } => {
+                let mut nested = Nested {
+                    mem,
+                    memory: &mut self.memory,
+                    ept_caches: &mut self.ept_caches,
+                    nested_tlb: &mut self.nested_tlb,
+                    nested_sizes_in_use: &mut self.nested_sizes_in_use,
+                    counters: &mut self.counters,
+                    eptp,
+                    levels,
+                };
+                let mut guest_refs = 0;
+                let guest = walk::<X86, _>(&mut nested, Some(&mut self.guest_caches), Dimension::Guest, guest_cr3.raw(), va, levels, self.tag, write, &mut guest_refs);
+                nested.counters.guest_refs += guest_refs;
+                let guest = guest?;
+                let gpa = guest.output(va);
+                let host = nested.translate(gpa, write)?;
+                let size = guest.size.min(host.size);
+                let base = host.output(gpa) & !(size.bytes() - 1);
+                Ok((base, size, guest.perms.and(host.perms)))
+            }
+        }
+    }
+
+    /// INVLPG: drop the translations of `va` of the current tag at every page size, and the
+    /// paging-structure cache entries covering it.
+    pub fn invlpg(&mut self, va: Gva) {
+        for size in PageSize::ALL {
+            let key = tlb_key(va.raw(), size, self.tag);
+            self.l1[size.index()].invalidate(key);
+            if size == PageSize::Size1G { &mut self.stlb_1g } else { &mut self.stlb }.invalidate(key);
+        }
+        self.guest_caches.invalidate_addr(va.raw(), self.tag);
+    }
+
+    /// Flush the running context's translations (a full non-global TLB flush).
+    pub fn flush_current(&mut self) {
+        self.flush_tag(self.tag);
+    }
+
+    /// Drop every translation and guest walk-cache entry of one tag (CR3 load without PCID).
+    pub fn flush_tag(&mut self, tag: u64) {
+        let keep = |key: u64, _| (key >> TAG_SHIFT) & ((1 << (SIZE_TAG_SHIFT - TAG_SHIFT)) - 1) != tag;
+        self.l1.iter_mut().for_each(|c| c.retain(keep));
+        self.stlb.retain(keep);
+        self.stlb_1g.retain(keep);
+        self.guest_caches.flush_tag(tag);
+    }
+
+    /// Drop everything derived from the EPT (INVEPT, after the hypervisor removes or
+    /// downgrades an EPT mapping): GPA->HPA caches, EPT walk caches and combined TLB entries.
+    pub fn invept(&mut self) {
+        self.nested_tlb.flush();
+        self.ept_caches.flush();
+        self.l1.iter_mut().for_each(TranslationCache::flush);
+        self.stlb.flush();
+        self.stlb_1g.flush();
+    }
+
+    /// Hit and miss counts of the structures, for reports: (name, hits, misses).
+    pub fn structure_stats(&self) -> Vec<(&'static str, u64, u64)> {
+        let mut out = vec![
+            ("l1_4k", self.l1[0].hits(), self.l1[0].misses()),
+            ("l1_2m", self.l1[1].hits(), self.l1[1].misses()),
+            ("l1_1g", self.l1[2].hits(), self.l1[2].misses()),
+            ("stlb", self.stlb.hits(), self.stlb.misses()),
+            ("stlb_1g", self.stlb_1g.hits(), self.stlb_1g.misses()),
+            ("nested_tlb", self.nested_tlb.hits(), self.nested_tlb.misses()),
+        ];
+        for (level, name) in [(2, "pde_cache"), (3, "pdpte_cache"), (4, "pml4e_cache")] {
+            let (h, m) = self.guest_caches.stats(level);
+            out.push((name, h, m));
+        }
+        for (level, name) in [(2, "ept_pde_cache"), (3, "ept_pdpte_cache"), (4, "ept_pml4e_cache")] {
+            let (h, m) = self.ept_caches.stats(level);
+            out.push((name, h, m));
+        }
+        out
+    }
+}
+
+/// Host-physical tables, read through the cache hierarchy.
+struct HostTables<'a> {
+    mem: &'a mut HostMemory,
+    memory: &'a mut MemoryHierarchy,
+}
+
+impl TableMemory for HostTables<'_> {
+    fn locate(&mut self, entry_addr: u64) -> Result<Hpa, Fault> {
+        Ok(Hpa::new(entry_addr))
+    }
+    #[inline]
+    fn read(&mut self, at: Hpa) -> u64 {
+        self.memory.access(at, Requester::Walk);
+        self.mem.read_u64(at)
+    }
+    fn set_bits(&mut self, at: Hpa, bits: u64) {
+        self.mem.or_u64(at, bits)
+    }
+}
+
+/// Guest tables seen through the EPT: every guest table address is translated first.
+struct Nested<'a> {
+    mem: &'a mut HostMemory,
+    memory: &'a mut MemoryHierarchy,
+    ept_caches: &'a mut WalkCaches,
+    nested_tlb: &'a mut TranslationCache,
+    nested_sizes_in_use: &'a mut u8,
+    counters: &'a mut MmuCounters,
+    eptp: Hpa,
+    levels: u8,
+}
+
+impl Nested<'_> {
+    /// GPA -> HPA through the nested TLB, or an EPT walk.
+    fn translate(&mut self, gpa: u64, write: bool) -> Result<Leaf, Fault> {
+        for size in PageSize::ALL {
+            if *self.nested_sizes_in_use & (1 << size.index()) == 0 {
+                continue;
+            }
+            if let Some(value) = self.nested_tlb.lookup(tlb_key(gpa, size, 0)) {
+                if usable(value, write) {
+                    self.counters.nested_tlb_hits += 1;
+                    return Ok(Leaf { base: value & FRAME_MASK, size, perms: Perms::from_bits(value) });
+                }
+            }
+        }
+        self.counters.nested_tlb_misses += 1;
+        let mut tables = HostTables { mem: self.mem, memory: self.memory };
+        let leaf = walk::<Ept, _>(&mut tables, Some(self.ept_caches), Dimension::Ept, self.eptp.raw(), gpa, self.levels, 0, write, &mut self.counters.ept_refs)?;
+        *self.nested_sizes_in_use |= 1 << leaf.size.index();
+        self.nested_tlb.fill(tlb_key(gpa, leaf.size, 0), tlb_value(leaf.base, leaf.perms, write));
+        Ok(leaf)
+    }
+}
+
+impl TableMemory for Nested<'_> {
+    /// Guest paging-structure accesses are EPT writes when EPT A/D flags are on.
+    fn locate(&mut self, entry_addr: u64) -> Result<Hpa, Fault> {
+        let leaf = self.translate(entry_addr, true)?;
+        Ok(Hpa::new(leaf.output(entry_addr)))
+    }
+    #[inline]
+    fn read(&mut self, at: Hpa) -> u64 {
+        self.memory.access(at, Requester::Walk);
+        self.mem.read_u64(at)
+    }
+    fn set_bits(&mut self, at: Hpa, bits: u64) {
+        self.mem.or_u64(at, bits)
+    }
+}
+
+/// A reference translation by software composition, with no caches, no counters and no A/D
+/// updates: the guest tables walked by reading memory directly, each table address and the
+/// final GPA mapped through `p2m`. Tests compare the MMU against it.
+pub fn reference_translate(
+    mem: &HostMemory,
+    guest_root: u64,
+    va: u64,
+    levels: u8,
+    p2m: &dyn Fn(u64) -> Option<u64>,
+) -> Option<(u64, Perms)> {
+    let mut table = guest_root & FRAME_MASK;
+    let mut perms = Perms::ALL;
+    for level in (1..=levels).rev() {
+        let entry_gpa = table + ((va >> crate::hw::walker::level_shift(level)) & 0x1ff) * 8;
+        let entry = mem.read_u64(Hpa::new(p2m(entry_gpa)?));
+        if entry & X86::PRESENT == 0 {
+            return None;
+        }
+        perms = perms.and(<X86 as crate::hw::pte::EntryFormat>::perms(entry));
+        if level == 1 || (entry & X86::LARGE_PAGE != 0 && level <= 3) {
+            let size = PageSize::at_level(level)?;
+            let gpa = (entry & FRAME_MASK & !(size.bytes() - 1)) | (va & (size.bytes() - 1));
+            return Some((p2m(gpa)?, perms));
+        }
+        table = entry & FRAME_MASK;
+    }
+    None
+}

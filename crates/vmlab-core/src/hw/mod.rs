@@ -1,0 +1,8 @@
+//! The simulated machine: everything the hardware does on its own.
+
+pub mod assoc;
+pub mod cache;
+pub mod frames;
+pub mod mmu;
+pub mod pte;
+pub mod walker;

@@ -1,0 +1,304 @@
+//! The page walker: one loop that walks any radix table (x86 or EPT format, 4 or 5 levels),
+//! reading real entries and setting Accessed/Dirty bits as hardware does.
+//!
+//! A 2D (nested) walk is this loop run on the guest tables with a [`TableMemory`] that turns
+//! every guest table address into a host address by running this loop again on the EPT
+//! (see `mmu.rs`); the final guest-physical address is translated the same way. That is all
+//! the difference between a 1D and a 2D walk, and it is why the reference counts come out as
+//! 4 (native) and 24 (nested, 4K on 4K) without either number being written down anywhere.
+
+use crate::addr::PageSize;
+use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
+use crate::hw::pte::{EntryFormat, Perms, FRAME_MASK};
+
+/// Which tables a fault came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dimension {
+    /// The tables the OS built (the guest's, or the native kernel's).
+    Guest,
+    /// The hypervisor's EPT (GPA -> HPA).
+    Ept,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FaultKind {
+    NotPresent,
+    Protection,
+}
+
+/// An architectural translation fault: an ordinary value, handled by the OS (guest dimension)
+/// or the hypervisor (EPT dimension, an EPT violation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Fault {
+    pub dimension: Dimension,
+    /// The address being translated in that dimension (a GVA, or a GPA for EPT faults).
+    pub addr: u64,
+    /// The level whose entry denied the translation.
+    pub level: u8,
+    pub kind: FaultKind,
+    pub write: bool,
+}
+
+/// A completed walk: the page the address lies in, in the walked dimension's output space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Leaf {
+    /// Output address of the start of the page.
+    pub base: u64,
+    pub size: PageSize,
+    pub perms: Perms,
+}
+
+impl Leaf {
+    /// The output address of `addr` (an input address inside this page).
+    pub fn output(&self, addr: u64) -> u64 {
+        self.base | (addr & (self.size.bytes() - 1))
+    }
+}
+
+/// Where the walker's table reads go.
+pub trait TableMemory {
+    /// The host address of the entry at `entry_addr`, an address in the walked dimension's
+    /// table space (host-physical for native and EPT tables, guest-physical for guest tables).
+    fn locate(&mut self, entry_addr: u64) -> Result<crate::addr::Hpa, Fault>;
+    /// Read one entry: one walk reference, through the cache hierarchy.
+    fn read(&mut self, at: crate::addr::Hpa) -> u64;
+    /// Atomically set bits in an entry (A/D updates).
+    fn set_bits(&mut self, at: crate::addr::Hpa, bits: u64);
+}
+
+/// Paging-structure caches of one dimension: for levels 2..=4 (PDE, PDPTE, PML4E caches) they
+/// map an address prefix to the next table's address and the permissions accumulated so far,
+/// so a walk can start below the top (Intel SDM vol. 3, 4.10.3). A PML5E cache is not modeled.
+pub struct WalkCaches {
+    /// Index `level - 2`.
+    by_level: [TranslationCache; 3],
+}
+
+/// Bit position of the address-space tag (PCID, VPID) in cache keys: above every prefix.
+pub const TAG_SHIFT: u32 = 48;
+
+impl WalkCaches {
+    pub fn new(pde: &TranslationCacheConfig, pdpte: &TranslationCacheConfig, pml4e: &TranslationCacheConfig) -> Self {
+        WalkCaches { by_level: [TranslationCache::new(pde), TranslationCache::new(pdpte), TranslationCache::new(pml4e)] }
+    }
+
+    pub fn disabled() -> Self {
+        let off = TranslationCacheConfig::DISABLED;
+        Self::new(&off, &off, &off)
+    }
+
+    fn key(level: u8, addr: u64, tag: u64) -> u64 {
+        (addr >> level_shift(level)) | (tag << TAG_SHIFT)
+    }
+
+    pub fn flush(&mut self) {
+        self.by_level.iter_mut().for_each(TranslationCache::flush);
+    }
+
+    /// Drop every cached prefix covering `addr` (INVLPG drops the paging-structure caches).
+    pub fn invalidate_addr(&mut self, addr: u64, tag: u64) {
+        for level in 2..=4u8 {
+            self.by_level[level as usize - 2].invalidate(Self::key(level, addr, tag));
+        }
+    }
+
+    /// Drop entries of one address-space tag.
+    pub fn flush_tag(&mut self, tag: u64) {
+        for cache in &mut self.by_level {
+            cache.retain(|key, _| key >> TAG_SHIFT != tag);
+        }
+    }
+
+    /// (hits, misses) of the cache for `level` (2..=4).
+    pub fn stats(&self, level: u8) -> (u64, u64) {
+        let c = &self.by_level[level as usize - 2];
+        (c.hits(), c.misses())
+    }
+}
+
+/// Bits of address below the part that indexes the table at `level` (level 1 = PT).
+#[inline]
+pub const fn level_shift(level: u8) -> u32 {
+    12 + 9 * (level as u32 - 1)
+}
+
+/// Walk the tables rooted at `root` (an address in the table space) for `addr`.
+///
+/// `levels` is 4 or 5. `caches`, if given, are probed deepest first to skip upper levels and
+/// filled with each non-leaf entry read. Sets A on every entry used and D on the leaf of a
+/// write; a failed permission check leaves the leaf's D bit alone. Returns the number of
+/// entry reads through `refs`.
+#[allow(clippy::too_many_arguments)]
+pub fn walk<F: EntryFormat, T: TableMemory>(
+    tables: &mut T,
+    mut caches: Option<&mut WalkCaches>,
+    dimension: Dimension,
+    root: u64,
+    addr: u64,
+    levels: u8,
+    tag: u64,
+    write: bool,
+    refs: &mut u64,
+) -> Result<Leaf, Fault> {
+    let fault = |level, kind| Fault { dimension, addr, level, kind, write };
+    let mut level = levels;
+    let mut table = root & FRAME_MASK;
+    let mut perms = Perms::ALL;
+
+    if let Some(caches) = caches.as_deref_mut() {
+        for cached_level in 2..=levels.min(4) {
+            if let Some(value) = caches.by_level[cached_level as usize - 2].lookup(WalkCaches::key(cached_level, addr, tag)) {
+                table = value & FRAME_MASK;
+                perms = Perms::from_bits(value);
+                level = cached_level - 1;
+                break;
+            }
+        }
+    }
+
+    loop {
+        let index = (addr >> level_shift(level)) & 0x1ff;
+        let at = tables.locate(table + index * 8)?;
+        let entry = tables.read(at);
+        *refs += 1;
+        if !F::is_present(entry) {
+            return Err(fault(level, FaultKind::NotPresent));
+        }
+        perms = perms.and(F::perms(entry));
+        let leaf_size = if level == 1 || F::is_large(entry) { PageSize::at_level(level) } else { None };
+        match leaf_size {
+            Some(size) => {
+                if !perms.allows(write) {
+                    return Err(fault(level, FaultKind::Protection));
+                }
+                let bits = if write { F::ACCESSED | F::DIRTY } else { F::ACCESSED };
+                if entry & bits != bits {
+                    tables.set_bits(at, bits);
+                }
+                let base = F::frame_addr(entry) & !(size.bytes() - 1);
+                return Ok(Leaf { base, size, perms });
+            }
+            None if level == 1 || F::is_large(entry) => {
+                // A large bit at level 4 or 5 is reserved: treat it as a protection fault.
+                return Err(fault(level, FaultKind::Protection));
+            }
+            None => {
+                if entry & F::ACCESSED == 0 {
+                    tables.set_bits(at, F::ACCESSED);
+                }
+                table = F::frame_addr(entry);
+                if let Some(caches) = caches.as_deref_mut() {
+                    if level <= 4 {
+                        caches.by_level[level as usize - 2].fill(WalkCaches::key(level, addr, tag), table | perms.bits());
+                    }
+                }
+                level -= 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::Hpa;
+    use crate::hw::frames::HostMemory;
+    use crate::hw::pte::X86;
+
+    /// Host memory read directly, counting nothing but the refs the walker counts.
+    struct Direct<'a>(&'a mut HostMemory);
+
+    impl TableMemory for Direct<'_> {
+        fn locate(&mut self, entry_addr: u64) -> Result<Hpa, Fault> {
+            Ok(Hpa::new(entry_addr))
+        }
+        fn read(&mut self, at: Hpa) -> u64 {
+            self.0.read_u64(at)
+        }
+        fn set_bits(&mut self, at: Hpa, bits: u64) {
+            self.0.or_u64(at, bits)
+        }
+    }
+
+    /// Tables mapping VA 0x4000_1000 -> frame 0x99 with 4 levels, roots at frames 1..=4.
+    fn four_level(mem: &mut HostMemory, leaf_perms: Perms) -> u64 {
+        let va: u64 = 0x4000_1000;
+        let tables = [0x1000u64, 0x2000, 0x3000, 0x4000];
+        for level in (2..=4u8).rev() {
+            let table = tables[4 - level as usize];
+            let idx = (va >> level_shift(level)) & 0x1ff;
+            mem.write_u64(Hpa::new(table + idx * 8), X86::table(tables[5 - level as usize]));
+        }
+        mem.write_u64(Hpa::new(0x4000 + ((va >> 12) & 0x1ff) * 8), X86::leaf(0x99000, leaf_perms, false));
+        va
+    }
+
+    #[test]
+    fn native_walk_reads_four_entries_and_sets_accessed_then_dirty() {
+        let mut mem = HostMemory::new(1 << 30);
+        let va = four_level(&mut mem, Perms::ALL);
+        let leaf_at = Hpa::new(0x4000 + ((va >> 12) & 0x1ff) * 8);
+        mem.write_u64(leaf_at, mem.read_u64(leaf_at) & !X86::ACCESSED_BIT);
+        let mut refs = 0;
+        let leaf = walk::<X86, _>(&mut Direct(&mut mem), None, Dimension::Guest, 0x1000, va + 0x123, 4, 0, false, &mut refs).unwrap();
+        assert_eq!(refs, 4);
+        assert_eq!(leaf.output(va + 0x123), 0x99123);
+        assert_eq!(leaf.size, PageSize::Size4K);
+        assert_eq!(mem.read_u64(leaf_at) & (X86::ACCESSED_BIT | X86::DIRTY_BIT), X86::ACCESSED_BIT);
+        walk::<X86, _>(&mut Direct(&mut mem), None, Dimension::Guest, 0x1000, va, 4, 0, true, &mut refs).unwrap();
+        assert_eq!(refs, 8);
+        assert_ne!(mem.read_u64(leaf_at) & X86::DIRTY_BIT, 0);
+    }
+
+    #[test]
+    fn read_only_leaf_faults_on_write_without_setting_dirty() {
+        let mut mem = HostMemory::new(1 << 30);
+        let va = four_level(&mut mem, Perms { write: false, ..Perms::ALL });
+        let mut refs = 0;
+        let err = walk::<X86, _>(&mut Direct(&mut mem), None, Dimension::Guest, 0x1000, va, 4, 0, true, &mut refs).unwrap_err();
+        assert_eq!((err.level, err.kind, err.dimension), (1, FaultKind::Protection, Dimension::Guest));
+        let leaf_at = Hpa::new(0x4000 + ((va >> 12) & 0x1ff) * 8);
+        assert_eq!(mem.read_u64(leaf_at) & X86::DIRTY_BIT, 0);
+    }
+
+    #[test]
+    fn missing_entry_faults_at_its_level() {
+        let mut mem = HostMemory::new(1 << 30);
+        let mut refs = 0;
+        let err = walk::<X86, _>(&mut Direct(&mut mem), None, Dimension::Guest, 0x1000, 0x1234_5000, 4, 0, false, &mut refs).unwrap_err();
+        assert_eq!((err.level, err.kind, refs), (4, FaultKind::NotPresent, 1));
+    }
+
+    #[test]
+    fn walk_caches_skip_upper_levels() {
+        let mut mem = HostMemory::new(1 << 30);
+        let va = four_level(&mut mem, Perms::ALL);
+        let cfg = TranslationCacheConfig { entries: 4, ways: 4 };
+        let mut caches = WalkCaches::new(&cfg, &cfg, &cfg);
+        let mut refs = 0;
+        walk::<X86, _>(&mut Direct(&mut mem), Some(&mut caches), Dimension::Guest, 0x1000, va, 4, 0, false, &mut refs).unwrap();
+        assert_eq!(refs, 4);
+        // Same 2 MiB region: the PDE cache hands over the PT directly.
+        walk::<X86, _>(&mut Direct(&mut mem), Some(&mut caches), Dimension::Guest, 0x1000, va + 0x1000, 4, 0, false, &mut refs)
+            .unwrap_err();
+        assert_eq!(refs, 5);
+        // Another address-space tag misses every cache.
+        walk::<X86, _>(&mut Direct(&mut mem), Some(&mut caches), Dimension::Guest, 0x1000, va, 4, 7, false, &mut refs).unwrap();
+        assert_eq!(refs, 9);
+        caches.invalidate_addr(va, 0);
+        walk::<X86, _>(&mut Direct(&mut mem), Some(&mut caches), Dimension::Guest, 0x1000, va, 4, 0, false, &mut refs).unwrap();
+        assert_eq!(refs, 13);
+    }
+
+    #[test]
+    fn large_leaf_ends_the_walk_early() {
+        let mut mem = HostMemory::new(1 << 30);
+        let va: u64 = 0x4020_0000 + 0x1234;
+        mem.write_u64(Hpa::new(0x1000), X86::table(0x2000));
+        mem.write_u64(Hpa::new(0x2000 + 8), X86::table(0x3000));
+        mem.write_u64(Hpa::new(0x3000 + 8), X86::leaf(0x60_0000, Perms::ALL, true));
+        let mut refs = 0;
+        let leaf = walk::<X86, _>(&mut Direct(&mut mem), None, Dimension::Guest, 0x1000, va, 4, 0, false, &mut refs).unwrap();
+        assert_eq!((refs, leaf.size, leaf.output(va)), (3, PageSize::Size2M, 0x60_1234));
+    }
+}

@@ -1,0 +1,211 @@
+//! Paging schemes, and the simulated system that composes them: host memory, the MMU, the
+//! kernel model and (for virtualized schemes) the hypervisor.
+//!
+//! A scheme decides which tables the hardware walks and what the kernel's pv-ops cost; the
+//! walker, TLBs and caches are shared. The scheme is matched once per fault (the slow path);
+//! the access hit path does not look at it.
+
+pub mod native;
+pub mod nested;
+
+use crate::addr::{Gpa, Gva, PageSize};
+use crate::hv::vm::{BackingConfig, HvError, Vm};
+use crate::hv::ExitCounters;
+use crate::hw::cache::MemoryConfig;
+use crate::hw::frames::HostMemory;
+use crate::hw::mmu::{Mmu, TlbConfig};
+use crate::hw::walker::{Dimension, Fault};
+use crate::os::{Kernel, KernelConfig, OsError, PvOps, ThpPolicy};
+use native::NativePvOps;
+use nested::NestedPvOps;
+
+/// How guest-virtual addresses become host-physical ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Paging {
+    /// No hypervisor: the OS's tables map VA->PA, a 1D walk.
+    Native,
+    /// Hardware nested paging (Intel EPT / AMD NPT): a 2D walk.
+    Nested,
+}
+
+impl Paging {
+    pub const ALL: [Paging; 2] = [Paging::Native, Paging::Nested];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Paging::Native => "native",
+            Paging::Nested => "nested",
+        }
+    }
+
+    pub fn summary(self) -> &'static str {
+        match self {
+            Paging::Native => "bare metal: the OS's tables, 1D walks (up to 4 references)",
+            Paging::Nested => "EPT/NPT: guest tables + host EPT, 2D walks (up to 24 references)",
+        }
+    }
+
+    pub fn parse(name: &str) -> Result<Paging, String> {
+        Paging::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| {
+            let valid: Vec<_> = Paging::ALL.iter().map(|p| p.name()).collect();
+            format!("unknown paging scheme '{name}'; valid schemes: {}", valid.join(", "))
+        })
+    }
+
+    pub fn is_virtualized(self) -> bool {
+        self != Paging::Native
+    }
+}
+
+/// Everything needed to build a system.
+#[derive(Clone, Debug)]
+pub struct SystemConfig {
+    pub paging: Paging,
+    pub levels: u8,
+    pub host_memory: u64,
+    /// Guest RAM (virtualized schemes); the native kernel manages all host memory.
+    pub guest_memory: u64,
+    /// Guest page size: 2M turns transparent huge pages on in the kernel model.
+    pub guest_pages: PageSize,
+    pub backing: BackingConfig,
+    pub tlb: TlbConfig,
+    pub memory: MemoryConfig,
+}
+
+/// Errors of a simulated run that are not architectural events.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("the workload crashed: {0}")]
+    Os(#[from] OsError),
+    #[error("hypervisor: {0}")]
+    Hv(#[from] HvError),
+    #[error("{0}")]
+    Memory(#[from] crate::hw::frames::OutOfMemory),
+    #[error("access to {va:?} still faults after {attempts} fault-handling rounds (last fault: {fault:?}); this is a simulator bug")]
+    Stuck { va: Gva, attempts: u32, fault: Fault },
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+/// The simulated machine with its software stack.
+pub struct System {
+    paging: Paging,
+    mem: HostMemory,
+    mmu: Mmu,
+    vm: Option<Vm>,
+    kernel: Kernel,
+}
+
+/// A fault the hardware keeps raising after this many handling rounds is a bug, not a
+/// workload property (one guest fault, one EPT violation per table level and the data page).
+const MAX_FAULT_ROUNDS: u32 = 16;
+
+impl System {
+    pub fn new(config: &SystemConfig) -> Result<System, SimError> {
+        if config.guest_pages == PageSize::Size1G {
+            return Err(SimError::Config("guest pages of 1G are not modeled (Linux THP maps 2M); use 4k or 2m".into()));
+        }
+        let mut mem = HostMemory::new(config.host_memory);
+        let mut mmu = Mmu::new(&config.tlb, &config.memory, config.levels);
+        let thp = if config.guest_pages == PageSize::Size2M { ThpPolicy::Always } else { ThpPolicy::Never };
+        let mut kernel_config = KernelConfig { memory: config.host_memory, levels: config.levels, thp };
+        let (vm, kernel) = match config.paging {
+            Paging::Native => {
+                let kernel = Kernel::boot(kernel_config, &mut NativePvOps { mem: &mut mem, mmu: &mut mmu })?;
+                (None, kernel)
+            }
+            Paging::Nested => {
+                if config.guest_memory > config.host_memory {
+                    return Err(SimError::Config("guest_memory exceeds host_memory".into()));
+                }
+                kernel_config.memory = config.guest_memory;
+                let mut vm = Vm::new(&mut mem, config.guest_memory, config.levels, config.backing)?;
+                let mut pv = NestedPvOps { mem: &mut mem, mmu: &mut mmu, vm: &mut vm, error: None };
+                let kernel = Kernel::boot(kernel_config, &mut pv);
+                if let Some(e) = pv.error {
+                    return Err(e.into());
+                }
+                (Some(vm), kernel?)
+            }
+        };
+        Ok(System { paging: config.paging, mem, mmu, vm, kernel })
+    }
+
+    pub fn paging(&self) -> Paging {
+        self.paging
+    }
+
+    pub fn mmu(&self) -> &Mmu {
+        &self.mmu
+    }
+
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
+    }
+
+    pub fn vm(&self) -> Option<&Vm> {
+        self.vm.as_ref()
+    }
+
+    pub fn host_memory(&self) -> &HostMemory {
+        &self.mem
+    }
+
+    /// Exits so far (none on a native machine).
+    pub fn exits(&self) -> ExitCounters {
+        self.vm.as_ref().map(|vm| *vm.exits()).unwrap_or_default()
+    }
+
+    /// mmap in the running process.
+    pub fn mmap(&mut self, start: Gva, len: u64) -> Result<(), SimError> {
+        Ok(self.kernel.mmap(start, len, true)?)
+    }
+
+    /// One user-mode data access, with whatever faults it takes handled on the way.
+    #[inline]
+    pub fn access(&mut self, va: Gva, write: bool) -> Result<(), SimError> {
+        match self.mmu.access(&mut self.mem, va, write) {
+            Ok(_) => Ok(()),
+            Err(fault) => self.access_after_fault(va, write, fault),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn access_after_fault(&mut self, va: Gva, write: bool, mut fault: Fault) -> Result<(), SimError> {
+        for _ in 0..MAX_FAULT_ROUNDS {
+            self.handle_fault(fault)?;
+            match self.mmu.access(&mut self.mem, va, write) {
+                Ok(_) => return Ok(()),
+                Err(next) => fault = next,
+            }
+        }
+        Err(SimError::Stuck { va, attempts: MAX_FAULT_ROUNDS, fault })
+    }
+
+    fn handle_fault(&mut self, fault: Fault) -> Result<(), SimError> {
+        match fault.dimension {
+            Dimension::Guest => self.with_pvops(|kernel, pv| kernel.handle_page_fault(pv, Gva::new(fault.addr), fault.write)),
+            Dimension::Ept => {
+                let vm = self.vm.as_mut().ok_or(SimError::Config("EPT fault without a VM".into()))?;
+                Ok(vm.handle_ept_violation(&mut self.mem, Gpa::new(fault.addr))?)
+            }
+        }
+    }
+
+    /// Run kernel code with this scheme's pv-ops backend (static dispatch in each arm).
+    fn with_pvops(&mut self, f: impl FnOnce(&mut Kernel, &mut dyn PvOps) -> Result<(), OsError>) -> Result<(), SimError> {
+        match self.paging {
+            Paging::Native => Ok(f(&mut self.kernel, &mut NativePvOps { mem: &mut self.mem, mmu: &mut self.mmu })?),
+            Paging::Nested => {
+                let vm = self.vm.as_mut().expect("nested paging has a VM");
+                let mut pv = NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None };
+                let result = f(&mut self.kernel, &mut pv);
+                if let Some(e) = pv.error {
+                    return Err(e.into());
+                }
+                Ok(result?)
+            }
+        }
+    }
+}

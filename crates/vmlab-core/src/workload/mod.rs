@@ -1,0 +1,221 @@
+//! Workloads: lazy generators of the operations a program performs.
+//!
+//! A workload is a stream of [`Op`]s pulled one at a time by the engine: first a set-up
+//! phase (map the buffer, touch every page of it), then [`Op::StartMeasurement`], then the
+//! measured data accesses. Nothing is materialized: a generator holds a few counters and a
+//! random number generator, so a run over a 64 GiB footprint costs no memory here.
+//!
+//! Users name workloads with a spec string (`NAME[:key=value,...]`, see [`WorkloadSpec`]);
+//! [`catalog`] describes the available ones and their parameters.
+//!
+//! Every generator here places its one buffer at [`BUFFER_BASE`] and derives all its
+//! randomness from `Xoshiro256PlusPlus::seed_from_u64(seed)`, so a stream is a function of
+//! (spec, seed) alone.
+
+mod gups;
+mod size;
+mod spec;
+mod sysbench;
+mod tlb_bench;
+
+pub use gups::{Gups, GupsConfig};
+pub use size::{format_size, parse_size, SizeError};
+pub use spec::{catalog, ParamInfo, WorkloadConfig, WorkloadError, WorkloadInfo, WorkloadSpec};
+pub use sysbench::{AccessMode, MemOper, SysbenchMem, SysbenchMemConfig};
+pub use tlb_bench::{TlbBench, TlbBenchConfig};
+
+use crate::addr::Gva;
+use rand::RngCore;
+
+/// Where every workload maps its buffer: 16 TiB, which is 1 GiB aligned (so 2 MiB and
+/// 1 GiB pages can back the buffer from its first byte) and leaves room for the largest
+/// allowed footprint (64 TiB) below the top of the 47-bit user half (128 TiB), well away
+/// from where Linux puts the stack and shared libraries (just below 128 TiB).
+pub const BUFFER_BASE: Gva = Gva::new(0x1000_0000_0000);
+
+/// One step of a workload. Workloads are lazy streams of these; nothing is materialized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Map `len` bytes of private anonymous memory at `start` (like mmap with MAP_FIXED);
+    /// `start` and `len` 4 KiB aligned.
+    Map { start: Gva, len: u64 },
+    /// Touch every 4 KiB page of a mapped range once, in order (a memset at page
+    /// granularity: its page faults happen and its page tables get built; its cache
+    /// traffic is not modeled byte by byte).
+    TouchPages { start: Gva, len: u64, write: bool },
+    /// Everything before this is set-up, not measured; the measured phase starts here.
+    StartMeasurement,
+    /// One data access of the measured phase.
+    Access { va: Gva, write: bool },
+}
+
+/// A program, as the stream of operations it performs.
+pub trait Workload {
+    /// The next op, or None at the end. Called once per simulated access: keep it cheap
+    /// (no allocation).
+    fn next_op(&mut self) -> Option<Op>;
+
+    /// How many `Access` ops the measured phase makes in full (the engine may simulate
+    /// only a sample and extrapolate).
+    fn measured_accesses_total(&self) -> u64;
+
+    /// Instructions the program executes per measured access besides the access itself
+    /// (loop, random number generation), with the source of the estimate in a comment.
+    fn instructions_per_access(&self) -> f64;
+
+    /// True when each access depends on the previous one (a pointer chase): no
+    /// memory-level parallelism.
+    fn dependent_accesses(&self) -> bool;
+}
+
+/// Any of the workloads, so the engine can match once and run a loop monomorphized for
+/// the concrete type. Its own [`Workload`] impl dispatches on every call: fine for tests
+/// and set-up, not for the measured loop.
+#[derive(Clone, Debug)]
+pub enum AnyWorkload {
+    SysbenchMem(SysbenchMem),
+    Gups(Gups),
+    TlbBench(TlbBench),
+}
+
+impl Workload for AnyWorkload {
+    fn next_op(&mut self) -> Option<Op> {
+        match self {
+            AnyWorkload::SysbenchMem(w) => w.next_op(),
+            AnyWorkload::Gups(w) => w.next_op(),
+            AnyWorkload::TlbBench(w) => w.next_op(),
+        }
+    }
+
+    fn measured_accesses_total(&self) -> u64 {
+        match self {
+            AnyWorkload::SysbenchMem(w) => w.measured_accesses_total(),
+            AnyWorkload::Gups(w) => w.measured_accesses_total(),
+            AnyWorkload::TlbBench(w) => w.measured_accesses_total(),
+        }
+    }
+
+    fn instructions_per_access(&self) -> f64 {
+        match self {
+            AnyWorkload::SysbenchMem(w) => w.instructions_per_access(),
+            AnyWorkload::Gups(w) => w.instructions_per_access(),
+            AnyWorkload::TlbBench(w) => w.instructions_per_access(),
+        }
+    }
+
+    fn dependent_accesses(&self) -> bool {
+        match self {
+            AnyWorkload::SysbenchMem(w) => w.dependent_accesses(),
+            AnyWorkload::Gups(w) => w.dependent_accesses(),
+            AnyWorkload::TlbBench(w) => w.dependent_accesses(),
+        }
+    }
+}
+
+/// The set-up phase shared by the generators here: map the buffer at [`BUFFER_BASE`],
+/// write-touch all of it (the program's initializing memset), start measuring.
+#[derive(Clone, Debug)]
+struct Prologue {
+    len: u64,
+    step: u8,
+}
+
+impl Prologue {
+    const STEPS: u8 = 3;
+
+    fn new(len: u64) -> Self {
+        Prologue { len, step: 0 }
+    }
+
+    /// True once `StartMeasurement` has been handed out.
+    #[inline]
+    fn done(&self) -> bool {
+        self.step >= Self::STEPS
+    }
+
+    /// The next set-up op; call only while `!done()`. Cold so the per-access path stays
+    /// a single predictable compare.
+    #[cold]
+    fn next(&mut self) -> Op {
+        let op = match self.step {
+            0 => Op::Map {
+                start: BUFFER_BASE,
+                len: self.len,
+            },
+            1 => Op::TouchPages {
+                start: BUFFER_BASE,
+                len: self.len,
+                write: true,
+            },
+            _ => Op::StartMeasurement,
+        };
+        self.step += 1;
+        op
+    }
+}
+
+/// A uniform integer in `0..n` by multiply-shift (Lemire): no division, and a bias of at
+/// most n/2^64, far below anything a simulation could observe.
+#[inline]
+fn uniform_below(rng: &mut impl RngCore, n: u64) -> u64 {
+    ((u128::from(rng.next_u64()) * u128::from(n)) >> 64) as u64
+}
+
+#[cfg(test)]
+mod test_support {
+    use super::*;
+
+    /// Drains a workload, checking the set-up prefix, and returns its measured accesses.
+    /// Only for small configurations: it collects the whole stream.
+    pub(crate) fn measured_accesses(w: &mut impl Workload, footprint: u64) -> Vec<(u64, bool)> {
+        assert_eq!(
+            w.next_op(),
+            Some(Op::Map {
+                start: BUFFER_BASE,
+                len: footprint
+            })
+        );
+        assert_eq!(
+            w.next_op(),
+            Some(Op::TouchPages {
+                start: BUFFER_BASE,
+                len: footprint,
+                write: true
+            })
+        );
+        assert_eq!(w.next_op(), Some(Op::StartMeasurement));
+        let mut out = Vec::new();
+        while let Some(op) = w.next_op() {
+            match op {
+                Op::Access { va, write } => out.push((va.raw() - BUFFER_BASE.raw(), write)),
+                other => panic!("unexpected op in the measured phase: {other:?}"),
+            }
+        }
+        // The end is sticky.
+        assert_eq!(w.next_op(), None);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::PageSize;
+
+    #[test]
+    fn buffer_base_is_1g_aligned_and_fits_the_largest_footprint() {
+        assert!(BUFFER_BASE.is_aligned(PageSize::Size1G));
+        assert!(BUFFER_BASE.raw() + spec::MAX_SIZE <= 1 << 47);
+    }
+
+    #[test]
+    fn any_workload_dispatches() {
+        let spec = WorkloadSpec::parse("gups:table=4K,updates=10").unwrap();
+        let mut w = spec.build(1);
+        assert!(matches!(w, AnyWorkload::Gups(_)));
+        assert_eq!(w.measured_accesses_total(), 10);
+        assert!(!w.dependent_accesses());
+        let n = std::iter::from_fn(|| w.next_op()).count();
+        assert_eq!(n, 3 + 10);
+    }
+}

@@ -1,0 +1,130 @@
+//! Byte sizes as users write them: `4096`, `4K`, `16M`, `4G`, `1T` (binary units).
+
+/// Why a size string was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error(
+        "expected a number with optional K, M, G or T suffix (binary units), e.g. 4K, 16M, 4G"
+    )]
+    Malformed,
+    #[error("too large: does not fit in 64 bits")]
+    Overflow,
+}
+
+/// Binary unit suffixes, largest first (the order [`format_size`] tries them in).
+const UNITS: [(char, u32); 4] = [('T', 40), ('G', 30), ('M', 20), ('K', 10)];
+
+/// Parses a byte count: decimal digits, then optionally a unit `K`, `M`, `G` or `T`
+/// (any case, always powers of 1024, optionally followed by `B` or `iB`), or a bare `B`.
+/// So `4K`, `4k`, `4KB` and `4KiB` are all 4096.
+pub fn parse_size(text: &str) -> Result<u64, SizeError> {
+    let digits_end = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, suffix) = text.split_at(digits_end);
+    if digits.is_empty() {
+        return Err(SizeError::Malformed);
+    }
+    let shift = suffix_shift(suffix).ok_or(SizeError::Malformed)?;
+    // Only digits remain, so the one way `parse` can fail is overflow.
+    let number: u64 = digits.parse().map_err(|_| SizeError::Overflow)?;
+    number.checked_mul(1 << shift).ok_or(SizeError::Overflow)
+}
+
+/// The shift a unit suffix stands for, or None if it is not one.
+fn suffix_shift(suffix: &str) -> Option<u32> {
+    if suffix.is_empty() || suffix.eq_ignore_ascii_case("b") {
+        return Some(0);
+    }
+    let mut chars = suffix.chars();
+    let unit = chars.next()?.to_ascii_uppercase();
+    let (_, shift) = UNITS.iter().find(|(u, _)| *u == unit)?;
+    let rest = chars.as_str();
+    let ok = rest.is_empty() || rest.eq_ignore_ascii_case("b") || rest.eq_ignore_ascii_case("ib");
+    ok.then_some(*shift)
+}
+
+/// Formats a byte count in the largest binary unit that divides it exactly (`4G`, `64M`,
+/// `1536K`, `1536`), so that [`parse_size`] reads back the same number.
+pub fn format_size(bytes: u64) -> String {
+    if bytes != 0 {
+        for (unit, shift) in UNITS {
+            if bytes & ((1 << shift) - 1) == 0 {
+                return format!("{}{unit}", bytes >> shift);
+            }
+        }
+    }
+    bytes.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn parses_plain_and_suffixed_sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("1536"), Ok(1536));
+        for k in ["4K", "4k", "4KiB", "4KB", "4kib", "4kb"] {
+            assert_eq!(parse_size(k), Ok(4096), "{k}");
+        }
+        assert_eq!(parse_size("16M"), Ok(16 << 20));
+        assert_eq!(parse_size("4G"), Ok(4 << 30));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        assert_eq!(parse_size("512B"), Ok(512));
+        assert_eq!(parse_size("0"), Ok(0));
+    }
+
+    #[test]
+    fn rejects_malformed_sizes() {
+        for bad in [
+            "", "4Q", "K", "4 K", " 4K", "4K ", "-4K", "+4K", "1.5G", "4KK", "4Ki", "4iB", "0x10",
+        ] {
+            assert_eq!(parse_size(bad), Err(SizeError::Malformed), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn rejects_overflow() {
+        assert_eq!(parse_size("99999999999T"), Err(SizeError::Overflow));
+        assert_eq!(parse_size("16777216T"), Err(SizeError::Overflow));
+        assert_eq!(
+            parse_size("99999999999999999999999"),
+            Err(SizeError::Overflow)
+        );
+        assert_eq!(parse_size("18446744073709551615"), Ok(u64::MAX));
+    }
+
+    #[test]
+    fn formats_in_the_shortest_exact_unit() {
+        assert_eq!(format_size(4 << 30), "4G");
+        assert_eq!(format_size(64 << 20), "64M");
+        assert_eq!(format_size(4096), "4K");
+        assert_eq!(format_size(1536), "1536");
+        assert_eq!(format_size(1536 << 10), "1536K");
+        assert_eq!(format_size(1 << 46), "64T");
+        assert_eq!(format_size(0), "0");
+    }
+
+    #[test]
+    fn error_messages_name_the_expected_form() {
+        let msg = SizeError::Malformed.to_string();
+        assert!(
+            msg.contains("K, M, G or T") && msg.contains("4K, 16M, 4G"),
+            "{msg}"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn format_then_parse_round_trips(bytes in any::<u64>()) {
+            prop_assert_eq!(parse_size(&format_size(bytes)), Ok(bytes));
+        }
+
+        #[test]
+        fn parse_never_panics(text in "\\PC*") {
+            let _ = parse_size(&text);
+        }
+    }
+}
