@@ -21,4 +21,5 @@ pub mod hw;
 pub mod os;
 pub mod scheme;
 pub mod stats;
+pub mod units;
 pub mod workload;

@@ -1,1 +1,278 @@
-//! placeholder
+//! The engine: runs one workload through the kernel model and the machine under one paging
+//! scheme, and reports what happened.
+//!
+//! A run has three phases: set-up (everything before the workload's `StartMeasurement`:
+//! mapping and first touch of its buffer), warm-up (accesses that fill TLBs and caches but
+//! are not counted), and the measured sample. When the sample is shorter than the
+//! workload's measured phase, cycles are extrapolated linearly from the sample, and the
+//! report says so. A run is a function of (workload, scheme, profile, page sizes, seed).
+
+use crate::addr::{Gva, PageSize, PAGE_SIZE};
+use crate::cost::{Events, Profile};
+use crate::hv::vm::BackingConfig;
+use crate::hv::ExitCounters;
+use crate::hw::cache::{MemoryStats, Requester};
+use crate::hw::mmu::MmuCounters;
+use crate::os::KernelCounters;
+use crate::scheme::{Paging, SimError, System, SystemConfig};
+use crate::stats::{exits_by_reason, LevelCounts, RunReport, SetupReport, StructureStats};
+use crate::workload::{AnyWorkload, Op, Workload, WorkloadSpec};
+
+/// One run to do.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub workload: WorkloadSpec,
+    pub paging: Paging,
+    pub profile: Profile,
+    pub guest_pages: PageSize,
+    pub host_pages: PageSize,
+    /// Fraction of large host regions unavailable for large backing pages (0..=1).
+    pub fragmentation: f64,
+    /// Measured accesses to simulate; 0 simulates the whole measured phase.
+    pub accesses: u64,
+    /// Accesses to run before measuring (ignored when the whole phase is simulated).
+    pub warmup: u64,
+    pub seed: u64,
+}
+
+/// The phase a progress report is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Setup,
+    Warmup,
+    Measure,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Setup => "set-up",
+            Phase::Warmup => "warm-up",
+            Phase::Measure => "measure",
+        }
+    }
+}
+
+/// Progress of a run: `done` of `total` units (pages in set-up, accesses after).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub phase: Phase,
+    pub done: u64,
+    pub total: u64,
+}
+
+/// How often progress is reported, in operations (a power of two minus one, as a mask).
+const PROGRESS_MASK: u64 = (1 << 18) - 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("{0}")]
+    Sim(#[from] SimError),
+    #[error("invalid run: {0}")]
+    Config(String),
+}
+
+/// Snapshot of every counter, to measure an interval.
+#[derive(Clone, Copy)]
+struct Snapshot {
+    mmu: MmuCounters,
+    memory: MemoryStats,
+    exits: ExitCounters,
+    kernel: KernelCounters,
+}
+
+impl Snapshot {
+    fn take(sys: &System) -> Snapshot {
+        Snapshot { mmu: *sys.mmu().counters(), memory: *sys.mmu().memory().stats(), exits: sys.exits(), kernel: *sys.kernel().counters() }
+    }
+}
+
+/// Run one workload under one scheme.
+pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunReport, EngineError> {
+    let footprint = config.workload.footprint_bytes();
+    let profile = &config.profile;
+    if config.paging.is_virtualized() && footprint + footprint / 256 + (64 << 20) > profile.machine.guest_memory {
+        return Err(EngineError::Config(format!(
+            "workload footprint {} does not fit the VM's guest_memory {} in profile '{}'",
+            crate::units::format_size(footprint),
+            crate::units::format_size(profile.machine.guest_memory),
+            profile.machine.name
+        )));
+    }
+    let mut system = System::new(&SystemConfig {
+        paging: config.paging,
+        levels: profile.machine.paging_levels,
+        host_memory: profile.machine.host_memory,
+        guest_memory: profile.machine.guest_memory,
+        guest_pages: config.guest_pages,
+        backing: BackingConfig { host_pages: config.host_pages, fragmentation: config.fragmentation, seed: config.seed },
+        tlb: profile.tlb.clone(),
+        memory: profile.memory.clone(),
+    })?;
+    // Dispatch on the workload once; each arm runs a loop monomorphized for its type.
+    match config.workload.build(config.seed) {
+        AnyWorkload::SysbenchMem(w) => drive(w, &mut system, config, progress),
+        AnyWorkload::Gups(w) => drive(w, &mut system, config, progress),
+        AnyWorkload::TlbBench(w) => drive(w, &mut system, config, progress),
+    }
+}
+
+fn drive<W: Workload>(mut w: W, sys: &mut System, config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunReport, EngineError> {
+    let total = w.measured_accesses_total();
+    let (warmup, sample) = if config.accesses == 0 || config.warmup + config.accesses >= total {
+        (0, total)
+    } else {
+        (config.warmup, config.accesses)
+    };
+
+    let start = Snapshot::take(sys);
+    setup(&mut w, sys, progress)?;
+    let after_setup = Snapshot::take(sys);
+    run_accesses(&mut w, sys, warmup, Phase::Warmup, progress)?;
+    let before = Snapshot::take(sys);
+    let simulated = run_accesses(&mut w, sys, sample, Phase::Measure, progress)?;
+    let after = Snapshot::take(sys);
+    Ok(report(sys, config, &w, Interval { start, after_setup, before, after }, warmup, simulated, total))
+}
+
+/// Run ops until `StartMeasurement`.
+fn setup<W: Workload>(w: &mut W, sys: &mut System, progress: &mut dyn FnMut(Progress)) -> Result<(), EngineError> {
+    while let Some(op) = w.next_op() {
+        match op {
+            Op::StartMeasurement => return Ok(()),
+            other => os_op(sys, other, progress)?,
+        }
+    }
+    Ok(())
+}
+
+/// Ops other than measured accesses.
+fn os_op(sys: &mut System, op: Op, progress: &mut dyn FnMut(Progress)) -> Result<(), EngineError> {
+    match op {
+        Op::Map { start, len } => sys.mmap(start, len)?,
+        Op::TouchPages { start, len, write } => {
+            let pages = len / PAGE_SIZE;
+            for page in 0..pages {
+                sys.access(Gva::new(start.raw() + page * PAGE_SIZE), write)?;
+                if page & PROGRESS_MASK == 0 {
+                    progress(Progress { phase: Phase::Setup, done: page, total: pages });
+                }
+            }
+        }
+        Op::Access { va, write } => {
+            sys.access(va, write)?;
+        }
+        Op::StartMeasurement => {}
+    }
+    Ok(())
+}
+
+/// Run up to `n` accesses (other ops on the way are executed, not counted); returns how
+/// many accesses ran before the workload ended.
+fn run_accesses<W: Workload>(w: &mut W, sys: &mut System, n: u64, phase: Phase, progress: &mut dyn FnMut(Progress)) -> Result<u64, EngineError> {
+    let mut done = 0;
+    while done < n {
+        match w.next_op() {
+            Some(Op::Access { va, write }) => {
+                sys.access(va, write)?;
+                done += 1;
+                if done & PROGRESS_MASK == 0 {
+                    progress(Progress { phase, done, total: n });
+                }
+            }
+            Some(other) => os_op(sys, other, progress)?,
+            None => break,
+        }
+    }
+    progress(Progress { phase, done, total: n });
+    Ok(done)
+}
+
+struct Interval {
+    start: Snapshot,
+    after_setup: Snapshot,
+    before: Snapshot,
+    after: Snapshot,
+}
+
+fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, warmup: u64, simulated: u64, total: u64) -> RunReport {
+    let profile = &config.profile;
+    let mmu = iv.after.mmu.since(&iv.before.mmu);
+    let memory = iv.after.memory.since(&iv.before.memory);
+    let exits = iv.after.exits.since(&iv.before.exits);
+    let kernel = iv.after.kernel.since(&iv.before.kernel);
+    let events = Events {
+        accesses: simulated,
+        instructions: simulated as f64 * w.instructions_per_access(),
+        data_served: memory.served[Requester::Data as usize],
+        walk_served: memory.served[Requester::Walk as usize],
+        stlb_hits: mmu.stlb_hits,
+        exits,
+        page_faults: kernel.page_faults,
+        frames_cleared: kernel.frames_cleared,
+    };
+    let breakdown = profile.cycles(&events, w.dependent_accesses());
+    let per_access = |x: f64| if simulated == 0 { 0.0 } else { x / simulated as f64 };
+    let cycles_per_access = per_access(breakdown.total);
+    let extrapolated = simulated < total;
+    let cycles = if extrapolated { cycles_per_access * total as f64 } else { breakdown.total };
+    let ghz = profile.machine.frequency_ghz;
+
+    let setup_exits = iv.after_setup.exits.since(&iv.start.exits);
+    let kernel_now = sys.kernel().counters();
+    let setup = SetupReport {
+        page_faults: iv.after_setup.kernel.since(&iv.start.kernel).page_faults,
+        vm_exits: setup_exits.total(),
+        exits_by_reason: exits_by_reason(&setup_exits),
+        page_table_pages: kernel_now.table_pages,
+        page_table_pages_peak: kernel_now.table_pages_peak,
+        ept_table_pages: sys.vm().map_or(0, |vm| vm.ept_table_pages()),
+        backed_bytes: sys
+            .vm()
+            .map(|vm| PageSize::ALL.iter().map(|s| (s.name(), vm.backed_frames()[s.index()] * PAGE_SIZE)).collect())
+            .unwrap_or_default(),
+    };
+    let scaled = |b: crate::cost::CycleBreakdown| crate::cost::CycleBreakdown {
+        compute: per_access(b.compute),
+        data: per_access(b.data),
+        walk: per_access(b.walk),
+        exits: per_access(b.exits),
+        kernel: per_access(b.kernel),
+        total: per_access(b.total),
+        bound: b.bound,
+    };
+    RunReport {
+        workload: config.workload.canonical(),
+        paging: config.paging.name(),
+        machine: profile.machine.name.clone(),
+        guest_pages: config.guest_pages.name(),
+        host_pages: if config.paging.is_virtualized() { config.host_pages.name() } else { "-" },
+        seed: config.seed,
+        accesses_simulated: simulated,
+        accesses_warmup: warmup,
+        accesses_total: total,
+        extrapolated,
+        cycles,
+        seconds: cycles / (ghz * 1e9),
+        cycles_per_access,
+        ns_per_access: cycles_per_access / ghz,
+        cycles_per_access_breakdown: scaled(breakdown),
+        l1_tlb_misses: mmu.l1_tlb_misses,
+        stlb_hits: mmu.stlb_hits,
+        tlb_misses: mmu.tlb_misses,
+        walks: mmu.walks,
+        walk_refs: mmu.walk_refs(),
+        guest_walk_refs: mmu.guest_refs,
+        ept_walk_refs: mmu.ept_refs,
+        walk_refs_per_walk: if mmu.walks == 0 { 0.0 } else { mmu.walk_refs() as f64 / mmu.walks as f64 },
+        nested_tlb_hits: mmu.nested_tlb_hits,
+        nested_tlb_misses: mmu.nested_tlb_misses,
+        walk_refs_served: LevelCounts::from(events.walk_served),
+        data_served: LevelCounts::from(events.data_served),
+        vm_exits: exits.total(),
+        exits_by_reason: exits_by_reason(&exits),
+        page_faults: kernel.page_faults,
+        setup,
+        structures: sys.mmu().structure_stats().into_iter().map(|(name, hits, misses)| StructureStats { name, hits, misses }).collect(),
+    }
+}

@@ -48,6 +48,7 @@ pub enum Replacement {
 #[serde(deny_unknown_fields)]
 pub struct CacheConfig {
     /// Capacity in bytes; 0 disables the level.
+    #[serde(deserialize_with = "crate::units::deserialize_size")]
     pub size: u64,
     /// Associativity.
     pub ways: u32,

@@ -48,6 +48,8 @@ pub struct KernelCounters {
     pub page_faults: u64,
     /// Faults that mapped a 2 MiB page.
     pub huge_page_faults: u64,
+    /// 4 KiB frames the kernel zeroed for new anonymous pages.
+    pub frames_cleared: u64,
     /// Page-table pages in use now, and the most ever.
     pub table_pages: u64,
     pub table_pages_peak: u64,
@@ -59,6 +61,7 @@ impl KernelCounters {
         KernelCounters {
             page_faults: self.page_faults - earlier.page_faults,
             huge_page_faults: self.huge_page_faults - earlier.huge_page_faults,
+            frames_cleared: self.frames_cleared - earlier.frames_cleared,
             ..*self
         }
     }
@@ -138,6 +141,7 @@ impl Kernel {
                 if let Some(frame) = self.frames.alloc(PageSize::Size2M) {
                     let frame = Gfn::new(frame);
                     pv.clear_page(frame, PageSize::Size2M);
+                    self.counters.frames_cleared += PageSize::Size2M.frames();
                     pv.set_entry(2, table, index, leaf_entry(frame, perms, write, true));
                     self.counters.huge_page_faults += 1;
                     return Ok(());
@@ -155,6 +159,7 @@ impl Kernel {
         }
         let frame = self.alloc_frame(PageSize::Size4K)?;
         pv.clear_page(frame, PageSize::Size4K);
+        self.counters.frames_cleared += 1;
         pv.set_entry(1, table, index, leaf_entry(frame, perms, write, false));
         Ok(())
     }

@@ -8,7 +8,7 @@
 pub mod native;
 pub mod nested;
 
-use crate::addr::{Gpa, Gva, PageSize};
+use crate::addr::{Gpa, Gva, Hpa, PageSize};
 use crate::hv::vm::{BackingConfig, HvError, Vm};
 use crate::hv::ExitCounters;
 use crate::hw::cache::MemoryConfig;
@@ -161,22 +161,23 @@ impl System {
         Ok(self.kernel.mmap(start, len, true)?)
     }
 
-    /// One user-mode data access, with whatever faults it takes handled on the way.
+    /// One user-mode data access, with whatever faults it takes handled on the way; returns
+    /// the host-physical address accessed.
     #[inline]
-    pub fn access(&mut self, va: Gva, write: bool) -> Result<(), SimError> {
+    pub fn access(&mut self, va: Gva, write: bool) -> Result<Hpa, SimError> {
         match self.mmu.access(&mut self.mem, va, write) {
-            Ok(_) => Ok(()),
+            Ok(hpa) => Ok(hpa),
             Err(fault) => self.access_after_fault(va, write, fault),
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn access_after_fault(&mut self, va: Gva, write: bool, mut fault: Fault) -> Result<(), SimError> {
+    fn access_after_fault(&mut self, va: Gva, write: bool, mut fault: Fault) -> Result<Hpa, SimError> {
         for _ in 0..MAX_FAULT_ROUNDS {
             self.handle_fault(fault)?;
             match self.mmu.access(&mut self.mem, va, write) {
-                Ok(_) => return Ok(()),
+                Ok(hpa) => return Ok(hpa),
                 Err(next) => fault = next,
             }
         }

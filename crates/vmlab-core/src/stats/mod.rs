@@ -1,1 +1,99 @@
-//! placeholder
+//! The run report: plain counters collected into one serde structure (JSON for machines,
+//! a table for people; the CLI renders both from this).
+//!
+//! Event counts are exact and cover the simulated sample of the measured phase
+//! (`accesses_simulated` accesses after `accesses_warmup` warm-up accesses); `cycles` and
+//! `seconds` are the cost model's, extrapolated to `accesses_total` when `extrapolated`.
+//! Set-up (mapping and first touch of the buffer) is reported apart, under `setup`.
+
+use crate::cost::CycleBreakdown;
+use crate::hv::ExitCounters;
+use crate::hw::cache::MemLevel;
+use std::collections::BTreeMap;
+
+/// Counts by the cache level that served them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LevelCounts {
+    pub l1: u64,
+    pub l2: u64,
+    pub llc: u64,
+    pub dram: u64,
+}
+
+impl From<[u64; 4]> for LevelCounts {
+    fn from(c: [u64; 4]) -> Self {
+        LevelCounts {
+            l1: c[MemLevel::L1 as usize],
+            l2: c[MemLevel::L2 as usize],
+            llc: c[MemLevel::Llc as usize],
+            dram: c[MemLevel::Dram as usize],
+        }
+    }
+}
+
+/// Hits and misses of one translation structure over the whole run.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct StructureStats {
+    pub name: &'static str,
+    pub hits: u64,
+    pub misses: u64,
+}
+
+/// What the set-up phase did (not part of the measured time).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct SetupReport {
+    pub page_faults: u64,
+    pub vm_exits: u64,
+    pub exits_by_reason: BTreeMap<&'static str, u64>,
+    /// Guest (or native) page-table pages at the end of the run, and the peak.
+    pub page_table_pages: u64,
+    pub page_table_pages_peak: u64,
+    /// EPT table pages (0 without a hypervisor).
+    pub ept_table_pages: u64,
+    /// Guest memory backed by the host, in bytes, by backing page size.
+    pub backed_bytes: BTreeMap<&'static str, u64>,
+}
+
+/// One run of one workload under one paging scheme.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct RunReport {
+    pub workload: String,
+    pub paging: &'static str,
+    pub machine: String,
+    pub guest_pages: &'static str,
+    pub host_pages: &'static str,
+    pub seed: u64,
+    pub accesses_simulated: u64,
+    pub accesses_warmup: u64,
+    pub accesses_total: u64,
+    /// True when `cycles` and `seconds` were scaled from the sample to `accesses_total`.
+    pub extrapolated: bool,
+    pub cycles: f64,
+    pub seconds: f64,
+    pub cycles_per_access: f64,
+    pub ns_per_access: f64,
+    /// Per-access cycles by resource (see the cost model).
+    pub cycles_per_access_breakdown: CycleBreakdown,
+    pub l1_tlb_misses: u64,
+    pub stlb_hits: u64,
+    pub tlb_misses: u64,
+    pub walks: u64,
+    pub walk_refs: u64,
+    pub guest_walk_refs: u64,
+    pub ept_walk_refs: u64,
+    pub walk_refs_per_walk: f64,
+    pub nested_tlb_hits: u64,
+    pub nested_tlb_misses: u64,
+    pub walk_refs_served: LevelCounts,
+    pub data_served: LevelCounts,
+    pub vm_exits: u64,
+    pub exits_by_reason: BTreeMap<&'static str, u64>,
+    pub page_faults: u64,
+    pub setup: SetupReport,
+    pub structures: Vec<StructureStats>,
+}
+
+/// Exit counts keyed by reason name, for reports.
+pub fn exits_by_reason(exits: &ExitCounters) -> BTreeMap<&'static str, u64> {
+    exits.iter().map(|(r, n)| (r.name(), n)).collect()
+}

@@ -13,13 +13,12 @@
 //! (spec, seed) alone.
 
 mod gups;
-mod size;
 mod spec;
 mod sysbench;
 mod tlb_bench;
 
 pub use gups::{Gups, GupsConfig};
-pub use size::{format_size, parse_size, SizeError};
+pub use crate::units::{format_size, parse_size, SizeError};
 pub use spec::{catalog, ParamInfo, WorkloadConfig, WorkloadError, WorkloadInfo, WorkloadSpec};
 pub use sysbench::{AccessMode, MemOper, SysbenchMem, SysbenchMemConfig};
 pub use tlb_bench::{TlbBench, TlbBenchConfig};

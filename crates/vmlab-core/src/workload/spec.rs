@@ -1,7 +1,7 @@
 //! Workload specs: how users name a workload (`NAME[:key=value,...]`), parsed, validated
 //! and with defaults filled, plus the catalog behind `vmlab list` and `--help`.
 
-use super::size::{format_size, parse_size, SizeError};
+use crate::units::{format_size, parse_size, SizeError};
 use super::{AccessMode, AnyWorkload, Gups, GupsConfig, MemOper, SysbenchMem, SysbenchMemConfig};
 use super::{TlbBench, TlbBenchConfig};
 use std::fmt;

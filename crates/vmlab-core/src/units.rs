@@ -44,6 +44,20 @@ fn suffix_shift(suffix: &str) -> Option<u32> {
     ok.then_some(*shift)
 }
 
+/// Serde helper: a size field written either as a number of bytes or as a size string.
+pub fn deserialize_size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Bytes(u64),
+        Text(String),
+    }
+    match <Raw as serde::Deserialize>::deserialize(d)? {
+        Raw::Bytes(b) => Ok(b),
+        Raw::Text(t) => parse_size(&t).map_err(|e| serde::de::Error::custom(format!("size {t:?}: {e}"))),
+    }
+}
+
 /// Formats a byte count in the largest binary unit that divides it exactly (`4G`, `64M`,
 /// `1536K`, `1536`), so that [`parse_size`] reads back the same number.
 pub fn format_size(bytes: u64) -> String {

@@ -1,0 +1,136 @@
+//! The cost model: exact events in, cycles out. Events are the simulator's facts; cycles
+//! are a model, and this file is all of it.
+//!
+//! Independent accesses (sysbench, GUPS) are throughput-bound: the core overlaps the loop's
+//! instructions, its data misses (up to `core.mlp` in flight) and its page walks (up to
+//! `core.page_walkers` in flight), so the time is that of the busiest of the three
+//! resources. Dependent accesses (a pointer chase) expose every latency in sequence, so
+//! their time is the sum. Hypervisor exits and kernel work serialize with everything and
+//! are added in both cases.
+//!
+//! Simplifications: L1 hits of independent accesses are hidden by the pipeline; walk
+//! references and data misses do not compete for the same fill buffers; a walk's latency
+//! is the sum of its references' latencies (in-order walk); write-backs are free.
+
+use crate::cost::profile::Profile;
+use crate::hv::{ExitCounters, ExitReason};
+use crate::hw::cache::MemLevel;
+
+/// The events of one measured interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Events {
+    pub accesses: u64,
+    /// Non-memory instructions of the workload's loop.
+    pub instructions: f64,
+    /// Data accesses by the level that served them.
+    pub data_served: [u64; 4],
+    /// Walk references (both dimensions) by the level that served them.
+    pub walk_served: [u64; 4],
+    pub stlb_hits: u64,
+    pub exits: ExitCounters,
+    pub page_faults: u64,
+    pub frames_cleared: u64,
+}
+
+/// Cycles by resource, and the total.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct CycleBreakdown {
+    /// Cycles the loop's instructions need on their own.
+    pub compute: f64,
+    /// Cycles of data-miss latency, divided by the misses in flight (all latency if dependent).
+    pub data: f64,
+    /// Cycles of STLB hits and walk references, divided by the walks in flight.
+    pub walk: f64,
+    /// Cycles spent in the hypervisor.
+    pub exits: f64,
+    /// Cycles spent in the kernel (page faults and page zeroing).
+    pub kernel: f64,
+    /// The model's total: max(compute, data, walk) + exits + kernel for independent
+    /// accesses, the sum of all for dependent ones.
+    pub total: f64,
+    /// Which of compute, data or walk bounds an independent loop ("serial" if dependent).
+    pub bound: &'static str,
+}
+
+impl Profile {
+    /// Latency in cycles of an access served at `level`.
+    pub fn latency(&self, level: MemLevel) -> f64 {
+        match level {
+            MemLevel::L1 => self.latency.l1d,
+            MemLevel::L2 => self.latency.l2,
+            MemLevel::Llc => self.latency.llc,
+            MemLevel::Dram => self.latency.dram_ns * self.machine.frequency_ghz,
+        }
+    }
+
+    /// Cycles of one exit of `reason`.
+    pub fn exit_cost(&self, reason: ExitReason) -> f64 {
+        match reason {
+            ExitReason::EptViolation => self.virt.ept_violation,
+        }
+    }
+
+    /// Turn events into cycles.
+    pub fn cycles(&self, e: &Events, dependent: bool) -> CycleBreakdown {
+        let served = |counts: &[u64; 4]| -> f64 {
+            MemLevel::ALL.iter().map(|&l| counts[l as usize] as f64 * self.latency(l)).sum()
+        };
+        let compute = e.instructions / self.core.ipc;
+        let walk_latency = e.stlb_hits as f64 * self.latency.stlb_hit + served(&e.walk_served);
+        let exits = e.exits.iter().map(|(r, n)| n as f64 * self.exit_cost(r)).sum();
+        let kernel = e.page_faults as f64 * self.kernel.page_fault + e.frames_cleared as f64 * self.kernel.clear_page_4k;
+        if dependent {
+            let data = served(&e.data_served);
+            let total = compute + data + walk_latency + exits + kernel;
+            return CycleBreakdown { compute, data, walk: walk_latency, exits, kernel, total, bound: "serial" };
+        }
+        let data_accesses: u64 = e.data_served.iter().sum();
+        let data = (served(&e.data_served) - data_accesses as f64 * self.latency.l1d).max(0.0) / self.core.mlp;
+        let walk = walk_latency / self.core.page_walkers;
+        let (bound, busiest) = [("compute", compute), ("data", data), ("walk", walk)]
+            .into_iter()
+            .fold(("compute", f64::MIN), |best, c| if c.1 > best.1 { c } else { best });
+        CycleBreakdown { compute, data, walk, exits, kernel, total: busiest + exits + kernel, bound }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile() -> Profile {
+        Profile::builtin("skylake").unwrap()
+    }
+
+    #[test]
+    fn dependent_accesses_add_every_latency() {
+        let p = profile();
+        let e = Events { accesses: 2, instructions: 4.0, data_served: [1, 0, 0, 1], walk_served: [0, 1, 0, 0], stlb_hits: 1, ..Events::default() };
+        let c = p.cycles(&e, true);
+        let expected = 4.0 / p.core.ipc + p.latency.l1d + p.latency.dram_ns * p.machine.frequency_ghz + p.latency.l2 + p.latency.stlb_hit;
+        assert!((c.total - expected).abs() < 1e-9, "{c:?}");
+        assert_eq!(c.bound, "serial");
+    }
+
+    #[test]
+    fn independent_accesses_are_bound_by_the_busiest_resource() {
+        let p = profile();
+        let e = Events { accesses: 10, instructions: 10.0, data_served: [0, 0, 0, 10], walk_served: [0, 0, 40, 0], ..Events::default() };
+        let c = p.cycles(&e, false);
+        let data = 10.0 * (p.latency(MemLevel::Dram) - p.latency.l1d) / p.core.mlp;
+        let walk = 40.0 * p.latency.llc / p.core.page_walkers;
+        assert!((c.data - data).abs() < 1e-9 && (c.walk - walk).abs() < 1e-9);
+        assert_eq!(c.total, data.max(walk));
+        assert_eq!(c.bound, if walk > data { "walk" } else { "data" });
+    }
+
+    #[test]
+    fn exits_and_kernel_work_add_on_top() {
+        let p = profile();
+        let mut exits = ExitCounters::default();
+        exits.record(ExitReason::EptViolation);
+        let e = Events { exits, page_faults: 2, frames_cleared: 2, ..Events::default() };
+        let c = p.cycles(&e, false);
+        assert_eq!(c.total, p.virt.ept_violation + 2.0 * (p.kernel.page_fault + p.kernel.clear_page_4k));
+    }
+}
