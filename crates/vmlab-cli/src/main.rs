@@ -1,1 +1,50 @@
-fn main(){}
+//! `vmlab`: the command-line front end of the simulator. A thin layer: it parses arguments,
+//! loads the machine profile, calls `vmlab_core`, and renders reports.
+
+mod args;
+mod bench;
+mod list;
+mod progress;
+mod run;
+mod table;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// A user error (bad flag value, unknown workload or profile): one line, exit status 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+/// What a command can fail with.
+#[derive(Debug)]
+pub enum CliError {
+    Usage(UsageError),
+    /// The simulation itself failed (out of simulated memory, a simulator bug): status 1.
+    Run(String),
+}
+
+impl From<UsageError> for CliError {
+    fn from(e: UsageError) -> Self {
+        CliError::Usage(e)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    let result = match cli.command {
+        args::Command::Run(a) => run::run(a),
+        args::Command::List(a) => list::list(a),
+        args::Command::Bench(a) => bench::bench(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::Usage(UsageError(msg))) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+        Err(CliError::Run(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}

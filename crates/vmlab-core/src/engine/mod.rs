@@ -171,6 +171,7 @@ fn os_op(sys: &mut System, op: Op, progress: &mut dyn FnMut(Progress)) -> Result
 /// many accesses ran before the workload ended.
 fn run_accesses<W: Workload>(w: &mut W, sys: &mut System, n: u64, phase: Phase, progress: &mut dyn FnMut(Progress)) -> Result<u64, EngineError> {
     let mut done = 0;
+    progress(Progress { phase, done, total: n });
     while done < n {
         match w.next_op() {
             Some(Op::Access { va, write }) => {

@@ -13,7 +13,7 @@
 //!   cost model turns levels into cycles.
 //!
 //! Replacement is per level, a profile parameter ([`Replacement`]):
-//! - `lru`: true LRU per set (a per-way recency stamp).
+//! - `lru`: true LRU per set (a per-way age rank).
 //! - `srrip`: static re-reference interval prediction with 2-bit RRPVs (Jaleel et al., ISCA
 //!   2010, "High Performance Cache Replacement Using Re-Reference Interval Prediction"), in
 //!   its hit-priority form: a hit sets RRPV to 0; a fill inserts at RRPV 2 ("long"); the
@@ -61,9 +61,9 @@ impl CacheConfig {
     /// the problem and how to fix it.
     pub fn validate(&self, name: &str, line_size: u32) -> Result<(), String> {
         let (size, ways) = (self.size, self.ways);
-        if ways == 0 {
+        if ways == 0 || ways > MAX_WAYS {
             return Err(format!(
-                "{name}: ways must be at least 1 (set size = 0 to disable the level)"
+                "{name}: ways must be between 1 and {MAX_WAYS} (set size = 0 to disable the level)"
             ));
         }
         if size == 0 {
@@ -165,13 +165,16 @@ impl Requester {
     }
 }
 
-/// Tag of an empty way. Line numbers are host addresses shifted right by the line shift
-/// (at least 3), so no real line number can equal it.
-const INVALID: u64 = u64::MAX;
+/// Most ways a level may have: a set's entries fill one 64-byte host line (16 x u32), so a
+/// lookup touches one line of the simulator's own memory.
+pub const MAX_WAYS: u32 = 16;
+/// Bits of replacement state in the low end of each packed entry (LRU age 0..=15, RRPV 0..=3).
+const STATE_BITS: u32 = 4;
+const STATE_MASK: u32 = (1 << STATE_BITS) - 1;
 /// Largest 2-bit re-reference prediction value ("distant").
-const RRPV_MAX: u8 = 3;
+const RRPV_MAX: u32 = 3;
 /// SRRIP insertion value ("long").
-const RRPV_LONG: u8 = 2;
+const RRPV_LONG: u32 = 2;
 /// BRRIP inserts at "long" once every this many of its insertions, else at "distant".
 const BRRIP_LONG_EVERY: u32 = 32;
 /// Leader sets per dueling policy (when the cache has at least twice as many sets).
@@ -188,22 +191,22 @@ enum Duel {
     Follower,
 }
 
+/// One set's ways, aligned to a host cache line. Each entry packs `(tag + 1) << 4 | state`,
+/// where the tag is the line number above the set-index bits; 0 marks an empty way.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Set([u32; MAX_WAYS as usize]);
+
 /// One cache level: tags only, no data. A disabled level (size 0) never hits and holds nothing.
 #[derive(Clone, Debug)]
 pub struct Cache {
-    /// Associativity; 0 when disabled (then all slices are empty).
+    /// Associativity; 0 when disabled.
     ways: usize,
     /// `sets - 1`: the set index is `line & set_mask`.
     set_mask: u64,
+    set_bits: u32,
     policy: Replacement,
-    /// Line number held by each way (sets * ways), [`INVALID`] when empty.
-    tags: Box<[u64]>,
-    /// LRU recency stamp per way (empty unless the policy is LRU).
-    stamps: Box<[u64]>,
-    /// RRPV per way (empty under LRU).
-    rrpv: Box<[u8]>,
-    /// Source of LRU stamps; a u64 cannot wrap in any feasible run.
-    clock: u64,
+    sets: Box<[Set]>,
     /// DRRIP: the set index modulo this (a power of two) picks the set's dueling role;
     /// 0 when the cache has no leader sets.
     leader_stride: u64,
@@ -218,30 +221,19 @@ impl Cache {
     /// [`CacheConfig::validate`] for that line size.
     pub fn new(cfg: &CacheConfig, line_shift: u32) -> Self {
         debug_assert!(cfg.validate("cache", 1 << line_shift).is_ok(), "{cfg:?}");
-        debug_assert!(
-            line_shift >= 1,
-            "line numbers must not reach the INVALID tag"
-        );
         let (ways, sets) = if cfg.size == 0 {
             (0, 1)
         } else {
             let ways = cfg.ways as usize;
             (ways, ((cfg.size >> line_shift) as usize) / ways)
         };
-        let lines = ways * sets;
-        let (stamps, rrpv) = match cfg.replacement {
-            Replacement::Lru => (lines, 0),
-            Replacement::Srrip | Replacement::Drrip => (0, lines),
-        };
         let leaders = DRRIP_LEADERS.min(sets as u64 / 2);
         Self {
             ways,
             set_mask: sets as u64 - 1,
+            set_bits: sets.trailing_zeros(),
             policy: cfg.replacement,
-            tags: vec![INVALID; lines].into_boxed_slice(),
-            stamps: vec![0; stamps].into_boxed_slice(),
-            rrpv: vec![RRPV_MAX; rrpv].into_boxed_slice(),
-            clock: 0,
+            sets: vec![Set([0; MAX_WAYS as usize]); if ways == 0 { 0 } else { sets }].into_boxed_slice(),
             leader_stride: (sets as u64).checked_div(leaders).unwrap_or(0),
             psel: PSEL_MID,
             brrip_fills: 0,
@@ -253,6 +245,17 @@ impl Cache {
         self.ways != 0
     }
 
+    /// Largest line number this level can tag (the packed tag has 28 bits).
+    pub fn max_line(&self) -> u64 {
+        ((1u64 << (32 - STATE_BITS)) - 2) << self.set_bits | self.set_mask
+    }
+
+    #[inline]
+    fn tag_of(&self, line: u64) -> u32 {
+        debug_assert!(line <= self.max_line(), "line {line:#x} beyond the tag width");
+        (((line >> self.set_bits) + 1) as u32) << STATE_BITS
+    }
+
     /// Looks up line number `line` (a host address shifted right by the line shift). Returns
     /// true on a hit (and updates replacement state); on a miss inserts the line and returns
     /// false. A disabled level returns false and does nothing.
@@ -261,19 +264,20 @@ impl Cache {
         if self.ways == 0 {
             return false;
         }
-        debug_assert_ne!(line, INVALID);
         let set = line & self.set_mask;
-        let base = set as usize * self.ways;
-        match self.tags[base..base + self.ways]
-            .iter()
-            .position(|&t| t == line)
-        {
+        let tag = self.tag_of(line);
+        let ways = self.ways;
+        let entries = &mut self.sets[set as usize].0[..ways];
+        match entries.iter().position(|&e| e & !STATE_MASK == tag) {
             Some(way) => {
-                self.on_hit(base + way);
+                match self.policy {
+                    Replacement::Lru => touch_lru(entries, way),
+                    Replacement::Srrip | Replacement::Drrip => entries[way] &= !STATE_MASK,
+                }
                 true
             }
             None => {
-                self.on_miss(set, base, line);
+                self.on_miss(set, tag);
                 false
             }
         }
@@ -284,49 +288,36 @@ impl Cache {
         if self.ways == 0 {
             return false;
         }
-        let base = (line & self.set_mask) as usize * self.ways;
-        self.tags[base..base + self.ways].contains(&line)
+        let tag = self.tag_of(line);
+        self.sets[(line & self.set_mask) as usize].0[..self.ways].iter().any(|&e| e & !STATE_MASK == tag)
     }
 
     /// Empties the level and resets the replacement state (including DRRIP's selector).
     pub fn flush(&mut self) {
-        self.tags.fill(INVALID);
-        self.stamps.fill(0);
-        self.rrpv.fill(RRPV_MAX);
-        self.clock = 0;
+        self.sets.iter_mut().for_each(|s| s.0 = [0; MAX_WAYS as usize]);
         self.psel = PSEL_MID;
         self.brrip_fills = 0;
     }
 
-    #[inline]
-    fn on_hit(&mut self, i: usize) {
-        match self.policy {
-            Replacement::Lru => {
-                self.clock += 1;
-                self.stamps[i] = self.clock;
-            }
-            Replacement::Srrip | Replacement::Drrip => self.rrpv[i] = 0,
-        }
-    }
-
-    fn on_miss(&mut self, set: u64, base: usize, line: u64) {
-        let end = base + self.ways;
-        let way = match self.tags[base..end].iter().position(|&t| t == INVALID) {
-            Some(way) => way,
-            None => match self.policy {
-                Replacement::Lru => lru_victim(&self.stamps[base..end]),
-                Replacement::Srrip | Replacement::Drrip => rrip_victim(&mut self.rrpv[base..end]),
-            },
+    fn on_miss(&mut self, set: u64, tag: u32) {
+        let insertion = match self.policy {
+            Replacement::Lru => 0,
+            Replacement::Srrip => RRPV_LONG,
+            Replacement::Drrip => self.drrip_insertion(set),
         };
-        let i = base + way;
-        self.tags[i] = line;
+        let ways = self.ways;
+        let entries = &mut self.sets[set as usize].0[..ways];
+        let empty = entries.iter().position(|&e| e == 0);
         match self.policy {
             Replacement::Lru => {
-                self.clock += 1;
-                self.stamps[i] = self.clock;
+                let way = empty.unwrap_or_else(|| lru_victim(entries));
+                entries[way] = tag | STATE_MASK; // oldest possible age, then made youngest
+                touch_lru(entries, way);
             }
-            Replacement::Srrip => self.rrpv[i] = RRPV_LONG,
-            Replacement::Drrip => self.rrpv[i] = self.drrip_insertion(set),
+            Replacement::Srrip | Replacement::Drrip => {
+                let way = empty.unwrap_or_else(|| rrip_victim(entries));
+                entries[way] = tag | insertion;
+            }
         }
     }
 
@@ -345,7 +336,7 @@ impl Cache {
 
     /// RRPV for a line filled into `set` under DRRIP; a miss in a leader set counts against
     /// that leader's policy.
-    fn drrip_insertion(&mut self, set: u64) -> u8 {
+    fn drrip_insertion(&mut self, set: u64) -> u32 {
         let brrip = match self.duel_role(set) {
             Duel::SrripLeader => {
                 self.psel = (self.psel + 1).min(PSEL_MAX);
@@ -369,11 +360,24 @@ impl Cache {
     }
 }
 
-/// Way with the oldest stamp (the first of equals).
-fn lru_victim(stamps: &[u64]) -> usize {
+/// Make `way` the most recently used: every valid way younger than it ages by one. Ages of
+/// the valid ways stay a permutation of 0..valid, so this is exact LRU.
+#[inline]
+fn touch_lru(entries: &mut [u32], way: usize) {
+    let age = entries[way] & STATE_MASK;
+    for e in entries.iter_mut() {
+        if *e != 0 && *e & STATE_MASK < age {
+            *e += 1;
+        }
+    }
+    entries[way] &= !STATE_MASK;
+}
+
+/// The oldest way (the first of equals) of a full set.
+fn lru_victim(entries: &[u32]) -> usize {
     let mut victim = 0;
-    for (w, &s) in stamps.iter().enumerate().skip(1) {
-        if s < stamps[victim] {
+    for (w, &e) in entries.iter().enumerate().skip(1) {
+        if e & STATE_MASK > entries[victim] & STATE_MASK {
             victim = w;
         }
     }
@@ -382,15 +386,15 @@ fn lru_victim(stamps: &[u64]) -> usize {
 
 /// First way with RRPV 3, after aging the set. Adding `3 - max` at once is the same as
 /// repeating "age every way by 1" until some way reaches 3.
-fn rrip_victim(rrpv: &mut [u8]) -> usize {
-    let max = rrpv.iter().copied().max().unwrap_or(RRPV_MAX);
+fn rrip_victim(entries: &mut [u32]) -> usize {
+    let max = entries.iter().map(|&e| e & STATE_MASK).max().unwrap_or(RRPV_MAX);
     let age = RRPV_MAX - max;
     if age > 0 {
-        for r in rrpv.iter_mut() {
-            *r += age;
+        for e in entries.iter_mut() {
+            *e += age;
         }
     }
-    rrpv.iter().position(|&r| r == RRPV_MAX).unwrap_or(0)
+    entries.iter().position(|&e| e & STATE_MASK == RRPV_MAX).unwrap_or(0)
 }
 
 /// Accesses served, by requester and by serving level.
@@ -477,6 +481,12 @@ impl MemoryHierarchy {
         };
         self.stats.served[who as usize][level as usize] += 1;
         level
+    }
+
+    /// Highest host address every enabled level can tag (packed tags are 28 bits wide).
+    pub fn max_addr(&self) -> u64 {
+        let lines = [&self.l1, &self.l2, &self.llc].iter().filter(|c| c.is_enabled()).map(|c| c.max_line()).min();
+        lines.map_or(u64::MAX, |l| l.saturating_mul(1 << self.line_shift))
     }
 
     /// Counts since construction.

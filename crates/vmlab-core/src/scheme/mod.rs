@@ -107,6 +107,12 @@ impl System {
         }
         let mut mem = HostMemory::new(config.host_memory);
         let mut mmu = Mmu::new(&config.tlb, &config.memory, config.levels);
+        if mmu.memory().max_addr() < config.host_memory {
+            return Err(SimError::Config(format!(
+                "host_memory of {} bytes is beyond what the configured caches can tag; use fewer bytes or more sets",
+                config.host_memory
+            )));
+        }
         let thp = if config.guest_pages == PageSize::Size2M { ThpPolicy::Always } else { ThpPolicy::Never };
         let mut kernel_config = KernelConfig { memory: config.host_memory, levels: config.levels, thp };
         let (vm, kernel) = match config.paging {

@@ -1,0 +1,164 @@
+//! Command-line arguments (clap), and their conversion into validated core types.
+
+use crate::UsageError;
+use clap::{Args, Parser, Subcommand};
+use vmlab_core::addr::PageSize;
+use vmlab_core::cost::{Profile, DEFAULT_PROFILE};
+use vmlab_core::scheme::Paging;
+use vmlab_core::workload::WorkloadSpec;
+
+#[derive(Parser)]
+#[command(
+    name = "vmlab",
+    version,
+    about = "A laboratory for the cost of virtualization: simulate address translation under native and nested paging",
+    long_about = "vmlab runs a workload on a simulated x86-64 machine (TLBs, paging-structure caches, a page walker \
+that reads real page tables, and a cache hierarchy) under several memory-virtualization schemes, and reports \
+exactly what the hardware and hypervisor did (TLB misses, walk references, VM exits, page faults) and what \
+that costs in cycles and seconds under a machine profile.\n\n\
+Example: vmlab run --workload sysbench-mem:block=4G,mode=rnd --paging native,nested"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run one workload under one or more paging schemes and compare them.
+    Run(RunArgs),
+    /// List workloads (with their parameters), paging schemes and machine profiles.
+    List(ListArgs),
+    /// Measure the simulator's own speed: simulated accesses per second of host time.
+    Bench(BenchArgs),
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Workload as NAME[:key=value,...], e.g. sysbench-mem:block=4G,mode=rnd, gups:table=1G,
+    /// tlb-bench:size=64M. `vmlab list` shows every workload and parameter.
+    #[arg(long, short = 'w', value_name = "SPEC")]
+    pub workload: String,
+    /// Paging schemes to compare, comma-separated: native, nested.
+    #[arg(long, short = 'p', value_name = "SCHEMES", default_value = "native,nested", value_delimiter = ',')]
+    pub paging: Vec<String>,
+    #[command(flatten)]
+    pub sim: SimArgs,
+    /// Print one JSON object {"runs": [...]} instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options shared by every command that simulates.
+#[derive(Args, Clone)]
+pub struct SimArgs {
+    /// Machine profile: a built-in name (skylake) or a path to a .toml file.
+    #[arg(long, short = 'm', value_name = "PROFILE", default_value = DEFAULT_PROFILE)]
+    pub machine: String,
+    /// Guest page size for anonymous memory: 4k, or 2m (transparent huge pages always).
+    #[arg(long, value_name = "SIZE", default_value = "4k")]
+    pub guest_pages: String,
+    /// Host page size backing guest memory under virtualized schemes: 4k, 2m or 1g.
+    #[arg(long, value_name = "SIZE", default_value = "4k")]
+    pub host_pages: String,
+    /// Fraction (0 to 1) of large host regions too fragmented to back with large pages.
+    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    pub fragmentation: f64,
+    /// Measured accesses to simulate; the rest of the workload is extrapolated from them.
+    /// 0 simulates every access (slow for large workloads).
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 10_000_000)]
+    pub accesses: u64,
+    /// Accesses run before measuring, to warm TLBs and caches (not counted).
+    #[arg(long, value_name = "N", default_value_t = 2_000_000)]
+    pub warmup: u64,
+    /// Seed of the workload's random numbers (and of host fragmentation).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Workload to time.
+    #[arg(long, short = 'w', value_name = "SPEC", default_value = "sysbench-mem:block=4G,mode=rnd")]
+    pub workload: String,
+    /// Measured accesses per scheme.
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 20_000_000)]
+    pub accesses: u64,
+    /// Machine profile (built-in name or .toml path).
+    #[arg(long, short = 'm', value_name = "PROFILE", default_value = DEFAULT_PROFILE)]
+    pub machine: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn parse_workload(text: &str) -> Result<WorkloadSpec, UsageError> {
+    WorkloadSpec::parse(text).map_err(|e| UsageError(e.to_string()))
+}
+
+pub fn parse_schemes(names: &[String]) -> Result<Vec<Paging>, UsageError> {
+    let mut out = Vec::new();
+    for name in names {
+        let paging = Paging::parse(name.trim()).map_err(UsageError)?;
+        if out.contains(&paging) {
+            return Err(UsageError(format!("paging scheme '{name}' given twice")));
+        }
+        out.push(paging);
+    }
+    if out.is_empty() {
+        return Err(UsageError("--paging needs at least one scheme".into()));
+    }
+    Ok(out)
+}
+
+pub fn parse_page_size(flag: &str, text: &str, allowed: &[PageSize]) -> Result<PageSize, UsageError> {
+    allowed.iter().copied().find(|s| s.name().eq_ignore_ascii_case(text)).ok_or_else(|| {
+        let valid: Vec<_> = allowed.iter().map(|s| s.name()).collect();
+        UsageError(format!("invalid {flag} '{text}'; valid values: {}", valid.join(", ")))
+    })
+}
+
+/// A built-in profile by name, or a profile file by path.
+pub fn load_profile(name: &str) -> Result<Profile, UsageError> {
+    let is_path = name.ends_with(".toml") || name.contains('/');
+    if !is_path {
+        return Profile::builtin(name).map_err(|e| UsageError(e.to_string()));
+    }
+    let text = std::fs::read_to_string(name).map_err(|e| UsageError(format!("cannot read machine profile {name}: {e}")))?;
+    Profile::from_toml(&text, name).map_err(|e| UsageError(e.to_string()))
+}
+
+/// Validated simulation options.
+pub struct SimOptions {
+    pub profile: Profile,
+    pub guest_pages: PageSize,
+    pub host_pages: PageSize,
+    pub fragmentation: f64,
+    pub accesses: u64,
+    pub warmup: u64,
+    pub seed: u64,
+}
+
+impl SimArgs {
+    pub fn validate(&self) -> Result<SimOptions, UsageError> {
+        if !(0.0..=1.0).contains(&self.fragmentation) {
+            return Err(UsageError(format!("--fragmentation {} must be between 0 and 1", self.fragmentation)));
+        }
+        Ok(SimOptions {
+            profile: load_profile(&self.machine)?,
+            guest_pages: parse_page_size("--guest-pages", &self.guest_pages, &[PageSize::Size4K, PageSize::Size2M])?,
+            host_pages: parse_page_size("--host-pages", &self.host_pages, &PageSize::ALL)?,
+            fragmentation: self.fragmentation,
+            accesses: self.accesses,
+            warmup: self.warmup,
+            seed: self.seed,
+        })
+    }
+}

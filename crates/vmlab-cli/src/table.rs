@@ -1,0 +1,56 @@
+//! The human-readable report: one row per scheme, ratios against the first row.
+
+use std::fmt::Write;
+use vmlab_core::stats::{LevelCounts, RunReport};
+
+pub fn render(runs: &[RunReport]) -> String {
+    let mut out = String::new();
+    let Some(first) = runs.first() else { return out };
+    let _ = writeln!(out, "workload  {}", first.workload);
+    let _ = writeln!(
+        out,
+        "machine   {}, guest pages {}, host pages {}, seed {}",
+        first.machine, first.guest_pages, first.host_pages, first.seed
+    );
+    let _ = writeln!(
+        out,
+        "sample    {} of {} measured accesses{} after {} warm-up accesses\n",
+        first.accesses_simulated,
+        first.accesses_total,
+        if first.extrapolated { " (time extrapolated)" } else { "" },
+        first.accesses_warmup
+    );
+    let _ = writeln!(
+        out,
+        "{:<8} {:>10} {:>7} {:>9} {:>10} {:>9} {:>20} {:>9} {:>7}",
+        "paging", "time (s)", "ratio", "ns/acc", "miss/kacc", "refs/walk", "walk refs l2/llc/mem", "exits", "bound"
+    );
+    for r in runs {
+        let kacc = r.accesses_simulated.max(1) as f64 / 1000.0;
+        let _ = writeln!(
+            out,
+            "{:<8} {:>10.3} {:>7.2} {:>9.2} {:>10.1} {:>9.2} {:>20} {:>9} {:>7}",
+            r.paging,
+            r.seconds,
+            r.seconds / first.seconds.max(f64::MIN_POSITIVE),
+            r.ns_per_access,
+            r.tlb_misses as f64 / kacc,
+            r.walk_refs_per_walk,
+            served_shares(&r.walk_refs_served),
+            r.vm_exits,
+            r.cycles_per_access_breakdown.bound
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nratio: time over the first row. miss/kacc: TLB misses per 1000 accesses. walk refs l2/llc/mem: percent of\n\
+         walk references served by L2, LLC and DRAM (the rest hit L1). bound: the resource that limits the loop.\n\
+         Set-up (first touch) is not timed; --json has every counter, including set-up faults and exits."
+    );
+    out
+}
+
+fn served_shares(c: &LevelCounts) -> String {
+    let total = (c.l1 + c.l2 + c.llc + c.dram).max(1) as f64;
+    format!("{:.0}/{:.0}/{:.0}%", 100.0 * c.l2 as f64 / total, 100.0 * c.llc as f64 / total, 100.0 * c.dram as f64 / total)
+}
