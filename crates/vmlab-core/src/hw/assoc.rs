@@ -10,8 +10,8 @@
 //! partitioning between page sizes or address spaces beyond what the key encodes).
 //!
 //! Layout: structure-of-arrays in boxed slices sized once in [`TranslationCache::new`]; no
-//! method allocates afterwards. An entry is valid iff its recency stamp is non-zero, which
-//! keeps every `u64` (including `0` and `u64::MAX`) usable as a key.
+//! method allocates afterwards. Validity is a per-set bit mask, which keeps every `u64`
+//! (including `0` and `u64::MAX`) usable as a key.
 
 /// Geometry of one translation cache. `entries == 0` disables it (lookups always miss, fills
 /// do nothing).
@@ -46,10 +46,10 @@ impl TranslationCacheConfig {
     /// Checks the geometry. The error message names `name`, the problem and how to fix it.
     pub fn validate(&self, name: &str) -> Result<(), String> {
         let Self { entries, ways } = *self;
-        if ways == 0 {
+        if ways == 0 || ways > MAX_WAYS {
             return Err(format!(
-                "{name}: ways must be at least 1 (use ways = entries for a fully associative \
-                 cache, or entries = 0 to disable it)"
+                "{name}: ways must be between 1 and {MAX_WAYS} (use ways = entries for a fully \
+                 associative cache, or entries = 0 to disable it)"
             ));
         }
         if entries == 0 {
@@ -72,21 +72,38 @@ impl TranslationCacheConfig {
     }
 }
 
+/// Most ways a translation cache may have (the valid bits of a set fit one `u64`).
+pub const MAX_WAYS: u32 = 64;
+/// LRU rank of an empty way: older than any valid one, so rank updates skip it.
+const EMPTY: u8 = u8::MAX;
+
 /// A set-associative cache of `u64 -> u64` translations with per-set LRU replacement.
+///
+/// Each way keeps its key, its value, a 16-bit fingerprint of the key (so a lookup compares
+/// four fingerprints per word, and full keys only on a fingerprint match) and its
+/// LRU rank in the set (0 = most recent; the valid ways' ranks are always 0..valid).
 #[derive(Clone, Debug)]
 pub struct TranslationCache {
     /// Associativity; 0 when disabled (then all slices are empty).
     ways: usize,
     /// `sets - 1`: the set index is `key & set_mask`.
     set_mask: u64,
+    /// Per set: bit `w` set when way `w` holds an entry.
+    valid: Box<[u64]>,
+    /// Key fingerprints, four 16-bit lanes per word, `words_per_set` words per set.
+    prints: Box<[u64]>,
+    words_per_set: usize,
     keys: Box<[u64]>,
     values: Box<[u64]>,
-    /// Recency stamp per way; 0 marks an invalid way, so it is also the oldest possible.
-    stamps: Box<[u64]>,
-    /// Source of stamps; a u64 cannot wrap in any feasible run.
-    clock: u64,
+    ranks: Box<[u8]>,
     hits: u64,
     misses: u64,
+}
+
+#[inline]
+fn fingerprint(key: u64) -> u16 {
+    // The low key bits index the set and are equal within it: mix in every bit.
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as u16
 }
 
 impl TranslationCache {
@@ -99,13 +116,16 @@ impl TranslationCache {
             (cfg.ways as usize, (cfg.entries / cfg.ways) as usize)
         };
         let entries = ways * sets;
+        let words_per_set = ways.div_ceil(4);
         Self {
             ways,
             set_mask: sets as u64 - 1,
+            valid: vec![0; sets].into_boxed_slice(),
+            prints: vec![0; words_per_set * sets].into_boxed_slice(),
+            words_per_set,
             keys: vec![0; entries].into_boxed_slice(),
             values: vec![0; entries].into_boxed_slice(),
-            stamps: vec![0; entries].into_boxed_slice(),
-            clock: 0,
+            ranks: vec![EMPTY; entries].into_boxed_slice(),
             hits: 0,
             misses: 0,
         }
@@ -116,27 +136,59 @@ impl TranslationCache {
         self.ways != 0
     }
 
-    /// Index of the first way of the set `key` maps to.
     #[inline]
-    fn set_base(&self, key: u64) -> usize {
-        (key & self.set_mask) as usize * self.ways
+    fn set_of(&self, key: u64) -> usize {
+        (key & self.set_mask) as usize
     }
 
-    /// Way (relative to the set base) holding a valid entry for `key`.
+    /// Way of `set` holding a valid entry for `key`.
     #[inline]
-    fn find(&self, base: usize, key: u64) -> Option<usize> {
-        let end = base + self.ways;
-        // Zipping two equal-length sub-slices lets the compiler drop per-way bounds checks.
-        self.keys[base..end]
-            .iter()
-            .zip(&self.stamps[base..end])
-            .position(|(&k, &s)| k == key && s != 0)
+    fn find(&self, set: usize, key: u64) -> Option<usize> {
+        const LOW: u64 = 0x0001_0001_0001_0001;
+        const HIGH: u64 = 0x8000_8000_8000_8000;
+        let base = set * self.ways;
+        let valid = self.valid[set];
+        let broadcast = fingerprint(key) as u64 * LOW;
+        let words = &self.prints[set * self.words_per_set..(set + 1) * self.words_per_set];
+        for (i, &word) in words.iter().enumerate() {
+            // Lanes equal to the fingerprint become zero; flag zero lanes (a lane above a
+            // zero lane may be flagged falsely, which the full-key compare rejects).
+            let x = word ^ broadcast;
+            let mut zero_lanes = x.wrapping_sub(LOW) & !x & HIGH;
+            while zero_lanes != 0 {
+                let w = i * 4 + (zero_lanes.trailing_zeros() / 16) as usize;
+                if valid & (1 << w) != 0 && self.keys[base + w] == key {
+                    return Some(w);
+                }
+                zero_lanes &= zero_lanes - 1;
+            }
+        }
+        None
     }
 
+    /// Make `way` of `set` the most recently used: every way more recent than it ages by one
+    /// (empty ways, ranked [`EMPTY`], never do).
     #[inline]
-    fn tick(&mut self) -> u64 {
-        self.clock += 1;
-        self.clock
+    fn touch(&mut self, set: usize, way: usize) {
+        let base = set * self.ways;
+        let ranks = &mut self.ranks[base..base + self.ways];
+        let rank = ranks[way];
+        for r in ranks.iter_mut() {
+            *r += (*r < rank) as u8;
+        }
+        ranks[way] = 0;
+    }
+
+    /// Remove `way` of `set`: every way older than it gets one rank younger.
+    fn remove(&mut self, set: usize, way: usize) {
+        let base = set * self.ways;
+        let ranks = &mut self.ranks[base..base + self.ways];
+        let rank = ranks[way];
+        for r in ranks.iter_mut() {
+            *r -= (*r > rank && *r != EMPTY) as u8;
+        }
+        ranks[way] = EMPTY;
+        self.valid[set] &= !(1 << way);
     }
 
     /// Hit: `Some(value)`, makes the entry most recently used and counts a hit.
@@ -146,13 +198,12 @@ impl TranslationCache {
         if self.ways == 0 {
             return None;
         }
-        let base = self.set_base(key);
-        match self.find(base, key) {
+        let set = self.set_of(key);
+        match self.find(set, key) {
             Some(way) => {
-                let i = base + way;
-                self.stamps[i] = self.tick();
+                self.touch(set, way);
                 self.hits += 1;
-                Some(self.values[i])
+                Some(self.values[set * self.ways + way])
             }
             None => {
                 self.misses += 1;
@@ -166,32 +217,56 @@ impl TranslationCache {
         if self.ways == 0 {
             return None;
         }
-        let base = self.set_base(key);
-        self.find(base, key).map(|way| self.values[base + way])
+        let set = self.set_of(key);
+        self.find(set, key).map(|way| self.values[set * self.ways + way])
     }
 
     /// Inserts `key -> value` as the most recently used entry of its set, overwriting an
-    /// existing entry for `key`, else taking an invalid way, else evicting the LRU way.
+    /// existing entry for `key`, else taking an empty way, else evicting the LRU way.
     pub fn fill(&mut self, key: u64, value: u64) {
         if self.ways == 0 {
             return;
         }
-        let base = self.set_base(key);
-        let way = self.find(base, key).unwrap_or_else(|| {
-            // Invalid ways have stamp 0, so the minimum picks them first, then the oldest.
-            let stamps = &self.stamps[base..base + self.ways];
-            let mut victim = 0;
-            for (w, &s) in stamps.iter().enumerate().skip(1) {
-                if s < stamps[victim] {
-                    victim = w;
-                }
-            }
-            victim
-        });
-        let i = base + way;
+        let set = self.set_of(key);
+        let way = self.find(set, key).unwrap_or_else(|| self.victim(set));
+        self.put(set, way, key, value);
+    }
+
+    /// Inserts `key -> value`, which the caller knows is not cached (it just missed), as the
+    /// most recently used entry: [`Self::fill`] without the search for an existing entry.
+    pub fn fill_absent(&mut self, key: u64, value: u64) {
+        if self.ways == 0 {
+            return;
+        }
+        let set = self.set_of(key);
+        debug_assert!(self.find(set, key).is_none(), "fill_absent of a cached key {key:#x}");
+        let way = self.victim(set);
+        self.put(set, way, key, value);
+    }
+
+    /// An empty way of `set`, else its least recently used one.
+    #[inline]
+    fn victim(&self, set: usize) -> usize {
+        let full = if self.ways == 64 { u64::MAX } else { (1u64 << self.ways) - 1 };
+        let empty = !self.valid[set] & full;
+        if empty != 0 {
+            return empty.trailing_zeros() as usize;
+        }
+        let oldest = (self.ways - 1) as u8;
+        let base = set * self.ways;
+        self.ranks[base..base + self.ways].iter().position(|&r| r == oldest).unwrap_or(0)
+    }
+
+    #[inline]
+    fn put(&mut self, set: usize, way: usize, key: u64, value: u64) {
+        let i = set * self.ways + way;
         self.keys[i] = key;
         self.values[i] = value;
-        self.stamps[i] = self.tick();
+        let word = &mut self.prints[set * self.words_per_set + way / 4];
+        let shift = (way % 4) * 16;
+        *word = (*word & !(0xffff << shift)) | (fingerprint(key) as u64) << shift;
+        self.valid[set] |= 1 << way;
+        self.touch(set, way);
     }
 
     /// Drops the entry for `key`, if present.
@@ -199,26 +274,32 @@ impl TranslationCache {
         if self.ways == 0 {
             return;
         }
-        let base = self.set_base(key);
-        if let Some(way) = self.find(base, key) {
-            self.stamps[base + way] = 0;
+        let set = self.set_of(key);
+        if let Some(way) = self.find(set, key) {
+            self.remove(set, way);
         }
     }
 
     /// Keeps only the entries for which `f(key, value)` is true (flush by PCID, invlpg of a
     /// large page, ...).
     pub fn retain(&mut self, mut f: impl FnMut(u64, u64) -> bool) {
-        let entries = self.keys.iter().zip(self.values.iter());
-        for ((&k, &v), s) in entries.zip(self.stamps.iter_mut()) {
-            if *s != 0 && !f(k, v) {
-                *s = 0;
+        for set in 0..self.valid.len() {
+            let mut valid = self.valid[set];
+            while valid != 0 {
+                let way = valid.trailing_zeros() as usize;
+                valid &= valid - 1;
+                let i = set * self.ways + way;
+                if !f(self.keys[i], self.values[i]) {
+                    self.remove(set, way);
+                }
             }
         }
     }
 
     /// Drops every entry. Hit and miss counts are kept.
     pub fn flush(&mut self) {
-        self.stamps.fill(0);
+        self.valid.fill(0);
+        self.ranks.fill(EMPTY);
     }
 
     /// Lookups that hit since construction.
@@ -233,7 +314,7 @@ impl TranslationCache {
 
     /// Number of valid entries.
     pub fn occupancy(&self) -> usize {
-        self.stamps.iter().filter(|&&s| s != 0).count()
+        self.valid.iter().map(|v| v.count_ones() as usize).sum()
     }
 }
 

@@ -266,21 +266,20 @@ impl Cache {
         }
         let set = line & self.set_mask;
         let tag = self.tag_of(line);
-        let ways = self.ways;
-        let entries = &mut self.sets[set as usize].0[..ways];
-        match entries.iter().position(|&e| e & !STATE_MASK == tag) {
-            Some(way) => {
-                match self.policy {
-                    Replacement::Lru => touch_lru(entries, way),
-                    Replacement::Srrip | Replacement::Drrip => entries[way] &= !STATE_MASK,
-                }
-                true
+        let entries = &mut self.sets[set as usize].0;
+        // Unused ways beyond `ways` stay 0 and no tag is 0, so all 16 can be compared at
+        // once (the compiler vectorizes this fixed-size loop).
+        let hits = match_mask(entries, tag);
+        if hits != 0 {
+            let way = hits.trailing_zeros() as usize;
+            match self.policy {
+                Replacement::Lru => touch_lru(entries, way),
+                Replacement::Srrip | Replacement::Drrip => entries[way] &= !STATE_MASK,
             }
-            None => {
-                self.on_miss(set, tag);
-                false
-            }
+            return true;
         }
+        self.on_miss(set, tag);
+        false
     }
 
     /// Whether `line` is present; no replacement state changes.
@@ -288,8 +287,7 @@ impl Cache {
         if self.ways == 0 {
             return false;
         }
-        let tag = self.tag_of(line);
-        self.sets[(line & self.set_mask) as usize].0[..self.ways].iter().any(|&e| e & !STATE_MASK == tag)
+        match_mask(&self.sets[(line & self.set_mask) as usize].0, self.tag_of(line)) != 0
     }
 
     /// Empties the level and resets the replacement state (including DRRIP's selector).
@@ -306,16 +304,16 @@ impl Cache {
             Replacement::Drrip => self.drrip_insertion(set),
         };
         let ways = self.ways;
-        let entries = &mut self.sets[set as usize].0[..ways];
-        let empty = entries.iter().position(|&e| e == 0);
+        let entries = &mut self.sets[set as usize].0;
+        let empty = match_mask(entries, 0) & ((1 << ways) - 1);
         match self.policy {
             Replacement::Lru => {
-                let way = empty.unwrap_or_else(|| lru_victim(entries));
+                let way = if empty != 0 { empty.trailing_zeros() as usize } else { lru_victim(&entries[..ways]) };
                 entries[way] = tag | STATE_MASK; // oldest possible age, then made youngest
                 touch_lru(entries, way);
             }
             Replacement::Srrip | Replacement::Drrip => {
-                let way = empty.unwrap_or_else(|| rrip_victim(entries));
+                let way = if empty != 0 { empty.trailing_zeros() as usize } else { rrip_victim(&mut entries[..ways]) };
                 entries[way] = tag | insertion;
             }
         }
@@ -360,28 +358,31 @@ impl Cache {
     }
 }
 
+/// Bit `w` set for each way whose tag part equals `tag` (with `tag == 0`: each empty way).
+#[inline]
+fn match_mask(entries: &[u32; MAX_WAYS as usize], tag: u32) -> u32 {
+    let mut mask = 0;
+    for (w, &e) in entries.iter().enumerate() {
+        mask |= ((e & !STATE_MASK == tag) as u32) << w;
+    }
+    mask
+}
+
 /// Make `way` the most recently used: every valid way younger than it ages by one. Ages of
 /// the valid ways stay a permutation of 0..valid, so this is exact LRU.
 #[inline]
-fn touch_lru(entries: &mut [u32], way: usize) {
+fn touch_lru(entries: &mut [u32; MAX_WAYS as usize], way: usize) {
     let age = entries[way] & STATE_MASK;
     for e in entries.iter_mut() {
-        if *e != 0 && *e & STATE_MASK < age {
-            *e += 1;
-        }
+        *e += (*e != 0 && *e & STATE_MASK < age) as u32;
     }
     entries[way] &= !STATE_MASK;
 }
 
-/// The oldest way (the first of equals) of a full set.
+/// The oldest way of a full set: ages are exact ranks, so the one aged `ways - 1`.
 fn lru_victim(entries: &[u32]) -> usize {
-    let mut victim = 0;
-    for (w, &e) in entries.iter().enumerate().skip(1) {
-        if e & STATE_MASK > entries[victim] & STATE_MASK {
-            victim = w;
-        }
-    }
-    victim
+    let oldest = entries.len() as u32 - 1;
+    entries.iter().position(|&e| e & STATE_MASK == oldest).unwrap_or(0)
 }
 
 /// First way with RRPV 3, after aging the set. Adding `3 - max` at once is the same as

@@ -5,16 +5,16 @@
 //! only page-table pages do, because walkers read real entries. A frame gets contents the
 //! first time an entry is written into it, so guest tables, EPT tables and (later) shadow or
 //! devirt tables all live here the same way. Memory use is proportional to the number of
-//! page-table pages, not to the simulated footprint: a two-level index from frame number to
-//! page slot, whose second level exists only for 2 MiB regions that hold a table page.
+//! page-table pages, not to the simulated footprint: a hash index from frame number to page
+//! slot (small enough to stay in the simulator's own caches, which matters more for speed
+//! than the hash: walks read table pages at random).
 
 use crate::addr::{Hfn, Hpa, PageSize};
+use rustc_hash::FxHashMap;
 
 /// Entries in one 4 KiB table page.
 pub const ENTRIES_PER_TABLE: usize = 512;
 type TablePage = [u64; ENTRIES_PER_TABLE];
-/// Frames per index chunk (one 2 MiB region).
-const CHUNK_FRAMES: u64 = 512;
 
 /// Out of host memory: the profile's `host_memory` is too small for the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -27,8 +27,8 @@ pub struct OutOfMemory {
 /// The machine's physical memory.
 pub struct HostMemory {
     total_frames: u64,
-    /// Per 2 MiB chunk of frames: slot+1 of each frame's table page, 0 = no contents.
-    index: Vec<Option<Box<[u32; CHUNK_FRAMES as usize]>>>,
+    /// Frame number -> slot in `pages` of each frame with table contents.
+    index: FxHashMap<u64, u32>,
     pages: Vec<Box<TablePage>>,
     free_slots: Vec<u32>,
     allocator: FrameAllocator,
@@ -37,10 +37,9 @@ pub struct HostMemory {
 impl HostMemory {
     pub fn new(bytes: u64) -> Self {
         let total_frames = bytes >> crate::addr::PAGE_SHIFT;
-        let chunks = total_frames.div_ceil(CHUNK_FRAMES) as usize;
         HostMemory {
             total_frames,
-            index: (0..chunks).map(|_| None).collect(),
+            index: FxHashMap::default(),
             pages: Vec::new(),
             free_slots: Vec::new(),
             allocator: FrameAllocator::new(total_frames),
@@ -112,23 +111,14 @@ impl HostMemory {
 
     /// Forget a frame's table contents (it reads as zeros again).
     pub fn drop_contents(&mut self, frame: Hfn) {
-        let (chunk, offset) = split(frame);
-        if let Some(Some(chunk)) = self.index.get_mut(chunk) {
-            let slot = chunk[offset];
-            if slot != 0 {
-                chunk[offset] = 0;
-                self.free_slots.push(slot - 1);
-            }
+        if let Some(slot) = self.index.remove(&frame.raw()) {
+            self.free_slots.push(slot);
         }
     }
 
     #[inline]
     fn slot(&self, frame: Hfn) -> Option<usize> {
-        let (chunk, offset) = split(frame);
-        match self.index.get(chunk) {
-            Some(Some(chunk)) if chunk[offset] != 0 => Some(chunk[offset] as usize - 1),
-            _ => None,
-        }
+        self.index.get(&frame.raw()).map(|&slot| slot as usize)
     }
 
     fn materialize(&mut self, frame: Hfn) -> usize {
@@ -142,16 +132,10 @@ impl HostMemory {
                 (self.pages.len() - 1) as u32
             }
         };
-        let (chunk, offset) = split(frame);
-        assert!(chunk < self.index.len(), "frame {frame:?} is outside host memory");
-        self.index[chunk].get_or_insert_with(|| Box::new([0; CHUNK_FRAMES as usize]))[offset] = slot + 1;
+        assert!(frame.raw() < self.total_frames, "frame {frame:?} is outside host memory");
+        self.index.insert(frame.raw(), slot);
         slot as usize
     }
-}
-
-#[inline]
-fn split(frame: Hfn) -> (usize, usize) {
-    ((frame.raw() / CHUNK_FRAMES) as usize, (frame.raw() % CHUNK_FRAMES) as usize)
 }
 
 #[inline]

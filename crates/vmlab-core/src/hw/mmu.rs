@@ -279,6 +279,7 @@ impl Mmu {
             if let Some(value) = second_level.lookup(key) {
                 if usable(value, write) {
                     self.counters.stlb_hits += 1;
+                    // The L1 probe of this size missed, or found this same entry unusable.
                     self.l1[size.index()].fill(key, value);
                     return Ok(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
                 }
@@ -299,8 +300,15 @@ impl Mmu {
         let key = tlb_key(va, size, self.tag);
         let value = tlb_value(base, perms, write);
         self.sizes_in_use |= 1 << size.index();
-        self.l1[size.index()].fill(key, value);
-        if size == PageSize::Size1G { &mut self.stlb_1g } else { &mut self.stlb }.fill(key, value);
+        let second_level = if size == PageSize::Size1G { &mut self.stlb_1g } else { &mut self.stlb };
+        if found_unusable {
+            self.l1[size.index()].fill(key, value);
+            second_level.fill(key, value);
+        } else {
+            // Nothing usable was cached, and nothing at all for this key in the STLB probes.
+            self.l1[size.index()].fill(key, value);
+            second_level.fill_absent(key, value);
+        }
         Ok(Hpa::new(base | (va & (size.bytes() - 1))))
     }
 

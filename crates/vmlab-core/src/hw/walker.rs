@@ -189,7 +189,8 @@ pub fn walk<F: EntryFormat, T: TableMemory>(
                 table = F::frame_addr(entry);
                 if let Some(caches) = caches.as_deref_mut() {
                     if level <= 4 {
-                        caches.by_level[level as usize - 2].fill(WalkCaches::key(level, addr, tag), table | perms.bits());
+                        // Every level below the cache hit (if any) was probed and missed.
+                        caches.by_level[level as usize - 2].fill_absent(WalkCaches::key(level, addr, tag), table | perms.bits());
                     }
                 }
                 level -= 1;
