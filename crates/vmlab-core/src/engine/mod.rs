@@ -167,22 +167,50 @@ fn os_op(sys: &mut System, op: Op, progress: &mut dyn FnMut(Progress)) -> Result
     Ok(())
 }
 
+/// Accesses simulated as one batch: the engine looks this far ahead so the simulator can
+/// prefetch its own tables for them (see `System::prefetch`); results do not depend on it.
+const BATCH: usize = 8;
+
 /// Run up to `n` accesses (other ops on the way are executed, not counted); returns how
 /// many accesses ran before the workload ended.
 fn run_accesses<W: Workload>(w: &mut W, sys: &mut System, n: u64, phase: Phase, progress: &mut dyn FnMut(Progress)) -> Result<u64, EngineError> {
     let mut done = 0;
+    let mut batch = [(Gva::new(0), false); BATCH];
+    let mut vas = [Gva::new(0); BATCH];
     progress(Progress { phase, done, total: n });
     while done < n {
-        match w.next_op() {
-            Some(Op::Access { va, write }) => {
-                sys.access(va, write)?;
-                done += 1;
-                if done & PROGRESS_MASK == 0 {
-                    progress(Progress { phase, done, total: n });
+        let want = (n - done).min(BATCH as u64) as usize;
+        let (mut len, mut other, mut ended) = (0, None, false);
+        while len < want {
+            match w.next_op() {
+                Some(Op::Access { va, write }) => {
+                    batch[len] = (va, write);
+                    vas[len] = va;
+                    len += 1;
+                }
+                Some(op) => {
+                    other = Some(op);
+                    break;
+                }
+                None => {
+                    ended = true;
+                    break;
                 }
             }
-            Some(other) => os_op(sys, other, progress)?,
-            None => break,
+        }
+        sys.prefetch(&vas[..len]);
+        for &(va, write) in &batch[..len] {
+            sys.access(va, write)?;
+            done += 1;
+            if done & PROGRESS_MASK == 0 {
+                progress(Progress { phase, done, total: n });
+            }
+        }
+        if let Some(op) = other {
+            os_op(sys, op, progress)?;
+        }
+        if ended {
+            break;
         }
     }
     progress(Progress { phase, done, total: n });

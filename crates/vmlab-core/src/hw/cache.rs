@@ -290,6 +290,14 @@ impl Cache {
         match_mask(&self.sets[(line & self.set_mask) as usize].0, self.tag_of(line)) != 0
     }
 
+    /// Prefetch (in the host) the set `line` maps to; no simulated effect.
+    #[inline]
+    pub fn prefetch(&self, line: u64) {
+        if self.ways != 0 {
+            crate::hw::prefetch::prefetch(&self.sets[(line & self.set_mask) as usize]);
+        }
+    }
+
     /// Empties the level and resets the replacement state (including DRRIP's selector).
     pub fn flush(&mut self) {
         self.sets.iter_mut().for_each(|s| s.0 = [0; MAX_WAYS as usize]);
@@ -482,6 +490,15 @@ impl MemoryHierarchy {
         };
         self.stats.served[who as usize][level as usize] += 1;
         level
+    }
+
+    /// Prefetch (in the host) the sets an access to `hpa` will look at beyond L1; no
+    /// simulated effect.
+    #[inline]
+    pub fn prefetch(&self, hpa: Hpa) {
+        let line = hpa.raw() >> self.line_shift;
+        self.l2.prefetch(line);
+        self.llc.prefetch(line);
     }
 
     /// Highest host address every enabled level can tag (packed tags are 28 bits wide).

@@ -86,6 +86,14 @@ impl HostMemory {
         }
     }
 
+    /// Prefetch (in the host) the simulator's copy of the entry at `addr`.
+    #[inline]
+    pub fn prefetch(&self, addr: Hpa) {
+        if let Some(slot) = self.slot(addr.frame()) {
+            crate::hw::prefetch::prefetch(&self.pages[slot][entry_index(addr)]);
+        }
+    }
+
     /// Write the 8-byte entry at `addr`, giving the frame table contents if it had none.
     pub fn write_u64(&mut self, addr: Hpa, value: u64) {
         let slot = match self.slot(addr.frame()) {

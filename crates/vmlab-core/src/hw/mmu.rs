@@ -346,6 +346,49 @@ impl Mmu {
         }
     }
 
+    /// How many prefetch stages a coming access needs under the current root: one per
+    /// leaf-level entry a walk reads from a large table (the guest's leaf, and under nested
+    /// paging the EPT leaves of the guest page table and of the data page), plus one for
+    /// the data line.
+    pub fn prefetch_stages(&self) -> u32 {
+        match self.root {
+            Root::None => 0,
+            Root::OneD { .. } => 2,
+            Root::TwoD { .. } => 2,
+        }
+    }
+
+    /// Prefetch, in the host, what a coming access to `va` will touch; no simulated effect.
+    ///
+    /// A side-effect-free translation that reads at most `stage` level-1 entries (upper
+    /// levels are few and stay in the host's caches) and prefetches the next one, or the
+    /// data line's cache sets once the translation is complete. Called for stages 0, 1, ...
+    /// over a batch of coming accesses, it lets the host overlap the misses that a
+    /// random-access workload causes in the simulator's own tables.
+    pub fn prefetch(&self, mem: &HostMemory, va: Gva, stage: u32) {
+        let va = va.raw();
+        for size in PageSize::ALL {
+            if self.sizes_in_use & (1 << size.index()) == 0 {
+                continue;
+            }
+            let key = tlb_key(va, size, self.tag);
+            let second_level = if size == PageSize::Size1G { &self.stlb_1g } else { &self.stlb };
+            if let Some(value) = self.l1[size.index()].peek(key).or_else(|| second_level.peek(key)) {
+                if stage == 0 {
+                    self.memory.prefetch(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
+                }
+                return;
+            }
+        }
+        let Root::OneD { cr3 } = self.root else { return };
+        let mut probe = Probe { mem, memory: &self.memory, budget: stage, stopped: false };
+        if let Some(leaf) = probe.walk::<X86>(cr3.raw(), va, self.levels) {
+            if probe.budget == 0 && !probe.stopped {
+                self.memory.prefetch(Hpa::new(leaf.output(va)));
+            }
+        }
+    }
+
     /// INVLPG: drop the translations of `va` of the current tag at every page size, and the
     /// paging-structure cache entries covering it.
     pub fn invlpg(&mut self, va: Gva) {
@@ -400,6 +443,43 @@ impl Mmu {
             out.push((name, h, m));
         }
         out
+    }
+}
+
+/// A functional walk for prefetching: reads entries directly (no caches, no counters, no
+/// A/D updates) and stops at the first level-1 entry beyond its budget, prefetching it.
+struct Probe<'a> {
+    mem: &'a HostMemory,
+    memory: &'a MemoryHierarchy,
+    budget: u32,
+    stopped: bool,
+}
+
+impl Probe<'_> {
+    fn walk<F: crate::hw::pte::EntryFormat>(&mut self, root: u64, addr: u64, levels: u8) -> Option<Leaf> {
+        let mut table = root & FRAME_MASK;
+        for level in (1..=levels).rev() {
+            let at = Hpa::new(table + ((addr >> crate::hw::walker::level_shift(level)) & 0x1ff) * 8);
+            if level == 1 {
+                if self.budget == 0 {
+                    self.mem.prefetch(at);
+                    self.memory.prefetch(at);
+                    self.stopped = true;
+                    return None;
+                }
+                self.budget -= 1;
+            }
+            let entry = self.mem.read_u64(at);
+            if !F::is_present(entry) {
+                return None;
+            }
+            if level == 1 || (F::is_large(entry) && level <= 3) {
+                let size = PageSize::at_level(level)?;
+                return Some(Leaf { base: F::frame_addr(entry) & !(size.bytes() - 1), size, perms: F::perms(entry) });
+            }
+            table = F::frame_addr(entry);
+        }
+        None
     }
 }
 

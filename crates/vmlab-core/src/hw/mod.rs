@@ -4,5 +4,6 @@ pub mod assoc;
 pub mod cache;
 pub mod frames;
 pub mod mmu;
+pub mod prefetch;
 pub mod pte;
 pub mod walker;
