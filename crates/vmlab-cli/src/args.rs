@@ -16,7 +16,8 @@ use vmlab_core::workload::WorkloadSpec;
 that reads real page tables, and a cache hierarchy) under several memory-virtualization schemes, and reports \
 exactly what the hardware and hypervisor did (TLB misses, walk references, VM exits, page faults) and what \
 that costs in cycles and seconds under a machine profile.\n\n\
-Example: vmlab run --workload sysbench-mem:block=4G,mode=rnd --paging native,nested"
+Example: vmlab run --workload sysbench-mem:block=4G,mode=rnd --paging native,nested\n\
+Add --json to any command for a machine-readable report."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -26,6 +27,13 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// Run one workload under one or more paging schemes and compare them.
+    #[command(after_help = "Examples:\n  \
+        vmlab run -w sysbench-mem:block=4G,mode=rnd            native vs nested on the TPT headline workload\n  \
+        vmlab run -w tlb-bench:size=256M --host-pages 2m        TLB reach with 2 MiB host backing\n  \
+        vmlab run -w gups:table=1G --guest-pages 2m --json      machine-readable, THP in the guest\n\n\
+        Event counts cover the simulated sample and are exact; cycles and seconds come from the machine\n\
+        profile's cost model and are extrapolated to the whole workload. `vmlab list` shows every\n\
+        workload parameter; docs/model.md explains the model.")]
     Run(RunArgs),
     /// List workloads (with their parameters), paging schemes and machine profiles.
     List(ListArgs),
@@ -62,7 +70,7 @@ pub struct SimArgs {
     #[arg(long, value_name = "SIZE", default_value = "4k")]
     pub host_pages: String,
     /// Fraction (0 to 1) of large host regions too fragmented to back with large pages.
-    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    #[arg(long, value_name = "F", default_value_t = 0.0, allow_negative_numbers = true)]
     pub fragmentation: f64,
     /// Measured accesses to simulate; the rest of the workload is extrapolated from them.
     /// 0 simulates every access (slow for large workloads).

@@ -35,15 +35,15 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
                 }
             }
         })
-        .map_err(|e| CliError::Run(e.to_string()))?;
+        .map_err(|e| match e {
+            engine::EngineError::Config(msg) => CliError::Usage(crate::UsageError(msg)),
+            other => CliError::Run(other.to_string()),
+        })?;
         let seconds = match (started, ended) {
             (Some(s), Some(e)) => (e - s).as_secs_f64(),
             _ => return Err(CliError::Run("the run reported no measured phase".into())),
         };
         let rate = report.accesses_simulated as f64 / seconds.max(1e-9);
-        if !args.json {
-            println!("{:<8} {:>12.1} M simulated accesses/s ({} accesses in {:.2} s)", paging.name(), rate / 1e6, report.accesses_simulated, seconds);
-        }
         rows.push(serde_json::json!({
             "paging": paging.name(),
             "workload": report.workload,
@@ -52,8 +52,19 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
             "accesses_per_second": rate,
         }));
     }
+    // Print only once every scheme ran, so an error never leaves a partial report.
     if args.json {
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "bench": rows })).expect("serializable"));
+    } else {
+        for row in &rows {
+            println!(
+                "{:<8} {:>8.2} M simulated accesses/s ({} accesses in {:.2} s)",
+                row["paging"].as_str().unwrap_or("?"),
+                row["accesses_per_second"].as_f64().unwrap_or(0.0) / 1e6,
+                row["accesses"],
+                row["host_seconds"].as_f64().unwrap_or(0.0)
+            );
+        }
     }
     Ok(())
 }

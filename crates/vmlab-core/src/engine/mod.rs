@@ -73,7 +73,7 @@ pub enum EngineError {
 }
 
 /// Snapshot of every counter, to measure an interval.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Snapshot {
     mmu: MmuCounters,
     memory: MemoryStats,
@@ -91,11 +91,18 @@ impl Snapshot {
 pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunReport, EngineError> {
     let footprint = config.workload.footprint_bytes();
     let profile = &config.profile;
-    if config.paging.is_virtualized() && footprint + footprint / 256 + (64 << 20) > profile.machine.guest_memory {
+    // Room for the page tables (under 1/256 of the footprint) and the kernel's own frames.
+    let needed = footprint + footprint / 256 + (64 << 20);
+    let (memory, what) = if config.paging.is_virtualized() {
+        (profile.machine.guest_memory, "the VM's guest_memory")
+    } else {
+        (profile.machine.host_memory, "host_memory")
+    };
+    if needed > memory {
         return Err(EngineError::Config(format!(
-            "workload footprint {} does not fit the VM's guest_memory {} in profile '{}'",
+            "workload footprint {} does not fit {what} {} in profile '{}'; use a smaller workload or a profile with more memory",
             crate::units::format_size(footprint),
-            crate::units::format_size(profile.machine.guest_memory),
+            crate::units::format_size(memory),
             profile.machine.name
         )));
     }
@@ -125,7 +132,8 @@ fn drive<W: Workload>(mut w: W, sys: &mut System, config: &RunConfig, progress: 
         (config.warmup, config.accesses)
     };
 
-    let start = Snapshot::take(sys);
+    // Counters start at zero when the system is built, so set-up includes the boot.
+    let start = Snapshot::default();
     setup(&mut w, sys, progress)?;
     let after_setup = Snapshot::take(sys);
     run_accesses(&mut w, sys, warmup, Phase::Warmup, progress)?;

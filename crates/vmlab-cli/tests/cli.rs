@@ -1,0 +1,572 @@
+//! Integration tests of the `vmlab` command line: usage errors, the JSON and table reports of
+//! `run`, `list`, `bench` and `--help`, all through the real binary on small workloads.
+
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// Small workloads: each simulates in a few tens of milliseconds.
+const TLB_64M: &str = "tlb-bench:size=64M,accesses=20000";
+const SYSBENCH_64M: &str = "sysbench-mem:block=64M";
+const GUPS_16M: &str = "gups:table=16M,updates=20000";
+const SAMPLE: [&str; 4] = ["--accesses", "20000", "--warmup", "1000"];
+
+/// What one invocation of `vmlab` produced.
+struct Out {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `vmlab` with `args`; fails the test if anything in its output looks like a panic.
+fn vmlab(args: &[&str]) -> Out {
+    let output = assert_cmd::cargo::cargo_bin_cmd!("vmlab").args(args).output().expect("vmlab runs");
+    let out = Out {
+        code: output.status.code(),
+        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+    };
+    for (name, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        assert!(!text.contains("panicked"), "vmlab {args:?} panicked; {name}:\n{text}");
+    }
+    out
+}
+
+/// Runs `vmlab` and expects success (status 0, nothing on stderr).
+fn vmlab_ok(args: &[&str]) -> String {
+    let out = vmlab(args);
+    assert_eq!(out.code, Some(0), "vmlab {args:?} failed; stderr:\n{}", out.stderr);
+    assert!(out.stderr.is_empty(), "vmlab {args:?} wrote to stderr:\n{}", out.stderr);
+    out.stdout
+}
+
+/// `vmlab run ARGS --json` plus the small sample options, parsed.
+fn run_json(args: &[&str]) -> Value {
+    let mut all = vec!["run", "--json"];
+    all.extend_from_slice(args);
+    let stdout = vmlab_ok(&all);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("vmlab {all:?}: stdout is not one JSON value ({e}):\n{stdout}"))
+}
+
+/// Expects a usage error: status 2, nothing on stdout, and exactly one stderr line
+/// `error: ...` that contains every one of `mentions`. Returns that line.
+fn expect_usage_error(args: &[&str], mentions: &[&str]) -> String {
+    let out = vmlab(args);
+    assert_eq!(out.code, Some(2), "vmlab {args:?}: want status 2; stderr:\n{}", out.stderr);
+    assert!(out.stdout.is_empty(), "vmlab {args:?}: want empty stdout, got:\n{}", out.stdout);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "vmlab {args:?}: want one stderr line, got:\n{}", out.stderr);
+    let line = lines[0];
+    assert!(line.starts_with("error: "), "vmlab {args:?}: stderr line does not start with 'error: ': {line}");
+    for m in mentions {
+        assert!(line.contains(m), "vmlab {args:?}: error does not mention {m:?}: {line}");
+    }
+    line.to_string()
+}
+
+/// `run` arguments for a workload with the small sample and the given schemes.
+fn run_args<'a>(workload: &'a str, paging: &'a str) -> Vec<&'a str> {
+    let mut v = vec!["-w", workload, "-p", paging];
+    v.extend_from_slice(&SAMPLE);
+    v
+}
+
+fn skylake_toml_path() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles/skylake.toml"))
+}
+
+fn skylake_toml() -> String {
+    std::fs::read_to_string(skylake_toml_path()).expect("profiles/skylake.toml is readable")
+}
+
+/// A scratch file path in cargo's per-target temporary directory (unique per test name).
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("vmlab-cli-tests");
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir.join(name)
+}
+
+/// Writes a copy of the Skylake profile with `edit` applied; returns its path.
+fn write_profile(name: &str, edit: impl Fn(&str) -> String) -> String {
+    let text = edit(&skylake_toml());
+    let path = scratch(name);
+    std::fs::write(&path, text).expect("write profile copy");
+    path.to_str().expect("UTF-8 path").to_string()
+}
+
+/// Replaces the one line equal to `line` (trimmed) by `with`; fails if there is no such line.
+fn replace_line(text: &str, line: &str, with: &str) -> String {
+    assert_eq!(text.lines().filter(|l| l.trim() == line).count(), 1, "profile has exactly one line {line:?}");
+    text.lines().map(|l| if l.trim() == line { with } else { l }).collect::<Vec<_>>().join("\n") + "\n"
+}
+
+fn runs(report: &Value) -> &Vec<Value> {
+    let obj = report.as_object().expect("report is an object");
+    assert_eq!(obj.keys().collect::<Vec<_>>(), vec!["runs"], "report has only the key 'runs'");
+    report["runs"].as_array().expect("'runs' is an array")
+}
+
+fn u(run: &Value, key: &str) -> u64 {
+    run[key].as_u64().unwrap_or_else(|| panic!("{key} is not an unsigned integer in {}", run["paging"]))
+}
+
+fn f(run: &Value, key: &str) -> f64 {
+    run[key].as_f64().unwrap_or_else(|| panic!("{key} is not a number in {}", run["paging"]))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// The clock of the Skylake profile, read from the file rather than restated here.
+fn skylake_ghz() -> f64 {
+    skylake_toml()
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("frequency_ghz"))
+        .and_then(|rest| rest.trim().strip_prefix('=')?.trim().parse().ok())
+        .expect("skylake.toml has frequency_ghz = N")
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Usage errors: status 2, one `error:` line naming the problem and the valid choices.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn unknown_workload_lists_valid_workloads() {
+    let mut args = vec!["run"];
+    args.extend(run_args("memcached", "native"));
+    expect_usage_error(&args, &["memcached", "sysbench-mem", "gups", "tlb-bench"]);
+    // Names are exact, not case-folded.
+    let mut args = vec!["run"];
+    args.extend(run_args("TLB-bench:size=64M", "native"));
+    expect_usage_error(&args, &["TLB-bench", "tlb-bench"]);
+}
+
+#[test]
+fn unknown_workload_key_lists_valid_keys() {
+    let mut args = vec!["run"];
+    args.extend(run_args("tlb-bench:size=64M,stride=64", "native"));
+    expect_usage_error(&args, &["stride", "size", "accesses"]);
+    let mut args = vec!["run"];
+    args.extend(run_args("gups:tabel=16M", "native"));
+    expect_usage_error(&args, &["tabel", "table", "updates"]);
+    let mut args = vec!["run"];
+    args.extend(run_args("sysbench-mem:size=64M", "native"));
+    expect_usage_error(&args, &["size", "block", "oper", "mode", "events"]);
+}
+
+#[test]
+fn malformed_key_value_is_rejected() {
+    for spec in ["tlb-bench:size", "tlb-bench:size=64M,accesses", "tlb-bench:"] {
+        let mut args = vec!["run"];
+        args.extend(run_args(spec, "native"));
+        let line = expect_usage_error(&args, &["tlb-bench"]);
+        assert!(line.contains("malformed") && line.contains("key=value"), "{spec}: {line}");
+    }
+}
+
+#[test]
+fn invalid_size_suffix_is_rejected() {
+    let mut args = vec!["run"];
+    args.extend(run_args("tlb-bench:size=4Q", "native"));
+    expect_usage_error(&args, &["4Q", "size"]);
+    let mut args = vec!["run"];
+    args.extend(run_args("sysbench-mem:block=4Q", "native"));
+    expect_usage_error(&args, &["4Q", "block"]);
+}
+
+#[test]
+fn unknown_paging_scheme_lists_valid_schemes() {
+    let mut args = vec!["run"];
+    args.extend(run_args(TLB_64M, "native,shadow"));
+    expect_usage_error(&args, &["shadow", "native", "nested"]);
+}
+
+#[test]
+fn duplicate_paging_scheme_is_rejected() {
+    let mut args = vec!["run"];
+    args.extend(run_args(TLB_64M, "native,nested,native"));
+    expect_usage_error(&args, &["native", "twice"]);
+}
+
+#[test]
+fn unknown_machine_profile_mentions_skylake() {
+    let mut args = vec!["run", "-m", "haswell"];
+    args.extend(run_args(TLB_64M, "native"));
+    expect_usage_error(&args, &["haswell", "skylake"]);
+}
+
+#[test]
+fn guest_pages_1g_is_rejected() {
+    let mut args = vec!["run", "--guest-pages", "1g"];
+    args.extend(run_args(TLB_64M, "native"));
+    expect_usage_error(&args, &["--guest-pages", "1g", "4k", "2m"]);
+}
+
+#[test]
+fn host_pages_3m_is_rejected() {
+    let mut args = vec!["run", "--host-pages", "3m"];
+    args.extend(run_args(TLB_64M, "nested"));
+    expect_usage_error(&args, &["--host-pages", "3m", "4k", "2m", "1g"]);
+}
+
+#[test]
+fn fragmentation_out_of_range_is_rejected() {
+    for value in ["2", "1.5", "NaN"] {
+        let mut args = vec!["run", "--fragmentation", value];
+        args.extend(run_args(TLB_64M, "nested"));
+        expect_usage_error(&args, &["--fragmentation", value, "between 0 and 1"]);
+    }
+}
+
+#[test]
+fn footprint_too_large_for_guest_memory_under_nested() {
+    let mut args = vec!["run"];
+    args.extend(run_args("sysbench-mem:block=32G", "nested"));
+    expect_usage_error(&args, &["32G", "guest_memory", "skylake"]);
+}
+
+#[test]
+fn footprint_error_after_a_successful_scheme_prints_no_partial_report() {
+    // A profile whose VM has 1G: tlb-bench over 1G fits natively but not in the VM, so native
+    // runs first and nested then fails; the command must still print only the error.
+    let profile = write_profile("guest-1g.toml", |t| replace_line(t, "guest_memory = \"16G\"", "guest_memory = \"1G\""));
+    for json in [false, true] {
+        let mut args = vec!["run", "-m", profile.as_str(), "-w", "tlb-bench:size=1G,accesses=1000", "-p", "native,nested", "-n", "1000"];
+        if json {
+            args.push("--json");
+        }
+        expect_usage_error(&args, &["1G", "guest_memory"]);
+    }
+}
+
+#[test]
+fn missing_profile_file_is_a_usage_error() {
+    let path = scratch("no-such-profile.toml");
+    let _ = std::fs::remove_file(&path);
+    let path = path.to_str().unwrap().to_string();
+    let mut args = vec!["run", "-m", path.as_str()];
+    args.extend(run_args(TLB_64M, "native"));
+    expect_usage_error(&args, &[path.as_str()]);
+}
+
+#[test]
+fn profile_file_with_unknown_key_names_the_key() {
+    // The unmodified copy loads and runs: the failure below is due to the extra key only.
+    let good = write_profile("skylake-copy.toml", |t| t.to_string());
+    let mut args = vec!["run", "-m", good.as_str()];
+    args.extend(run_args(TLB_64M, "native"));
+    vmlab_ok(&args);
+
+    let bad = write_profile("skylake-turbo.toml", |t| replace_line(t, "[core]", "[core]\nturbo = true"));
+    let mut args = vec!["run", "-m", bad.as_str()];
+    args.extend(run_args(TLB_64M, "native"));
+    expect_usage_error(&args, &["turbo", bad.as_str()]);
+}
+
+#[test]
+fn bench_rejects_bad_workload_and_profile_as_usage_errors() {
+    expect_usage_error(&["bench", "--json", "-w", "memcached", "-n", "1000"], &["memcached", "tlb-bench"]);
+    expect_usage_error(&["bench", "--json", "-w", TLB_64M, "-n", "1000", "-m", "haswell"], &["haswell", "skylake"]);
+}
+
+#[test]
+fn bench_footprint_too_large_is_a_usage_error() {
+    let profile = write_profile("guest-1g-bench.toml", |t| replace_line(t, "guest_memory = \"16G\"", "guest_memory = \"1G\""));
+    expect_usage_error(
+        &["bench", "--json", "-m", profile.as_str(), "-w", "tlb-bench:size=1G,accesses=1000", "-n", "1000"],
+        &["1G", "guest_memory"],
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. `run --json`: the report's shape and invariants between schemes.
+// ---------------------------------------------------------------------------------------
+
+const RUN_FIELDS: [&str; 11] = [
+    "workload",
+    "paging",
+    "accesses_simulated",
+    "accesses_total",
+    "cycles",
+    "seconds",
+    "tlb_misses",
+    "walks",
+    "walk_refs",
+    "vm_exits",
+    "page_faults",
+];
+
+fn check_run_shape(run: &Value) {
+    for key in RUN_FIELDS {
+        assert!(run.get(key).is_some(), "run lacks {key}: {run}");
+    }
+    assert!(run["workload"].is_string() && run["paging"].is_string());
+    for key in ["accesses_simulated", "accesses_total", "tlb_misses", "walks", "walk_refs", "vm_exits", "page_faults"] {
+        u(run, key);
+    }
+    assert!(f(run, "cycles") > 0.0 && f(run, "seconds") > 0.0, "positive time: {run}");
+    assert!(run["extrapolated"].is_boolean(), "extrapolated is a boolean");
+    assert!(run["exits_by_reason"].is_object(), "exits_by_reason is an object");
+    let setup = &run["setup"];
+    assert!(setup.is_object(), "setup is an object");
+    for key in ["page_faults", "vm_exits"] {
+        assert!(setup[key].is_u64(), "setup.{key} is an unsigned integer");
+    }
+    assert!(setup["exits_by_reason"].is_object(), "setup.exits_by_reason is an object");
+
+    // Internal consistency of one run.
+    let sum_exits: u64 = run["exits_by_reason"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(sum_exits, u(run, "vm_exits"), "exits_by_reason sums to vm_exits");
+    assert_eq!(u(run, "guest_walk_refs") + u(run, "ept_walk_refs"), u(run, "walk_refs"), "walk refs are guest + EPT");
+    let served: u64 = run["walk_refs_served"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(served, u(run, "walk_refs"), "every walk reference is served by some level");
+    if u(run, "walks") > 0 {
+        assert!(close(f(run, "walk_refs_per_walk"), u(run, "walk_refs") as f64 / u(run, "walks") as f64));
+    }
+    assert!(close(f(run, "cycles"), f(run, "cycles_per_access") * u(run, "accesses_total") as f64), "cycles = cpa x total");
+    assert!(close(f(run, "cycles"), f(run, "seconds") * skylake_ghz() * 1e9), "seconds = cycles / clock");
+    assert!(u(run, "accesses_simulated") <= u(run, "accesses_total"));
+}
+
+#[test]
+fn run_json_has_one_run_per_scheme_in_order() {
+    for workload in [TLB_64M, SYSBENCH_64M, GUPS_16M] {
+        for paging in ["native,nested", "nested,native", "nested"] {
+            let report = run_json(&run_args(workload, paging));
+            let runs = runs(&report);
+            let names: Vec<&str> = runs.iter().map(|r| r["paging"].as_str().unwrap()).collect();
+            assert_eq!(names, paging.split(',').collect::<Vec<_>>(), "{workload}: schemes in the order given");
+            for run in runs {
+                check_run_shape(run);
+                let name = workload.split(':').next().unwrap();
+                assert!(run["workload"].as_str().unwrap().starts_with(name), "workload named in {run}");
+            }
+            // The same workload, in canonical form, in every run.
+            assert!(runs.iter().all(|r| r["workload"] == runs[0]["workload"]));
+        }
+    }
+}
+
+#[test]
+fn native_and_nested_differ_as_expected() {
+    for workload in [TLB_64M, SYSBENCH_64M, GUPS_16M] {
+        let report = run_json(&run_args(workload, "native,nested"));
+        let (native, nested) = (&runs(&report)[0], &runs(&report)[1]);
+        // Bare metal: no hypervisor, no EPT, 1D walks of at most 4 references.
+        assert_eq!(u(native, "vm_exits"), 0, "{workload}");
+        assert_eq!(u(native, "ept_walk_refs"), 0, "{workload}");
+        assert_eq!(u(&native["setup"], "vm_exits"), 0, "{workload}");
+        assert!(u(native, "walks") > 0, "{workload}: a 4K-paged random workload over 16M+ walks");
+        let native_rpw = f(native, "walk_refs_per_walk");
+        let nested_rpw = f(nested, "walk_refs_per_walk");
+        assert!(native_rpw > 0.0 && native_rpw <= 4.0, "{workload}: native refs/walk {native_rpw}");
+        // 2D walks: more references per walk, at most 24.
+        assert!(nested_rpw > native_rpw, "{workload}: nested {nested_rpw} vs native {native_rpw}");
+        assert!(nested_rpw <= 24.0, "{workload}: nested refs/walk {nested_rpw}");
+        assert!(u(nested, "ept_walk_refs") > 0, "{workload}");
+        // Backing guest memory costs EPT violations during set-up.
+        assert!(u(&nested["setup"], "vm_exits") > 0, "{workload}");
+    }
+    let report = run_json(&run_args(TLB_64M, "native,nested"));
+    let (native, nested) = (&runs(&report)[0], &runs(&report)[1]);
+    assert!(f(nested, "seconds") > f(native, "seconds"), "tlb-bench over 64M is slower nested");
+    assert!(f(nested, "cycles") > f(native, "cycles"));
+}
+
+#[test]
+fn sample_is_extrapolated_only_when_the_workload_is_longer() {
+    // Longer than warm-up + sample: exactly --accesses simulated, the rest extrapolated.
+    for (workload, total) in [("tlb-bench:size=64M,accesses=100000", 100_000), (SYSBENCH_64M, 64 << 20 >> 2)] {
+        let report = run_json(&run_args(workload, "native,nested"));
+        for run in runs(&report) {
+            assert_eq!(u(run, "accesses_simulated"), 20000, "{workload}");
+            assert_eq!(u(run, "accesses_warmup"), 1000, "{workload}");
+            assert_eq!(u(run, "accesses_total"), total, "{workload}");
+            assert_eq!(run["extrapolated"], true, "{workload}");
+        }
+    }
+    // --accesses 0: every access simulated, nothing extrapolated.
+    let report = run_json(&["-w", GUPS_16M, "-p", "native,nested", "--accesses", "0"]);
+    for run in runs(&report) {
+        assert_eq!(u(run, "accesses_total"), 20000);
+        assert_eq!(u(run, "accesses_simulated"), u(run, "accesses_total"));
+        assert_eq!(run["extrapolated"], false);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Determinism.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn same_command_gives_identical_json_and_seed_changes_it() {
+    let mut args = vec!["run", "--json"];
+    args.extend(run_args(TLB_64M, "native,nested"));
+    let first = vmlab_ok(&args);
+    let second = vmlab_ok(&args);
+    assert_eq!(first, second, "same command, same bytes");
+    args.extend(["--seed", "2"]);
+    let other = vmlab_ok(&args);
+    assert_ne!(first, other, "a different seed changes the report");
+    let other: Value = serde_json::from_str(&other).unwrap();
+    assert!(runs(&other).iter().all(|r| r["seed"] == 2), "the seed is reported");
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. Exact counts of a tiny case.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn single_4k_page_counts_are_exact() {
+    let report = run_json(&["-w", "tlb-bench:size=4K,accesses=1000", "--accesses", "0", "-p", "native,nested"]);
+    let runs = runs(&report);
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        let paging = run["paging"].as_str().unwrap();
+        assert_eq!(u(run, "accesses_simulated"), 1000, "{paging}");
+        assert_eq!(u(run, "accesses_total"), 1000, "{paging}");
+        assert_eq!(run["extrapolated"], false, "{paging}");
+        // The page was touched in set-up and stays in the TLB.
+        assert_eq!(u(run, "tlb_misses"), 0, "{paging}");
+        assert_eq!(u(run, "walks"), 0, "{paging}");
+        assert_eq!(u(run, "walk_refs"), 0, "{paging}");
+        assert_eq!(u(run, "page_faults"), 0, "{paging}");
+        assert_eq!(u(run, "vm_exits"), 0, "{paging}");
+        let setup = &run["setup"];
+        assert_eq!(u(setup, "page_faults"), 1, "{paging}: one first-touch fault");
+        let exits = u(setup, "vm_exits");
+        match paging {
+            "native" => assert_eq!(exits, 0),
+            "nested" => {
+                assert!(exits >= 1, "nested set-up exits to back the page");
+                assert_eq!(setup["exits_by_reason"]["ept_violation"].as_u64(), Some(exits), "all set-up exits are EPT violations");
+            }
+            other => panic!("unexpected scheme {other}"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. The table.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn table_has_header_one_row_per_scheme_and_ratio_one_first() {
+    for paging in ["native,nested", "nested,native"] {
+        let mut args = vec!["run"];
+        args.extend(run_args(TLB_64M, paging));
+        let stdout = vmlab_ok(&args);
+        let lines: Vec<&str> = stdout.lines().collect();
+        let header_at = lines
+            .iter()
+            .position(|l| l.starts_with("paging") && l.contains("time (s)"))
+            .unwrap_or_else(|| panic!("no header line in:\n{stdout}"));
+        let header = lines[header_at];
+        let columns: Vec<&str> = header.split_whitespace().collect();
+        let ratio_col = columns.iter().position(|c| *c == "ratio").expect("a ratio column");
+        // "time (s)" is two words, before ratio: the ratio is field ratio_col - 1 of a row.
+        let ratio_field = ratio_col - 1;
+        let schemes: Vec<&str> = paging.split(',').collect();
+        let rows = &lines[header_at + 1..header_at + 1 + schemes.len()];
+        for (row, scheme) in rows.iter().zip(&schemes) {
+            assert_eq!(row.split_whitespace().next(), Some(*scheme), "row starts with the scheme: {row}");
+        }
+        let first: Vec<&str> = rows[0].split_whitespace().collect();
+        assert_eq!(first[ratio_field], "1.00", "first row's ratio: {}", rows[0]);
+        let second: Vec<&str> = rows[1].split_whitespace().collect();
+        let ratio: f64 = second[ratio_field].parse().expect("ratio is a number");
+        if paging == "native,nested" {
+            assert!(ratio > 1.0, "nested is slower than native: {}", rows[1]);
+        } else {
+            assert!(ratio < 1.0, "native is faster than nested: {}", rows[1]);
+        }
+        // No other line starts with a scheme name.
+        let scheme_lines = lines.iter().filter(|l| schemes.iter().any(|s| l.starts_with(s))).count();
+        assert_eq!(scheme_lines, schemes.len(), "one row per scheme:\n{stdout}");
+        assert!(stdout.contains("tlb-bench"), "the workload is named");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 6. `list`.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn list_mentions_workloads_schemes_and_profiles() {
+    let stdout = vmlab_ok(&["list"]);
+    for word in ["sysbench-mem", "gups", "tlb-bench", "native", "nested", "skylake"] {
+        assert!(stdout.contains(word), "list does not mention {word}:\n{stdout}");
+    }
+    // Every parameter key that `run` accepts is listed.
+    for key in ["block", "oper", "mode", "events", "table", "updates", "size", "accesses"] {
+        assert!(stdout.contains(key), "list does not mention parameter {key}");
+    }
+}
+
+#[test]
+fn list_json_has_workloads_schemes_and_profiles() {
+    let stdout = vmlab_ok(&["list", "--json"]);
+    let value: Value = serde_json::from_str(&stdout).expect("list --json is JSON");
+    let names = |key: &str| -> Vec<String> {
+        value[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key} is an array"))
+            .iter()
+            .map(|e| e["name"].as_str().expect("entries have a name").to_string())
+            .collect()
+    };
+    let workloads = names("workloads");
+    for w in ["sysbench-mem", "gups", "tlb-bench"] {
+        assert!(workloads.iter().any(|n| n == w), "workloads: {workloads:?}");
+    }
+    assert_eq!(names("schemes"), vec!["native", "nested"]);
+    assert!(names("profiles").iter().any(|n| n == "skylake"));
+    // Workload parameters come with their keys.
+    let tlb = value["workloads"].as_array().unwrap().iter().find(|w| w["name"] == "tlb-bench").unwrap();
+    let keys: Vec<&str> = tlb["params"].as_array().unwrap().iter().map(|p| p["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, vec!["size", "accesses"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// 7. `bench`.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn bench_json_reports_a_positive_rate_per_scheme() {
+    let stdout = vmlab_ok(&["bench", "--json", "-w", TLB_64M, "-n", "20000"]);
+    let value: Value = serde_json::from_str(&stdout).expect("bench --json is JSON");
+    let rows = value["bench"].as_array().expect("'bench' is an array");
+    let names: Vec<&str> = rows.iter().map(|r| r["paging"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["native", "nested"], "one entry per scheme");
+    for row in rows {
+        let rate = row["accesses_per_second"].as_f64().expect("accesses_per_second is a number");
+        assert!(rate > 0.0 && rate.is_finite(), "{row}");
+        assert_eq!(row["accesses"].as_u64(), Some(20000), "{row}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 8. Help.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn run_help_documents_the_main_flags() {
+    let stdout = vmlab_ok(&["run", "--help"]);
+    for flag in ["--workload", "--paging", "--json"] {
+        assert!(stdout.contains(flag), "run --help does not mention {flag}:\n{stdout}");
+    }
+}
+
+#[test]
+fn top_level_help_exits_zero_and_shows_an_example() {
+    let stdout = vmlab_ok(&["--help"]);
+    for word in ["run", "list", "bench", "--workload", "--paging"] {
+        assert!(stdout.contains(word), "vmlab --help does not mention {word}:\n{stdout}");
+    }
+}
+
+#[test]
+fn top_level_help_mentions_json() {
+    let stdout = vmlab_ok(&["--help"]);
+    assert!(stdout.contains("--json"), "vmlab --help does not mention --json:\n{stdout}");
+}

@@ -1,0 +1,138 @@
+//! End-to-end runs through the engine: exact set-up state, sampling and extrapolation,
+//! determinism, and the shape of the native/nested comparison.
+
+use vmlab_core::addr::PageSize;
+use vmlab_core::cost::Profile;
+use vmlab_core::engine::{run, RunConfig};
+use vmlab_core::scheme::Paging;
+use vmlab_core::stats::RunReport;
+use vmlab_core::workload::WorkloadSpec;
+
+fn config(workload: &str, paging: Paging) -> RunConfig {
+    RunConfig {
+        workload: WorkloadSpec::parse(workload).unwrap(),
+        paging,
+        profile: Profile::builtin("skylake").unwrap(),
+        guest_pages: PageSize::Size4K,
+        host_pages: PageSize::Size4K,
+        fragmentation: 0.0,
+        accesses: 50_000,
+        warmup: 10_000,
+        seed: 7,
+    }
+}
+
+fn go(config: &RunConfig) -> RunReport {
+    run(config, &mut |_| {}).unwrap()
+}
+
+#[test]
+fn set_up_builds_exactly_the_page_tables_the_buffer_needs() {
+    // A 1 GiB buffer at a 1 GiB-aligned address: one PML4, one PDPT, one PD and 512 PTs.
+    let native = go(&config("sysbench-mem:block=1G", Paging::Native));
+    assert_eq!(native.setup.page_faults, 262_144);
+    assert_eq!(native.setup.page_table_pages, 515);
+    assert_eq!(native.setup.vm_exits, 0);
+    // With THP the PD maps 2 MiB pages directly: no PT pages, 512 faults.
+    let mut huge = config("sysbench-mem:block=1G", Paging::Native);
+    huge.guest_pages = PageSize::Size2M;
+    let huge = go(&huge);
+    assert_eq!(huge.setup.page_faults, 512);
+    assert_eq!(huge.setup.page_table_pages, 3);
+}
+
+#[test]
+fn nested_set_up_exits_once_per_guest_frame_touched() {
+    let nested = go(&config("sysbench-mem:block=256M", Paging::Nested));
+    // Every guest frame the kernel touched (data pages, table pages) was backed on its
+    // first touch; nothing else exits.
+    let frames = nested.setup.backed_bytes["4k"] / 4096;
+    assert_eq!(nested.setup.vm_exits, frames);
+    assert_eq!(nested.setup.exits_by_reason["ept_violation"], frames);
+    assert_eq!(frames, 65_536 + nested.setup.page_table_pages);
+    // The measured phase touches no new frame.
+    assert_eq!(nested.vm_exits, 0);
+    assert_eq!(nested.page_faults, 0);
+}
+
+#[test]
+fn large_host_pages_back_the_guest_with_few_exits() {
+    let mut c = config("sysbench-mem:block=256M", Paging::Nested);
+    c.host_pages = PageSize::Size2M;
+    let r = go(&c);
+    assert_eq!(r.setup.backed_bytes["4k"], 0);
+    assert_eq!(r.setup.vm_exits, r.setup.backed_bytes["2m"] / (2 << 20));
+}
+
+#[test]
+fn samples_are_extrapolated_and_say_so() {
+    let r = go(&config("sysbench-mem:block=64M", Paging::Native));
+    assert_eq!(r.accesses_total, 16 << 20);
+    assert_eq!((r.accesses_simulated, r.accesses_warmup), (50_000, 10_000));
+    assert!(r.extrapolated);
+    let expected = r.cycles_per_access * r.accesses_total as f64;
+    assert!((r.cycles - expected).abs() <= 1e-6 * expected);
+    assert!((r.seconds - r.cycles / 2.1e9).abs() <= 1e-9 * r.seconds);
+
+    let mut whole = config("tlb-bench:size=1M,accesses=30000", Paging::Native);
+    whole.accesses = 0;
+    let w = go(&whole);
+    assert_eq!((w.accesses_simulated, w.accesses_total, w.accesses_warmup, w.extrapolated), (30_000, 30_000, 0, false));
+}
+
+#[test]
+fn runs_are_a_function_of_their_inputs() {
+    let c = config("gups:table=64M,updates=100000", Paging::Nested);
+    assert_eq!(go(&c), go(&c));
+    let mut other_seed = c.clone();
+    other_seed.seed = 8;
+    assert_ne!(go(&c).walks, go(&other_seed).walks);
+}
+
+#[test]
+fn nested_walks_cost_more_than_native_walks() {
+    let native = go(&config("tlb-bench:size=256M", Paging::Native));
+    let nested = go(&config("tlb-bench:size=256M", Paging::Nested));
+    // Same workload and seed: the same accesses miss the TLB the same way.
+    assert_eq!(native.tlb_misses, nested.tlb_misses);
+    assert!(native.tlb_misses > 40_000, "{}", native.tlb_misses);
+    assert_eq!(native.ept_walk_refs, 0);
+    assert!(nested.walk_refs_per_walk > 2.0 * native.walk_refs_per_walk);
+    assert!(nested.seconds > 1.2 * native.seconds, "{} vs {}", nested.seconds, native.seconds);
+}
+
+#[test]
+fn host_huge_pages_shorten_the_nested_walk() {
+    let small = go(&config("tlb-bench:size=256M", Paging::Nested));
+    let mut c = config("tlb-bench:size=256M", Paging::Nested);
+    c.host_pages = PageSize::Size2M;
+    let large = go(&c);
+    assert!(large.ept_walk_refs < small.ept_walk_refs, "{} vs {}", large.ept_walk_refs, small.ept_walk_refs);
+    assert!(large.seconds < small.seconds);
+}
+
+#[test]
+fn memory_is_page_tables_not_data() {
+    // 1 GiB of touched data costs its 515 page-table pages in the simulator, nothing per page.
+    use vmlab_core::hv::vm::BackingConfig;
+    use vmlab_core::scheme::{System, SystemConfig};
+    let profile = Profile::builtin("skylake").unwrap();
+    let mut sys = System::new(&SystemConfig {
+        paging: Paging::Native,
+        levels: 4,
+        host_memory: profile.machine.host_memory,
+        guest_memory: profile.machine.guest_memory,
+        guest_pages: PageSize::Size4K,
+        backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 0 },
+        tlb: profile.tlb.clone(),
+        memory: profile.memory.clone(),
+    })
+    .unwrap();
+    let base = vmlab_core::workload::BUFFER_BASE;
+    sys.mmap(base, 1 << 30).unwrap();
+    for page in 0..(1u64 << 18) {
+        sys.access(vmlab_core::addr::Gva::new(base.raw() + page * 4096), true).unwrap();
+    }
+    assert_eq!(sys.host_memory().table_pages(), 515);
+    assert_eq!(sys.kernel().frames_in_use(), 262_144 + 515);
+}
