@@ -62,6 +62,7 @@ fn system_with_region(paging: Paging, region: u64) -> System {
         host_memory: profile.machine.host_memory,
         guest_memory: profile.machine.guest_memory,
         guest_pages: PageSize::Size4K,
+        pcid: true,
         backing: BackingConfig {
             host_pages: PageSize::Size4K,
             fragmentation: 0.0,
@@ -71,7 +72,7 @@ fn system_with_region(paging: Paging, region: u64) -> System {
         memory: profile.memory.clone(),
     })
     .unwrap_or_else(|e| panic!("building a {} system: {e}", paging.name()));
-    sys.mmap(BUFFER_BASE, region).expect("mmap of the benchmark region");
+    sys.mmap(BUFFER_BASE, region, true).expect("mmap of the benchmark region");
     for page in 0..region / PAGE {
         sys.access(Gva::new(BUFFER_BASE.raw() + page * PAGE), true)
             .expect("touching the benchmark region");

@@ -123,13 +123,14 @@ fn memory_is_page_tables_not_data() {
         host_memory: profile.machine.host_memory,
         guest_memory: profile.machine.guest_memory,
         guest_pages: PageSize::Size4K,
+        pcid: true,
         backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 0 },
         tlb: profile.tlb.clone(),
         memory: profile.memory.clone(),
     })
     .unwrap();
     let base = vmlab_core::workload::BUFFER_BASE;
-    sys.mmap(base, 1 << 30).unwrap();
+    sys.mmap(base, 1 << 30, true).unwrap();
     for page in 0..(1u64 << 18) {
         sys.access(vmlab_core::addr::Gva::new(base.raw() + page * 4096), true).unwrap();
     }

@@ -122,7 +122,7 @@ impl Systems {
             nested_off: nested.build(),
         };
         for system in systems.all() {
-            system.mmap(Gva::new(s.region()), REGION_LEN).unwrap();
+            system.mmap(Gva::new(s.region()), REGION_LEN, true).unwrap();
         }
         systems
     }

@@ -114,7 +114,7 @@ fn every_tlb_miss_walk_reads_exactly_the_expected_entries() {
     for case in CASES {
         let mut system = case.setup().build();
         let region = case.region();
-        system.mmap(Gva::new(region), 4 * MIB).unwrap();
+        system.mmap(Gva::new(region), 4 * MIB, true).unwrap();
         for offset in OFFSETS {
             let va = region + offset;
             // The first touch faults (guest page fault, EPT backing) and fills A/D bits;
@@ -146,7 +146,7 @@ fn walk_counts_do_not_depend_on_the_data_caches() {
     for memory in [common::memory_small(), common::skylake().memory] {
         for case in CASES.iter().filter(|c| c.levels == 4) {
             let mut system = Setup { memory: memory.clone(), ..case.setup() }.build();
-            system.mmap(Gva::new(case.region()), 4 * MIB).unwrap();
+            system.mmap(Gva::new(case.region()), 4 * MIB, true).unwrap();
             let va = case.region() + 0x1000;
             system.access(Gva::new(va), false).unwrap();
             let (delta, _) = measure(&mut system, va, false);
@@ -182,7 +182,7 @@ fn walks_set_accessed_on_read_and_dirty_on_write_in_both_dimensions() {
                 }
                 let what = format!("{} {guest_pages} guest, TLBs on: {tlb_on}", paging.name());
                 let mut system = setup.build();
-                system.mmap(Gva::new(REGION_4LEVEL), 4 * MIB).unwrap();
+                system.mmap(Gva::new(REGION_4LEVEL), 4 * MIB, true).unwrap();
                 let va = REGION_4LEVEL + 0x3_0040;
 
                 // A read fault: the kernel maps the page with A (as Linux does) but not D.
@@ -223,7 +223,7 @@ fn guest_table_walks_set_ept_accessed_and_dirty_on_the_table_pages() {
     // (Intel SDM vol. 3, 29.3.5), even when the data access is a read. The hypervisor maps
     // frames without A/D, so these bits can only come from the hardware walk.
     let mut system = Setup::new(Paging::Nested).build();
-    system.mmap(Gva::new(REGION_4LEVEL), 4 * MIB).unwrap();
+    system.mmap(Gva::new(REGION_4LEVEL), 4 * MIB, true).unwrap();
     let va = REGION_4LEVEL + 0x5000;
     system.access(Gva::new(va), false).unwrap();
     let tables = guest_table_gpas(&system, Gva::new(va));
@@ -249,7 +249,7 @@ fn second_access_hits_the_tlb_and_translates_the_same() {
     for setup in cases {
         let what = format!("{} {} guest on {} host", setup.paging.name(), setup.guest_pages, setup.host_pages);
         let mut system = setup.build();
-        system.mmap(Gva::new(REGION_4LEVEL), 4 * MIB).unwrap();
+        system.mmap(Gva::new(REGION_4LEVEL), 4 * MIB, true).unwrap();
         for write in [false, true] {
             let va = REGION_4LEVEL + 0x7_0100 + if write { 0x1000 } else { 0 };
             let first = system.access(Gva::new(va), write).unwrap();

@@ -88,6 +88,8 @@ pub struct KernelSection {
     pub page_fault: f64,
     /// Zeroing one 4 KiB page.
     pub clear_page_4k: f64,
+    /// Whether the kernel tags address spaces with PCIDs (no TLB flush on context switch).
+    pub pcid: bool,
 }
 
 impl Profile {

@@ -112,6 +112,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<Run
         host_memory: profile.machine.host_memory,
         guest_memory: profile.machine.guest_memory,
         guest_pages: config.guest_pages,
+        pcid: profile.kernel.pcid,
         backing: BackingConfig { host_pages: config.host_pages, fragmentation: config.fragmentation, seed: config.seed },
         tlb: profile.tlb.clone(),
         memory: profile.memory.clone(),
@@ -157,7 +158,17 @@ fn setup<W: Workload>(w: &mut W, sys: &mut System, progress: &mut dyn FnMut(Prog
 /// Ops other than measured accesses.
 fn os_op(sys: &mut System, op: Op, progress: &mut dyn FnMut(Progress)) -> Result<(), EngineError> {
     match op {
-        Op::Map { start, len } => sys.mmap(start, len)?,
+        Op::Map { start, len } => sys.mmap(start, len, true)?,
+        Op::MapReadOnly { start, len } => sys.mmap(start, len, false)?,
+        Op::Unmap { start, len } => sys.munmap(start, len)?,
+        Op::Protect { start, len, writable } => sys.mprotect(start, len, writable)?,
+        Op::DontNeed { start, len } => sys.madvise_dontneed(start, len)?,
+        Op::Fork => {
+            sys.fork()?;
+        }
+        Op::Switch { pid } => sys.switch_to(pid)?,
+        Op::Exec => sys.exec(&crate::os::SMALL_IMAGE)?,
+        Op::Exit { next } => sys.exit(next)?,
         Op::TouchPages { start, len, write } => {
             let pages = len / PAGE_SIZE;
             for page in 0..pages {

@@ -1,17 +1,15 @@
-//! The kernel: physical-frame allocation, one address space with anonymous VMAs, and
-//! demand paging with optional transparent huge pages.
+//! The kernel: processes with their own address spaces, a scheduler that switches between
+//! them, and the memory system calls (mmap, munmap, mprotect, madvise). Page faults, fork,
+//! exec and exit live beside this file (`fault.rs`, `fork.rs`, `exec.rs`, `teardown.rs`).
 //!
-//! Page faults are handled the way Linux's `handle_mm_fault` does for anonymous memory:
-//! allocate missing table levels (zeroed), then a zeroed data page, then set the leaf entry
-//! with the VMA's permissions, accessed, and dirty on a write fault. With THP `always`, a
-//! fault in a 2 MiB-aligned region the VMA covers completely gets a 2 MiB page (a PMD leaf).
+//! Every page-table edit goes through [`PvOps`]; the kernel never knows which scheme runs it.
 
 use crate::addr::{Gfn, Gva, PageSize};
-use crate::hw::frames::FrameAllocator;
-use crate::hw::pte::{EntryFormat, Perms, X86, FRAME_MASK};
-use crate::hw::walker::level_shift;
+use crate::hw::pte::{EntryFormat, X86};
+use crate::os::frames::PhysMemory;
 use crate::os::mm::{Vma, VmaList};
 use crate::os::pvops::PvOps;
+use crate::os::tables::{self, LeafEntry};
 
 /// Transparent huge pages for anonymous memory (`/sys/kernel/mm/transparent_hugepage/enabled`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,7 +25,12 @@ pub struct KernelConfig {
     /// Paging levels (4 or 5).
     pub levels: u8,
     pub thp: ThpPolicy,
+    /// Tag TLB entries with a PCID per address space, so a context switch need not flush.
+    pub pcid: bool,
 }
+
+/// A process identifier. The first process is 0; every fork takes the next number.
+pub type Pid = u32;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum OsError {
@@ -35,168 +38,318 @@ pub enum OsError {
     SegFault { va: Gva, write: bool },
     #[error("mapping {start:?}+{len:#x} overlaps an existing mapping at {existing:?}")]
     Overlap { start: Gva, len: u64, existing: Gva },
-    #[error("mapping {start:?}+{len:#x} is not 4 KiB aligned or is empty")]
-    BadMapping { start: Gva, len: u64 },
+    #[error("range {start:?}+{len:#x} is not 4 KiB aligned, is empty, or wraps")]
+    BadRange { start: Gva, len: u64 },
     #[error("the kernel ran out of physical memory ({frames} frames of 4 KiB); raise guest_memory in the machine profile")]
     OutOfMemory { frames: u64 },
+    #[error("no process {0}")]
+    NoProcess(Pid),
+    #[error("process {0} cannot exit: it is the last one")]
+    LastProcess(Pid),
+    #[error("{0} splits a 2 MiB page, which the kernel model does not do; align the range to 2 MiB")]
+    SplitsHugePage(&'static str),
 }
 
-/// Kernel event counters (exact).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Kernel event counters (exact). Gauges (`table_pages`) hold current values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct KernelCounters {
-    /// Page faults handled (each a #PF taken by the kernel).
+    /// Page faults handled (each a #PF taken by the kernel), including copy-on-write ones.
     pub page_faults: u64,
     /// Faults that mapped a 2 MiB page.
     pub huge_page_faults: u64,
+    /// Write faults on a shared copy-on-write page: the page was copied.
+    pub cow_faults: u64,
+    /// Write faults on a copy-on-write page the process was the last user of: reused.
+    pub cow_reuses: u64,
     /// 4 KiB frames the kernel zeroed for new anonymous pages.
     pub frames_cleared: u64,
+    /// 4 KiB frames the kernel copied (copy-on-write).
+    pub frames_copied: u64,
+    /// Data frames (4 KiB units) freed by munmap, madvise, exec and exit.
+    pub frames_freed: u64,
+    pub forks: u64,
+    /// Leaf entries fork copied into a child.
+    pub ptes_copied: u64,
+    /// Page-table pages fork allocated for children.
+    pub fork_table_pages: u64,
+    pub execs: u64,
+    pub exits: u64,
+    pub context_switches: u64,
+    pub munmaps: u64,
+    pub mprotects: u64,
+    pub madvises: u64,
+    /// Single-page TLB invalidations and full flushes the kernel issued.
+    pub invlpgs: u64,
+    pub tlb_flushes: u64,
     /// Page-table pages in use now, and the most ever.
     pub table_pages: u64,
     pub table_pages_peak: u64,
 }
 
 impl KernelCounters {
-    /// Counters accumulated since `earlier`; gauges (table pages) keep their current value.
+    /// Counters accumulated since `earlier`; gauges keep their current value.
     pub fn since(&self, earlier: &KernelCounters) -> KernelCounters {
         KernelCounters {
             page_faults: self.page_faults - earlier.page_faults,
             huge_page_faults: self.huge_page_faults - earlier.huge_page_faults,
+            cow_faults: self.cow_faults - earlier.cow_faults,
+            cow_reuses: self.cow_reuses - earlier.cow_reuses,
             frames_cleared: self.frames_cleared - earlier.frames_cleared,
-            ..*self
+            frames_copied: self.frames_copied - earlier.frames_copied,
+            frames_freed: self.frames_freed - earlier.frames_freed,
+            forks: self.forks - earlier.forks,
+            ptes_copied: self.ptes_copied - earlier.ptes_copied,
+            fork_table_pages: self.fork_table_pages - earlier.fork_table_pages,
+            execs: self.execs - earlier.execs,
+            exits: self.exits - earlier.exits,
+            context_switches: self.context_switches - earlier.context_switches,
+            munmaps: self.munmaps - earlier.munmaps,
+            mprotects: self.mprotects - earlier.mprotects,
+            madvises: self.madvises - earlier.madvises,
+            invlpgs: self.invlpgs - earlier.invlpgs,
+            tlb_flushes: self.tlb_flushes - earlier.tlb_flushes,
+            table_pages: self.table_pages,
+            table_pages_peak: self.table_pages_peak,
         }
     }
 }
 
+/// A process: an address space (top-level table and VMAs) and its PCID.
+#[derive(Clone, Debug)]
+pub struct Process {
+    pub pid: Pid,
+    pub parent: Option<Pid>,
+    pub pgd: Gfn,
+    pub vmas: VmaList,
+    pub pcid: u16,
+}
+
+/// Linux flushes the whole TLB instead of invalidating page by page past this many pages
+/// (`tlb_single_page_flush_ceiling`, arch/x86/mm/tlb.c).
+pub const FLUSH_CEILING_PAGES: u64 = 33;
+
 pub struct Kernel {
-    config: KernelConfig,
-    frames: FrameAllocator,
-    pgd: Gfn,
-    vmas: VmaList,
-    counters: KernelCounters,
+    pub(super) config: KernelConfig,
+    pub(super) phys: PhysMemory,
+    /// Indexed by pid; `None` once a process exited.
+    pub(super) procs: Vec<Option<Process>>,
+    pub(super) current: Pid,
+    pub(super) counters: KernelCounters,
 }
 
 impl Kernel {
-    /// Boot: allocate the first process's top-level table and load it.
+    /// Boot: create process 0 with an empty address space and run it.
     pub fn boot<P: PvOps + ?Sized>(config: KernelConfig, pv: &mut P) -> Result<Kernel, OsError> {
         let mut kernel = Kernel {
             config,
-            frames: FrameAllocator::new(config.memory >> crate::addr::PAGE_SHIFT),
-            pgd: Gfn::new(0),
-            vmas: VmaList::default(),
+            phys: PhysMemory::new(config.memory >> crate::addr::PAGE_SHIFT),
+            procs: Vec::new(),
+            current: 0,
             counters: KernelCounters::default(),
         };
-        kernel.pgd = kernel.alloc_table(pv, config.levels)?;
-        pv.write_cr3(kernel.pgd, 0, true);
+        let pgd = kernel.alloc_table(pv, config.levels)?;
+        kernel.procs.push(Some(Process { pid: 0, parent: None, pgd, vmas: VmaList::default(), pcid: kernel.pcid_for(0) }));
+        pv.write_cr3(pgd, kernel.pcid_for(0), true);
         Ok(kernel)
-    }
-
-    pub fn pgd(&self) -> Gfn {
-        self.pgd
-    }
-
-    pub fn counters(&self) -> &KernelCounters {
-        &self.counters
     }
 
     pub fn config(&self) -> &KernelConfig {
         &self.config
     }
 
+    pub fn counters(&self) -> &KernelCounters {
+        &self.counters
+    }
+
+    /// The running process.
+    pub fn current(&self) -> Pid {
+        self.current
+    }
+
+    /// The running process's top-level table.
+    pub fn pgd(&self) -> Gfn {
+        self.proc(self.current).expect("the current process exists").pgd
+    }
+
+    pub fn process(&self, pid: Pid) -> Option<&Process> {
+        self.procs.get(pid as usize).and_then(Option::as_ref)
+    }
+
+    /// Every live process, by pid.
+    pub fn processes(&self) -> impl Iterator<Item = &Process> {
+        self.procs.iter().flatten()
+    }
+
+    /// The current process's VMAs.
+    pub fn vmas(&self) -> &VmaList {
+        &self.proc(self.current).expect("the current process exists").vmas
+    }
+
     /// Physical frames allocated (data and tables), in 4 KiB units.
     pub fn frames_in_use(&self) -> u64 {
-        self.frames.in_use()
+        self.phys.in_use()
     }
 
-    pub fn vmas(&self) -> &VmaList {
-        &self.vmas
+    /// How many mappings share the physical page starting at `frame`.
+    pub fn refcount(&self, frame: Gfn) -> u32 {
+        self.phys.refcount(frame)
     }
 
-    /// mmap(start, len, PROT_READ|PROT_WRITE?, MAP_PRIVATE|MAP_ANONYMOUS|MAP_FIXED_NOREPLACE).
+    pub(super) fn proc(&self, pid: Pid) -> Result<&Process, OsError> {
+        self.process(pid).ok_or(OsError::NoProcess(pid))
+    }
+
+    pub(super) fn proc_mut(&mut self, pid: Pid) -> Result<&mut Process, OsError> {
+        self.procs.get_mut(pid as usize).and_then(Option::as_mut).ok_or(OsError::NoProcess(pid))
+    }
+
+    pub(super) fn pcid_for(&self, pid: Pid) -> u16 {
+        // PCIDs are 12 bits and 0 means "none"; wrap-around reuse is flushed at exit.
+        if self.config.pcid {
+            (pid % 4095) as u16 + 1
+        } else {
+            0
+        }
+    }
+
+    /// Run `pid`: load its page tables (a context switch).
+    pub fn switch_to<P: PvOps + ?Sized>(&mut self, pv: &mut P, pid: Pid) -> Result<(), OsError> {
+        let p = self.proc(pid)?;
+        if pid == self.current {
+            return Ok(());
+        }
+        let (pgd, pcid) = (p.pgd, p.pcid);
+        pv.write_cr3(pgd, pcid, !self.config.pcid);
+        if !self.config.pcid {
+            self.counters.tlb_flushes += 1;
+        }
+        self.current = pid;
+        self.counters.context_switches += 1;
+        Ok(())
+    }
+
+    /// The page `va` maps to in process `pid`: (first frame, page size, writable).
+    pub fn lookup<P: PvOps + ?Sized>(&self, pv: &mut P, pid: Pid, va: Gva) -> Option<(Gfn, PageSize, bool)> {
+        let p = self.process(pid)?;
+        let leaf = tables::find_leaf(pv, p.pgd, self.config.levels, va)?;
+        Some((leaf.frame(), leaf.size(), X86::perms(leaf.entry).write))
+    }
+
+    /// mmap(start, len, PROT_READ | (writable ? PROT_WRITE : 0), MAP_PRIVATE | MAP_ANONYMOUS |
+    /// MAP_FIXED_NOREPLACE) in the current process. Pages are mapped on first touch.
     pub fn mmap(&mut self, start: Gva, len: u64, writable: bool) -> Result<(), OsError> {
-        let end = start.checked_add(len).filter(|_| len > 0 && start.is_aligned(PageSize::Size4K) && len % 4096 == 0);
-        let end = end.ok_or(OsError::BadMapping { start, len })?;
-        self.vmas
+        let end = checked_range(start, len)?;
+        let current = self.current;
+        self.proc_mut(current)?
+            .vmas
             .insert(Vma { start, end, writable })
             .map_err(|existing| OsError::Overlap { start, len, existing: existing.start })
     }
 
-    /// Handle a page fault at `va`: map the page if the VMA allows the access.
-    pub fn handle_page_fault<P: PvOps + ?Sized>(&mut self, pv: &mut P, va: Gva, write: bool) -> Result<(), OsError> {
-        let vma = *self.vmas.find(va).filter(|v| v.writable || !write).ok_or(OsError::SegFault { va, write })?;
-        self.counters.page_faults += 1;
-        let perms = Perms { write: vma.writable, exec: false, ..Perms::ALL };
-        let levels = self.config.levels;
-        let mut table = self.pgd;
-        for level in (2..=levels).rev() {
-            let index = table_index(va, level);
-            let entry = pv.read_entry(table, index);
-            if X86::is_present(entry) {
-                if X86::is_large(entry) {
-                    return self.spurious_or_protection(va, write, entry);
-                }
-                table = Gfn::new((entry & FRAME_MASK) >> 12);
-                continue;
-            }
-            if level == 2 && self.config.thp == ThpPolicy::Always && vma.covers(va.align_down(PageSize::Size2M), PageSize::Size2M.bytes()) {
-                if let Some(frame) = self.frames.alloc(PageSize::Size2M) {
-                    let frame = Gfn::new(frame);
-                    pv.clear_page(frame, PageSize::Size2M);
-                    self.counters.frames_cleared += PageSize::Size2M.frames();
-                    pv.set_entry(2, table, index, leaf_entry(frame, perms, write, true));
-                    self.counters.huge_page_faults += 1;
-                    return Ok(());
-                }
-                // No aligned 2 MiB frame left: fall back to 4 KiB pages, as THP does.
-            }
-            let next = self.alloc_table(pv, level - 1)?;
-            pv.set_entry(level, table, index, X86::table(next.addr().raw()));
-            table = next;
+    /// munmap: drop the range's pages and mappings, and the page tables left empty.
+    pub fn munmap<P: PvOps + ?Sized>(&mut self, pv: &mut P, start: Gva, len: u64) -> Result<(), OsError> {
+        let end = checked_range(start, len)?;
+        self.check_no_huge_split(pv, start, end, "munmap")?;
+        let current = self.current;
+        self.proc_mut(current)?.vmas.remove_range(start, end);
+        if self.zap_range(pv, current, start, end) {
+            self.flush_range(pv, start, len / crate::addr::PAGE_SIZE);
         }
-        let index = table_index(va, 1);
-        let entry = pv.read_entry(table, index);
-        if X86::is_present(entry) {
-            return self.spurious_or_protection(va, write, entry);
-        }
-        let frame = self.alloc_frame(PageSize::Size4K)?;
-        pv.clear_page(frame, PageSize::Size4K);
-        self.counters.frames_cleared += 1;
-        pv.set_entry(1, table, index, leaf_entry(frame, perms, write, false));
+        self.free_empty_tables(pv, current, start, end);
+        self.counters.munmaps += 1;
         Ok(())
     }
 
-    /// A fault on a present leaf: the translation raced with a fill (spurious), or a write to a
-    /// read-only page that copy-on-write does not cover yet.
-    fn spurious_or_protection(&self, va: Gva, write: bool, entry: u64) -> Result<(), OsError> {
-        if X86::perms(entry).allows(write) {
-            Ok(())
+    /// madvise(MADV_DONTNEED): drop the range's pages; the mapping stays, and the next touch
+    /// maps a new zeroed page.
+    pub fn madvise_dontneed<P: PvOps + ?Sized>(&mut self, pv: &mut P, start: Gva, len: u64) -> Result<(), OsError> {
+        let end = checked_range(start, len)?;
+        self.check_no_huge_split(pv, start, end, "madvise")?;
+        if self.zap_range(pv, self.current, start, end) {
+            self.flush_range(pv, start, len / crate::addr::PAGE_SIZE);
+        }
+        self.counters.madvises += 1;
+        Ok(())
+    }
+
+    /// mprotect: change the range's protection. Removing write permission write-protects the
+    /// present entries; granting it changes no entry (the next write faults and is resolved
+    /// like a copy-on-write fault, reusing the page when no one else maps it).
+    pub fn mprotect<P: PvOps + ?Sized>(&mut self, pv: &mut P, start: Gva, len: u64, writable: bool) -> Result<(), OsError> {
+        let end = checked_range(start, len)?;
+        self.check_no_huge_split(pv, start, end, "mprotect")?;
+        let current = self.current;
+        let pgd = self.proc(current)?.pgd;
+        self.proc_mut(current)?.vmas.protect_range(start, end, writable);
+        let mut changed = false;
+        if !writable {
+            tables::for_each_leaf(pv, pgd, self.config.levels, start, end, &mut |pv, leaf: LeafEntry| {
+                if leaf.entry & X86::WRITE != 0 {
+                    pv.set_entry(leaf.slot.level, leaf.slot.table, leaf.slot.index, leaf.entry & !X86::WRITE);
+                    changed = true;
+                }
+            });
+        }
+        if changed {
+            self.flush_range(pv, start, len / crate::addr::PAGE_SIZE);
+        }
+        self.counters.mprotects += 1;
+        Ok(())
+    }
+
+    /// Invalidate the `pages` pages from `start` in the current address space, or flush all
+    /// of it past [`FLUSH_CEILING_PAGES`], as Linux's flush_tlb_mm_range does.
+    pub(super) fn flush_range<P: PvOps + ?Sized>(&mut self, pv: &mut P, start: Gva, pages: u64) {
+        if pages == 0 {
+            return;
+        }
+        if pages > FLUSH_CEILING_PAGES {
+            pv.flush_tlb();
+            self.counters.tlb_flushes += 1;
         } else {
-            Err(OsError::SegFault { va, write })
+            for page in 0..pages {
+                pv.invlpg(Gva::new(start.raw() + page * crate::addr::PAGE_SIZE));
+            }
+            self.counters.invlpgs += pages;
         }
     }
 
-    fn alloc_frame(&mut self, size: PageSize) -> Result<Gfn, OsError> {
-        self.frames.alloc(size).map(Gfn::new).ok_or(OsError::OutOfMemory { frames: self.frames.total() })
+    /// Refuse ranges whose ends fall inside a 2 MiB page (Linux would split it).
+    fn check_no_huge_split<P: PvOps + ?Sized>(&self, pv: &mut P, start: Gva, end: Gva, what: &'static str) -> Result<(), OsError> {
+        let pgd = self.proc(self.current)?.pgd;
+        for edge in [start, end] {
+            if let Some(leaf) = tables::find_leaf(pv, pgd, self.config.levels, edge) {
+                if leaf.size() != PageSize::Size4K && leaf.va != edge {
+                    return Err(OsError::SplitsHugePage(what));
+                }
+            }
+        }
+        Ok(())
     }
 
-    fn alloc_table<P: PvOps + ?Sized>(&mut self, pv: &mut P, level: u8) -> Result<Gfn, OsError> {
+    pub(super) fn alloc_frame(&mut self, size: PageSize) -> Result<Gfn, OsError> {
+        self.phys.alloc(size).ok_or(OsError::OutOfMemory { frames: self.phys.total() })
+    }
+
+    pub(super) fn alloc_table<P: PvOps + ?Sized>(&mut self, pv: &mut P, level: u8) -> Result<Gfn, OsError> {
         let table = self.alloc_frame(PageSize::Size4K)?;
         pv.alloc_table(level, table);
         self.counters.table_pages += 1;
         self.counters.table_pages_peak = self.counters.table_pages_peak.max(self.counters.table_pages);
         Ok(table)
     }
-}
 
-fn table_index(va: Gva, level: u8) -> usize {
-    ((va.raw() >> level_shift(level)) & 0x1ff) as usize
-}
-
-/// A user leaf entry as Linux builds it for anonymous memory: accessed set (part of the
-/// user page protections), dirty on a write fault.
-fn leaf_entry(frame: Gfn, perms: Perms, write: bool, large: bool) -> u64 {
-    let mut entry = X86::leaf(frame.addr().raw(), perms, large) | X86::ACCESSED_BIT;
-    if write {
-        entry |= X86::DIRTY_BIT;
+    pub(super) fn free_table<P: PvOps + ?Sized>(&mut self, pv: &mut P, level: u8, table: Gfn) {
+        pv.release_table(level, table);
+        self.phys.put(table, PageSize::Size4K);
+        self.counters.table_pages -= 1;
     }
-    entry
+}
+
+/// The end of `[start, start + len)`, if the range is 4 KiB aligned, non-empty and in range.
+fn checked_range(start: Gva, len: u64) -> Result<Gva, OsError> {
+    start
+        .checked_add(len)
+        .filter(|_| len > 0 && start.is_aligned(PageSize::Size4K) && len % crate::addr::PAGE_SIZE == 0)
+        .ok_or(OsError::BadRange { start, len })
 }

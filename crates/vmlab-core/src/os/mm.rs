@@ -51,6 +51,64 @@ impl VmaList {
     pub fn iter(&self) -> impl Iterator<Item = &Vma> {
         self.vmas.iter()
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.vmas.is_empty()
+    }
+
+    /// Whether any VMA overlaps `[start, end)`.
+    pub fn overlaps(&self, start: Gva, end: Gva) -> bool {
+        let probe = Vma { start, end, writable: false };
+        self.vmas.iter().any(|v| v.overlaps(&probe))
+    }
+
+    /// Split VMAs at `start` and `end` so that no VMA straddles either boundary.
+    fn split_at(&mut self, start: Gva, end: Gva) {
+        let mut out = Vec::with_capacity(self.vmas.len() + 2);
+        for v in self.vmas.drain(..) {
+            let mut cuts = vec![v.start];
+            for at in [start, end] {
+                if v.start < at && at < v.end {
+                    cuts.push(at);
+                }
+            }
+            cuts.push(v.end);
+            out.extend(cuts.windows(2).map(|w| Vma { start: w[0], end: w[1], ..v }));
+        }
+        self.vmas = out;
+    }
+
+    /// Remove `[start, end)` from the mappings; returns the pieces removed.
+    pub fn remove_range(&mut self, start: Gva, end: Gva) -> Vec<Vma> {
+        self.split_at(start, end);
+        let (removed, kept) = self.vmas.drain(..).partition(|v| start <= v.start && v.end <= end);
+        self.vmas = kept;
+        removed
+    }
+
+    /// Set the protection of `[start, end)`; returns the pieces that lie in the range.
+    pub fn protect_range(&mut self, start: Gva, end: Gva, writable: bool) -> Vec<Vma> {
+        self.split_at(start, end);
+        let mut changed = Vec::new();
+        for v in self.vmas.iter_mut().filter(|v| start <= v.start && v.end <= end) {
+            v.writable = writable;
+            changed.push(*v);
+        }
+        self.merge();
+        changed
+    }
+
+    /// Merge adjacent VMAs with equal protection, as Linux's vma_merge does.
+    fn merge(&mut self) {
+        let mut out: Vec<Vma> = Vec::with_capacity(self.vmas.len());
+        for v in self.vmas.drain(..) {
+            match out.last_mut() {
+                Some(last) if last.end == v.start && last.writable == v.writable => last.end = v.end,
+                _ => out.push(v),
+            }
+        }
+        self.vmas = out;
+    }
 }
 
 #[cfg(test)]
@@ -72,5 +130,22 @@ mod tests {
         assert_eq!(list.find(Gva::new(0x40000)).map(|v| v.end), Some(Gva::new(0x50000)));
         assert!(vma(0, 0x40_0000).covers(Gva::new(0x20_0000), 0x20_0000));
         assert!(!vma(0x1000, 0x40_0000).covers(Gva::new(0), 0x20_0000));
+    }
+
+    #[test]
+    fn remove_and_protect_split_vmas() {
+        let mut list = VmaList::default();
+        list.insert(vma(0x10000, 0x20000)).unwrap();
+        let removed = list.remove_range(Gva::new(0x14000), Gva::new(0x16000));
+        assert_eq!(removed, vec![vma(0x14000, 0x16000)]);
+        assert_eq!(list.iter().copied().collect::<Vec<_>>(), vec![vma(0x10000, 0x14000), vma(0x16000, 0x20000)]);
+        let changed = list.protect_range(Gva::new(0x12000), Gva::new(0x18000), false);
+        assert_eq!(changed.len(), 2);
+        assert!(!list.find(Gva::new(0x12000)).unwrap().writable);
+        assert!(list.find(Gva::new(0x11000)).unwrap().writable);
+        list.protect_range(Gva::new(0x10000), Gva::new(0x20000), true);
+        assert_eq!(list.iter().copied().collect::<Vec<_>>(), vec![vma(0x10000, 0x14000), vma(0x16000, 0x20000)]);
+        assert!(list.overlaps(Gva::new(0x13000), Gva::new(0x15000)));
+        assert!(!list.overlaps(Gva::new(0x14000), Gva::new(0x16000)));
     }
 }

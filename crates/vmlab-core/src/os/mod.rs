@@ -1,9 +1,16 @@
 //! The kernel model: the same code runs natively and inside a guest. It edits page tables
 //! only through [`PvOps`], so each paging scheme plugs in its own backend.
 
+pub mod exec;
+mod fault;
+mod fork;
+pub mod frames;
 pub mod kernel;
 pub mod mm;
 pub mod pvops;
+pub mod tables;
+mod teardown;
 
-pub use kernel::{Kernel, KernelConfig, KernelCounters, OsError, ThpPolicy};
+pub use exec::{ImageRegion, SMALL_IMAGE};
+pub use kernel::{Kernel, KernelConfig, KernelCounters, OsError, Pid, Process, ThpPolicy};
 pub use pvops::PvOps;

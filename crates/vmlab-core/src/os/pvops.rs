@@ -21,6 +21,8 @@ pub trait PvOps {
     fn release_table(&mut self, level: u8, table: Gfn);
     /// The kernel writes a whole newly allocated page (clear_page of anonymous memory).
     fn clear_page(&mut self, frame: Gfn, size: PageSize);
+    /// The kernel copies a page into a newly allocated one (copy-on-write).
+    fn copy_page(&mut self, from: Gfn, to: Gfn, size: PageSize);
     /// Load a new page-table root; `flush` drops the TLB entries of `pcid` (no-PCID CR3 load).
     fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool);
     /// Invalidate the translation of one page.

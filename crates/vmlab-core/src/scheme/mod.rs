@@ -8,14 +8,14 @@
 pub mod native;
 pub mod nested;
 
-use crate::addr::{Gpa, Gva, Hpa, PageSize};
+use crate::addr::{Gfn, Gpa, Gva, Hfn, Hpa, PageSize};
 use crate::hv::vm::{BackingConfig, HvError, Vm};
 use crate::hv::ExitCounters;
 use crate::hw::cache::MemoryConfig;
 use crate::hw::frames::HostMemory;
 use crate::hw::mmu::{Mmu, TlbConfig};
 use crate::hw::walker::{Dimension, Fault};
-use crate::os::{Kernel, KernelConfig, OsError, PvOps, ThpPolicy};
+use crate::os::{ImageRegion, Kernel, KernelConfig, OsError, Pid, PvOps, ThpPolicy};
 use native::NativePvOps;
 use nested::NestedPvOps;
 
@@ -67,6 +67,8 @@ pub struct SystemConfig {
     pub guest_memory: u64,
     /// Guest page size: 2M turns transparent huge pages on in the kernel model.
     pub guest_pages: PageSize,
+    /// Give each address space a PCID so context switches need not flush the TLB.
+    pub pcid: bool,
     pub backing: BackingConfig,
     pub tlb: TlbConfig,
     pub memory: MemoryConfig,
@@ -114,7 +116,7 @@ impl System {
             )));
         }
         let thp = if config.guest_pages == PageSize::Size2M { ThpPolicy::Always } else { ThpPolicy::Never };
-        let mut kernel_config = KernelConfig { memory: config.host_memory, levels: config.levels, thp };
+        let mut kernel_config = KernelConfig { memory: config.host_memory, levels: config.levels, thp, pcid: config.pcid };
         let (vm, kernel) = match config.paging {
             Paging::Native => {
                 let kernel = Kernel::boot(kernel_config, &mut NativePvOps { mem: &mut mem, mmu: &mut mmu })?;
@@ -163,8 +165,71 @@ impl System {
     }
 
     /// mmap in the running process.
-    pub fn mmap(&mut self, start: Gva, len: u64) -> Result<(), SimError> {
-        Ok(self.kernel.mmap(start, len, true)?)
+    pub fn mmap(&mut self, start: Gva, len: u64, writable: bool) -> Result<(), SimError> {
+        Ok(self.kernel.mmap(start, len, writable)?)
+    }
+
+    /// munmap in the running process.
+    pub fn munmap(&mut self, start: Gva, len: u64) -> Result<(), SimError> {
+        self.with_pvops(|k, pv| k.munmap(pv, start, len))
+    }
+
+    /// mprotect in the running process.
+    pub fn mprotect(&mut self, start: Gva, len: u64, writable: bool) -> Result<(), SimError> {
+        self.with_pvops(|k, pv| k.mprotect(pv, start, len, writable))
+    }
+
+    /// madvise(MADV_DONTNEED) in the running process.
+    pub fn madvise_dontneed(&mut self, start: Gva, len: u64) -> Result<(), SimError> {
+        self.with_pvops(|k, pv| k.madvise_dontneed(pv, start, len))
+    }
+
+    /// The running process forks; returns the child's pid.
+    pub fn fork(&mut self) -> Result<Pid, SimError> {
+        self.with_pvops(|k, pv| k.fork(pv))
+    }
+
+    /// Context switch to `pid`.
+    pub fn switch_to(&mut self, pid: Pid) -> Result<(), SimError> {
+        self.with_pvops(|k, pv| k.switch_to(pv, pid))
+    }
+
+    /// The running process exits and `next` runs.
+    pub fn exit(&mut self, next: Pid) -> Result<(), SimError> {
+        self.with_pvops(|k, pv| k.exit(pv, next))
+    }
+
+    /// The running process execs `image`, then starts: it reads its text and writes its data
+    /// and stack, page by page, through the MMU.
+    pub fn exec(&mut self, image: &[ImageRegion]) -> Result<(), SimError> {
+        self.with_pvops(|k, pv| k.exec(pv, image))?;
+        for region in image {
+            for offset in (0..region.len).step_by(crate::addr::PAGE_SIZE as usize) {
+                self.access(Gva::new(region.start.raw() + offset), region.writable)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The page `va` maps to in process `pid`, as the kernel's tables say: (first guest
+    /// frame, page size, writable). Side-effect free.
+    pub fn kernel_lookup(&mut self, pid: Pid, va: Gva) -> Option<(Gfn, PageSize, bool)> {
+        let kernel = &self.kernel;
+        match self.paging {
+            Paging::Native => kernel.lookup(&mut NativePvOps { mem: &mut self.mem, mmu: &mut self.mmu }, pid, va),
+            Paging::Nested => {
+                let vm = self.vm.as_mut()?;
+                kernel.lookup(&mut NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None }, pid, va)
+            }
+        }
+    }
+
+    /// The host frame backing the kernel's frame `gfn` (identity without a hypervisor).
+    pub fn host_frame(&self, gfn: Gfn) -> Option<Hfn> {
+        match &self.vm {
+            None => Some(gfn.identity_host()),
+            Some(vm) => vm.translate(&self.mem, gfn),
+        }
     }
 
     /// Prefetch, in the host, what the coming accesses `vas` will touch (no simulated
@@ -201,6 +266,7 @@ impl System {
     }
 
     fn handle_fault(&mut self, fault: Fault) -> Result<(), SimError> {
+        // (Kernel page faults go through the scheme's pv-ops; EPT violations to the VM.)
         match fault.dimension {
             Dimension::Guest => self.with_pvops(|kernel, pv| kernel.handle_page_fault(pv, Gva::new(fault.addr), fault.write)),
             Dimension::Ept => {
@@ -210,8 +276,8 @@ impl System {
         }
     }
 
-    /// Run kernel code with this scheme's pv-ops backend (static dispatch in each arm).
-    fn with_pvops(&mut self, f: impl FnOnce(&mut Kernel, &mut dyn PvOps) -> Result<(), OsError>) -> Result<(), SimError> {
+    /// Run kernel code with this scheme's pv-ops backend.
+    fn with_pvops<R>(&mut self, f: impl FnOnce(&mut Kernel, &mut dyn PvOps) -> Result<R, OsError>) -> Result<R, SimError> {
         match self.paging {
             Paging::Native => Ok(f(&mut self.kernel, &mut NativePvOps { mem: &mut self.mem, mmu: &mut self.mmu })?),
             Paging::Nested => {

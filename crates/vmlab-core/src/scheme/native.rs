@@ -38,6 +38,8 @@ impl PvOps for NativePvOps<'_> {
 
     fn clear_page(&mut self, _frame: Gfn, _size: PageSize) {}
 
+    fn copy_page(&mut self, _from: Gfn, _to: Gfn, _size: PageSize) {}
+
     fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) {
         self.mmu.set_root(Root::OneD { cr3: pgd.identity_host().addr() }, pcid as u64, flush);
     }

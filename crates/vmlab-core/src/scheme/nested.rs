@@ -30,6 +30,18 @@ impl NestedPvOps<'_> {
     }
 }
 
+impl NestedPvOps<'_> {
+    /// The guest kernel writes every 4 KiB frame of a page: each unbacked one traps once.
+    fn write_frames(&mut self, frame: Gfn, size: PageSize) {
+        for offset in 0..size.frames() {
+            if let Err(e) = self.vm.touch(self.mem, Gfn::new(frame.raw() + offset)) {
+                self.error.get_or_insert(e);
+                return;
+            }
+        }
+    }
+}
+
 impl PvOps for NestedPvOps<'_> {
     fn read_entry(&mut self, table: Gfn, index: usize) -> u64 {
         self.host_addr(table, index).map_or(0, |at| self.mem.read_u64(at))
@@ -62,14 +74,11 @@ impl PvOps for NestedPvOps<'_> {
     }
 
     fn clear_page(&mut self, frame: Gfn, size: PageSize) {
-        // clear_page writes every 4 KiB frame of the page: each unbacked one traps once.
-        for offset in 0..size.frames() {
-            let gfn = Gfn::new(frame.raw() + offset);
-            if let Err(e) = self.vm.touch(self.mem, gfn) {
-                self.error.get_or_insert(e);
-                return;
-            }
-        }
+        self.write_frames(frame, size);
+    }
+
+    fn copy_page(&mut self, _from: Gfn, to: Gfn, size: PageSize) {
+        self.write_frames(to, size);
     }
 
     fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) {

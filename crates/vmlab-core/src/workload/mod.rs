@@ -44,8 +44,25 @@ pub enum Op {
     TouchPages { start: Gva, len: u64, write: bool },
     /// Everything before this is set-up, not measured; the measured phase starts here.
     StartMeasurement,
-    /// One data access of the measured phase.
+    /// One data access (of the measured phase, when after `StartMeasurement`).
     Access { va: Gva, write: bool },
+    /// Map read-only anonymous memory (like `Map`, without PROT_WRITE).
+    MapReadOnly { start: Gva, len: u64 },
+    /// munmap of a range of the running process.
+    Unmap { start: Gva, len: u64 },
+    /// mprotect of a range: read-write or read-only.
+    Protect { start: Gva, len: u64, writable: bool },
+    /// madvise(MADV_DONTNEED) of a range: its pages go, the mapping stays.
+    DontNeed { start: Gva, len: u64 },
+    /// The running process forks. The child gets the next pid (the first process is 0, and
+    /// pids are never reused); the parent keeps running.
+    Fork,
+    /// Context switch to process `pid`.
+    Switch { pid: u32 },
+    /// The running process execs a small static program (see `os::SMALL_IMAGE`).
+    Exec,
+    /// The running process exits; `next` runs after it (e.g. the parent in waitpid).
+    Exit { next: u32 },
 }
 
 /// A program, as the stream of operations it performs.

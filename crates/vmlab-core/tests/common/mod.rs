@@ -87,6 +87,7 @@ impl Setup {
             host_memory: self.host_memory,
             guest_memory: self.guest_memory,
             guest_pages: self.guest_pages,
+            pcid: true,
             backing: BackingConfig { host_pages: self.host_pages, fragmentation: self.fragmentation, seed: self.seed },
             tlb: self.tlb.clone(),
             memory: self.memory.clone(),

@@ -1,0 +1,47 @@
+//! exec: replace the current process's address space with a small program image.
+
+use crate::addr::Gva;
+use crate::os::kernel::{Kernel, OsError};
+use crate::os::mm::{Vma, VmaList};
+use crate::os::pvops::PvOps;
+
+/// One region of a program image, and how a starting program touches it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageRegion {
+    pub start: Gva,
+    pub len: u64,
+    pub writable: bool,
+}
+
+/// A small static program as the loader maps it: text (read-only, read at start-up), data and
+/// stack (written at start-up). Sizes of a minimal static binary (a few pages each), not
+/// measured; the probe's fork+exec cost covers the kernel's work.
+pub const SMALL_IMAGE: [ImageRegion; 3] = [
+    ImageRegion { start: Gva::new(0x40_0000), len: 64 << 10, writable: false },
+    ImageRegion { start: Gva::new(0x60_0000), len: 16 << 10, writable: true },
+    ImageRegion { start: Gva::new(0x7fff_fff0_0000), len: 32 << 10, writable: true },
+];
+
+impl Kernel {
+    /// The current process execs `image`: a new address space replaces the old one, which is
+    /// torn down. The caller then touches the image as the starting program does (the
+    /// touches are the program's own accesses, through the MMU).
+    pub fn exec<P: PvOps + ?Sized>(&mut self, pv: &mut P, image: &[ImageRegion]) -> Result<(), OsError> {
+        let mut vmas = VmaList::default();
+        for r in image {
+            vmas.insert(Vma { start: r.start, end: Gva::new(r.start.raw() + r.len), writable: r.writable })
+                .map_err(|existing| OsError::Overlap { start: r.start, len: r.len, existing: existing.start })?;
+        }
+        let pgd = self.alloc_table(pv, self.config.levels)?;
+        let current = self.current;
+        let process = self.proc_mut(current)?;
+        let old_pgd = std::mem::replace(&mut process.pgd, pgd);
+        let old_vmas = std::mem::replace(&mut process.vmas, vmas);
+        let pcid = process.pcid;
+        pv.write_cr3(pgd, pcid, true);
+        self.counters.tlb_flushes += 1;
+        self.destroy_mm(pv, old_pgd, &old_vmas);
+        self.counters.execs += 1;
+        Ok(())
+    }
+}

@@ -1,0 +1,103 @@
+//! Walking and editing a process's page tables in software, through pv-ops: the kernel's
+//! view of its tables (the hardware walker is `hw::walker`).
+
+use crate::addr::{Gfn, Gva, PageSize};
+use crate::hw::pte::{EntryFormat, X86, FRAME_MASK};
+use crate::hw::walker::level_shift;
+use crate::os::pvops::PvOps;
+
+/// Where one entry lives: the table page, the index in it, and the table's level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    pub level: u8,
+    pub table: Gfn,
+    pub index: usize,
+}
+
+/// A present leaf entry found by a walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeafEntry {
+    pub slot: Slot,
+    /// Virtual address of the start of the page the entry maps.
+    pub va: Gva,
+    pub entry: u64,
+}
+
+impl LeafEntry {
+    pub fn size(&self) -> PageSize {
+        PageSize::at_level(self.slot.level).expect("leaves sit at levels 1..=3")
+    }
+
+    pub fn frame(&self) -> Gfn {
+        Gfn::new((self.entry & FRAME_MASK) >> 12)
+    }
+}
+
+pub fn index_of(va: Gva, level: u8) -> usize {
+    ((va.raw() >> level_shift(level)) & 0x1ff) as usize
+}
+
+/// Bytes of address space one entry at `level` covers.
+pub fn span(level: u8) -> u64 {
+    1 << level_shift(level)
+}
+
+pub fn is_leaf(entry: u64, level: u8) -> bool {
+    level == 1 || (X86::is_large(entry) && level <= 3)
+}
+
+pub fn next_table(entry: u64) -> Gfn {
+    Gfn::new((entry & FRAME_MASK) >> 12)
+}
+
+/// The present leaf mapping `va`, if any.
+pub fn find_leaf<P: PvOps + ?Sized>(pv: &mut P, pgd: Gfn, levels: u8, va: Gva) -> Option<LeafEntry> {
+    let mut table = pgd;
+    for level in (1..=levels).rev() {
+        let index = index_of(va, level);
+        let entry = pv.read_entry(table, index);
+        if !X86::is_present(entry) {
+            return None;
+        }
+        if is_leaf(entry, level) {
+            let size = PageSize::at_level(level)?;
+            return Some(LeafEntry { slot: Slot { level, table, index }, va: va.align_down(size), entry });
+        }
+        table = next_table(entry);
+    }
+    None
+}
+
+/// Call `f` for every present leaf whose page starts in `[start, end)`, in address order.
+pub fn for_each_leaf<P: PvOps + ?Sized>(
+    pv: &mut P,
+    pgd: Gfn,
+    levels: u8,
+    start: Gva,
+    end: Gva,
+    f: &mut dyn FnMut(&mut P, LeafEntry),
+) {
+    visit(pv, pgd, levels, 0, start.raw(), end.raw(), f);
+}
+
+fn visit<P: PvOps + ?Sized>(pv: &mut P, table: Gfn, level: u8, base: u64, start: u64, end: u64, f: &mut dyn FnMut(&mut P, LeafEntry)) {
+    let span = span(level);
+    for index in 0..512u64 {
+        let lo = base + index * span;
+        let hi = lo + span;
+        if hi <= start || lo >= end {
+            continue;
+        }
+        let entry = pv.read_entry(table, index as usize);
+        if !X86::is_present(entry) {
+            continue;
+        }
+        if is_leaf(entry, level) {
+            if lo >= start {
+                f(pv, LeafEntry { slot: Slot { level, table, index: index as usize }, va: Gva::new(lo), entry });
+            }
+        } else {
+            visit(pv, next_table(entry), level - 1, lo, start, end, f);
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Taking address spaces apart: zapping pages (munmap, madvise, exit, exec), freeing page
+//! tables, and process exit. Nothing leaks: every data frame goes back when its last mapping
+//! goes, every table page when its address space (or its last covered mapping) goes.
+
+use crate::addr::{Gfn, Gva};
+use crate::hw::pte::{EntryFormat, X86};
+use crate::os::kernel::{Kernel, OsError, Pid};
+use crate::os::mm::VmaList;
+use crate::os::pvops::PvOps;
+use crate::os::tables::{self, LeafEntry};
+
+impl Kernel {
+    /// Clear every present leaf of `pid` in `[start, end)` and drop its page references.
+    /// Returns whether any entry was cleared.
+    pub(super) fn zap_range<P: PvOps + ?Sized>(&mut self, pv: &mut P, pid: Pid, start: Gva, end: Gva) -> bool {
+        let Ok(process) = self.proc(pid) else { return false };
+        let pgd = process.pgd;
+        let mut zapped = Vec::new();
+        tables::for_each_leaf(pv, pgd, self.config.levels, start, end, &mut |pv, leaf: LeafEntry| {
+            pv.get_and_clear(leaf.slot.level, leaf.slot.table, leaf.slot.index);
+            zapped.push(leaf);
+        });
+        for leaf in &zapped {
+            if self.phys.put(leaf.frame(), leaf.size()) {
+                self.counters.frames_freed += leaf.size().frames();
+            }
+        }
+        !zapped.is_empty()
+    }
+
+    /// Free the page tables of `pid` that map only `[start, end)` and no remaining VMA (after
+    /// munmap), clearing the entries that pointed at them. Flushes the TLB if any went, since
+    /// the paging-structure caches may hold them.
+    pub(super) fn free_empty_tables<P: PvOps + ?Sized>(&mut self, pv: &mut P, pid: Pid, start: Gva, end: Gva) {
+        let Ok(process) = self.proc(pid) else { return };
+        let (pgd, vmas) = (process.pgd, process.vmas.clone());
+        let levels = self.config.levels;
+        let before = self.counters.table_pages;
+        self.free_unused(pv, &vmas, pgd, levels, 0, start.raw(), end.raw());
+        if self.counters.table_pages != before {
+            pv.flush_tlb();
+            self.counters.tlb_flushes += 1;
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn free_unused<P: PvOps + ?Sized>(&mut self, pv: &mut P, vmas: &VmaList, table: Gfn, level: u8, base: u64, start: u64, end: u64) {
+        let span = tables::span(level);
+        for index in 0..512u64 {
+            let lo = base + index * span;
+            if lo + span <= start || lo >= end {
+                continue;
+            }
+            let entry = pv.read_entry(table, index as usize);
+            if !X86::is_present(entry) || tables::is_leaf(entry, level) {
+                continue;
+            }
+            let child = tables::next_table(entry);
+            if start <= lo && lo + span <= end && !vmas.overlaps(Gva::new(lo), Gva::new(lo + span)) {
+                pv.get_and_clear(level, table, index as usize);
+                self.free_subtree(pv, child, level - 1);
+            } else {
+                self.free_unused(pv, vmas, child, level - 1, lo, start, end);
+            }
+        }
+    }
+
+    /// Free a table page and every table below it (their leaves must be zapped already).
+    pub(super) fn free_subtree<P: PvOps + ?Sized>(&mut self, pv: &mut P, table: Gfn, level: u8) {
+        if level > 1 {
+            for index in 0..512 {
+                let entry = pv.read_entry(table, index);
+                if X86::is_present(entry) && !tables::is_leaf(entry, level) {
+                    self.free_subtree(pv, tables::next_table(entry), level - 1);
+                }
+            }
+        }
+        self.free_table(pv, level, table);
+    }
+
+    /// Tear down an address space that no CPU runs any more: its pages and its tables.
+    pub(super) fn destroy_mm<P: PvOps + ?Sized>(&mut self, pv: &mut P, pgd: Gfn, vmas: &VmaList) {
+        let levels = self.config.levels;
+        let mut zapped = Vec::new();
+        for vma in vmas.iter() {
+            tables::for_each_leaf(pv, pgd, levels, vma.start, vma.end, &mut |pv, leaf: LeafEntry| {
+                pv.get_and_clear(leaf.slot.level, leaf.slot.table, leaf.slot.index);
+                zapped.push(leaf);
+            });
+        }
+        for leaf in &zapped {
+            if self.phys.put(leaf.frame(), leaf.size()) {
+                self.counters.frames_freed += leaf.size().frames();
+            }
+        }
+        self.free_subtree(pv, pgd, levels);
+    }
+
+    /// The current process exits; `next` runs after it (the parent collecting it, say).
+    pub fn exit<P: PvOps + ?Sized>(&mut self, pv: &mut P, next: Pid) -> Result<(), OsError> {
+        let pid = self.current;
+        if next == pid {
+            return Err(OsError::LastProcess(pid));
+        }
+        self.proc(next)?;
+        // Drop the dying address space's translations (its PCID may be reused later).
+        pv.flush_tlb();
+        self.counters.tlb_flushes += 1;
+        self.switch_to(pv, next)?;
+        let dead = self.procs[pid as usize].take().ok_or(OsError::NoProcess(pid))?;
+        self.destroy_mm(pv, dead.pgd, &dead.vmas);
+        self.counters.exits += 1;
+        Ok(())
+    }
+}
