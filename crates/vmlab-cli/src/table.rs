@@ -20,14 +20,16 @@ pub fn render(runs: &[RunReport]) -> String {
         if first.extrapolated { " (time extrapolated)" } else { "" },
         first.accesses_warmup
     );
-    let _ = writeln!(
+    let forks = runs.iter().any(|r| r.forks > 0);
+    let _ = write!(
         out,
         "{:<8} {:>10} {:>7} {:>9} {:>10} {:>9} {:>20} {:>9} {:>7}",
         "paging", "time (s)", "ratio", "ns/acc", "miss/kacc", "refs/walk", "walk refs l2/llc/mem", "exits", "bound"
     );
+    let _ = writeln!(out, "{}", if forks { format!(" {:>10}", "us/fork") } else { String::new() });
     for r in runs {
         let kacc = r.accesses_simulated.max(1) as f64 / 1000.0;
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{:<8} {:>10.3} {:>7.2} {:>9.2} {:>10.1} {:>9.2} {:>20} {:>9} {:>7}",
             r.paging,
@@ -40,6 +42,7 @@ pub fn render(runs: &[RunReport]) -> String {
             r.vm_exits,
             r.cycles_per_access_breakdown.bound
         );
+        let _ = writeln!(out, "{}", if forks { format!(" {:>10.1}", r.us_per_fork.unwrap_or(0.0)) } else { String::new() });
     }
     let _ = writeln!(
         out,

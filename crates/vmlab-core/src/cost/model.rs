@@ -15,6 +15,7 @@
 use crate::cost::profile::Profile;
 use crate::hv::{ExitCounters, ExitReason};
 use crate::hw::cache::MemLevel;
+use crate::os::KernelCounters;
 
 /// The events of one measured interval.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -28,8 +29,8 @@ pub struct Events {
     pub walk_served: [u64; 4],
     pub stlb_hits: u64,
     pub exits: ExitCounters,
-    pub page_faults: u64,
-    pub frames_cleared: u64,
+    /// What the kernel did in the interval.
+    pub kernel: KernelCounters,
 }
 
 /// Cycles by resource, and the total.
@@ -43,7 +44,8 @@ pub struct CycleBreakdown {
     pub walk: f64,
     /// Cycles spent in the hypervisor.
     pub exits: f64,
-    /// Cycles spent in the kernel (page faults and page zeroing).
+    /// Cycles spent in the kernel (faults, zeroing and copying pages, fork, exec, context
+    /// switches, system calls).
     pub kernel: f64,
     /// The model's total: max(compute, data, walk) + exits + kernel for independent
     /// accesses, the sum of all for dependent ones.
@@ -70,6 +72,22 @@ impl Profile {
         }
     }
 
+    /// Cycles of the kernel's work. Exits cost nothing apart: fork's measured cost includes
+    /// the child's exit. TLB invalidations are inside the measured operation costs.
+    pub fn kernel_cycles(&self, k: &KernelCounters) -> f64 {
+        let c = &self.kernel;
+        let syscalls = k.munmaps + k.mprotects + k.madvises;
+        k.page_faults as f64 * c.page_fault
+            + k.frames_cleared as f64 * c.clear_page_4k
+            + k.frames_copied as f64 * c.copy_page_4k
+            + k.cow_faults as f64 * c.cow_fault
+            + k.forks as f64 * c.fork
+            + k.ptes_copied as f64 * c.fork_per_pte
+            + k.execs as f64 * c.exec
+            + k.context_switches as f64 * c.context_switch
+            + syscalls as f64 * c.syscall
+    }
+
     /// Turn events into cycles.
     pub fn cycles(&self, e: &Events, dependent: bool) -> CycleBreakdown {
         let served = |counts: &[u64; 4]| -> f64 {
@@ -78,7 +96,7 @@ impl Profile {
         let compute = e.instructions / self.core.ipc;
         let walk_latency = e.stlb_hits as f64 * self.latency.stlb_hit + served(&e.walk_served);
         let exits = e.exits.iter().map(|(r, n)| n as f64 * self.exit_cost(r)).sum();
-        let kernel = e.page_faults as f64 * self.kernel.page_fault + e.frames_cleared as f64 * self.kernel.clear_page_4k;
+        let kernel = self.kernel_cycles(&e.kernel);
         if dependent {
             let data = served(&e.data_served);
             let total = compute + data + walk_latency + exits + kernel;
@@ -129,8 +147,10 @@ mod tests {
         let p = profile();
         let mut exits = ExitCounters::default();
         exits.record(ExitReason::EptViolation);
-        let e = Events { exits, page_faults: 2, frames_cleared: 2, ..Events::default() };
+        let kernel = KernelCounters { page_faults: 2, frames_cleared: 2, forks: 1, ptes_copied: 10, ..KernelCounters::default() };
+        let e = Events { exits, kernel, ..Events::default() };
         let c = p.cycles(&e, false);
-        assert_eq!(c.total, p.virt.ept_violation + 2.0 * (p.kernel.page_fault + p.kernel.clear_page_4k));
+        let k = &p.kernel;
+        assert_eq!(c.total, p.virt.ept_violation + 2.0 * (k.page_fault + k.clear_page_4k) + k.fork + 10.0 * k.fork_per_pte);
     }
 }

@@ -88,6 +88,18 @@ pub struct KernelSection {
     pub page_fault: f64,
     /// Zeroing one 4 KiB page.
     pub clear_page_4k: f64,
+    /// Copying one 4 KiB page.
+    pub copy_page_4k: f64,
+    /// A copy-on-write fault beyond a page fault and the copy.
+    pub cow_fault: f64,
+    /// fork (with the child's exit and the parent's wait), and per copied leaf entry.
+    pub fork: f64,
+    pub fork_per_pte: f64,
+    /// exec, beyond the faults of the new image.
+    pub exec: f64,
+    pub context_switch: f64,
+    /// Entry and exit of a memory system call (munmap, mprotect, madvise).
+    pub syscall: f64,
     /// Whether the kernel tags address spaces with PCIDs (no TLB flush on context switch).
     pub pcid: bool,
 }
@@ -146,6 +158,13 @@ impl Profile {
             ("virt.ept_violation", self.virt.ept_violation),
             ("kernel.page_fault", self.kernel.page_fault),
             ("kernel.clear_page_4k", self.kernel.clear_page_4k),
+            ("kernel.copy_page_4k", self.kernel.copy_page_4k),
+            ("kernel.cow_fault", self.kernel.cow_fault),
+            ("kernel.fork", self.kernel.fork),
+            ("kernel.fork_per_pte", self.kernel.fork_per_pte),
+            ("kernel.exec", self.kernel.exec),
+            ("kernel.context_switch", self.kernel.context_switch),
+            ("kernel.syscall", self.kernel.syscall),
         ];
         for (name, v) in non_negative {
             if !(v.is_finite() && v >= 0.0) {

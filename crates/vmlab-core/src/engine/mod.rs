@@ -139,7 +139,11 @@ fn drive<W: Workload>(mut w: W, sys: &mut System, config: &RunConfig, progress: 
     let after_setup = Snapshot::take(sys);
     run_accesses(&mut w, sys, warmup, Phase::Warmup, progress)?;
     let before = Snapshot::take(sys);
-    let simulated = run_accesses(&mut w, sys, sample, Phase::Measure, progress)?;
+    let mut simulated = run_accesses(&mut w, sys, sample, Phase::Measure, progress)?;
+    if sample == total {
+        // The whole measured phase is simulated: its OS operations too, to the end.
+        simulated += drain(&mut w, sys, progress)?;
+    }
     let after = Snapshot::take(sys);
     Ok(report(sys, config, &w, Interval { start, after_setup, before, after }, warmup, simulated, total))
 }
@@ -153,6 +157,16 @@ fn setup<W: Workload>(w: &mut W, sys: &mut System, progress: &mut dyn FnMut(Prog
         }
     }
     Ok(())
+}
+
+/// Run every op left; returns how many were accesses.
+fn drain<W: Workload>(w: &mut W, sys: &mut System, progress: &mut dyn FnMut(Progress)) -> Result<u64, EngineError> {
+    let mut accesses = 0;
+    while let Some(op) = w.next_op() {
+        accesses += matches!(op, Op::Access { .. }) as u64;
+        os_op(sys, op, progress)?;
+    }
+    Ok(accesses)
 }
 
 /// Ops other than measured accesses.
@@ -256,8 +270,7 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
         walk_served: memory.served[Requester::Walk as usize],
         stlb_hits: mmu.stlb_hits,
         exits,
-        page_faults: kernel.page_faults,
-        frames_cleared: kernel.frames_cleared,
+        kernel,
     };
     let breakdown = profile.cycles(&events, w.dependent_accesses());
     let per_access = |x: f64| if simulated == 0 { 0.0 } else { x / simulated as f64 };
@@ -320,6 +333,12 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
         vm_exits: exits.total(),
         exits_by_reason: exits_by_reason(&exits),
         page_faults: kernel.page_faults,
+        forks: kernel.forks,
+        cow_faults: kernel.cow_faults,
+        context_switches: kernel.context_switches,
+        page_table_pages: kernel_now.table_pages_peak,
+        us_per_fork: (kernel.forks > 0).then(|| cycles / (ghz * 1e3) / kernel.forks as f64),
+        os: kernel,
         setup,
         structures: sys.mmu().structure_stats().into_iter().map(|(name, hits, misses)| StructureStats { name, hits, misses }).collect(),
     }

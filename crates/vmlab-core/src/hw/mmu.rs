@@ -389,6 +389,19 @@ impl Mmu {
         }
     }
 
+    /// What the TLBs of the running context hold for `va`, without side effects: the host
+    /// address and permissions of the first L1 or STLB entry that covers it. For checking
+    /// TLB coherence against the page tables.
+    pub fn cached_translation(&self, va: Gva) -> Option<(Hpa, Perms)> {
+        let va = va.raw();
+        PageSize::ALL.iter().find_map(|&size| {
+            let key = tlb_key(va, size, self.tag);
+            let second_level = if size == PageSize::Size1G { &self.stlb_1g } else { &self.stlb };
+            let value = self.l1[size.index()].peek(key).or_else(|| second_level.peek(key))?;
+            Some((Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))), Perms::from_bits(value)))
+        })
+    }
+
     /// INVLPG: drop the translations of `va` of the current tag at every page size, and the
     /// paging-structure cache entries covering it.
     pub fn invlpg(&mut self, va: Gva) {

@@ -28,8 +28,8 @@ impl Kernel {
         !zapped.is_empty()
     }
 
-    /// Free the page tables of `pid` that map only `[start, end)` and no remaining VMA (after
-    /// munmap), clearing the entries that pointed at them. Flushes the TLB if any went, since
+    /// Free the page tables of `pid` reachable from `[start, end)` whose span holds no
+    /// remaining VMA (after munmap), clearing the entries that pointed at them. Flushes the TLB if any went, since
     /// the paging-structure caches may hold them.
     pub(super) fn free_empty_tables<P: PvOps + ?Sized>(&mut self, pv: &mut P, pid: Pid, start: Gva, end: Gva) {
         let Ok(process) = self.proc(pid) else { return };
@@ -56,7 +56,8 @@ impl Kernel {
                 continue;
             }
             let child = tables::next_table(entry);
-            if start <= lo && lo + span <= end && !vmas.overlaps(Gva::new(lo), Gva::new(lo + span)) {
+            // As Linux's free_pgtables: a table goes when no mapping is left in its span.
+            if !vmas.overlaps(Gva::new(lo), Gva::new(lo + span)) {
                 pv.get_and_clear(level, table, index as usize);
                 self.free_subtree(pv, child, level - 1);
             } else {

@@ -9,6 +9,7 @@
 use crate::cost::CycleBreakdown;
 use crate::hv::ExitCounters;
 use crate::hw::cache::MemLevel;
+use crate::os::KernelCounters;
 use std::collections::BTreeMap;
 
 /// Counts by the cache level that served them.
@@ -89,6 +90,16 @@ pub struct RunReport {
     pub vm_exits: u64,
     pub exits_by_reason: BTreeMap<&'static str, u64>,
     pub page_faults: u64,
+    /// Kernel events of the measured phase (forks, copy-on-write faults, context switches, ...).
+    pub forks: u64,
+    pub cow_faults: u64,
+    pub context_switches: u64,
+    /// Most page-table pages the kernel had at once, over the whole run.
+    pub page_table_pages: u64,
+    /// Modeled time per fork in microseconds, when the measured phase forked.
+    pub us_per_fork: Option<f64>,
+    /// Every kernel counter of the measured phase.
+    pub os: KernelCounters,
     pub setup: SetupReport,
     pub structures: Vec<StructureStats>,
 }
