@@ -63,6 +63,7 @@ fn system_with_region(paging: Paging, region: u64) -> System {
         guest_memory: profile.machine.guest_memory,
         guest_pages: PageSize::Size4K,
         pcid: true,
+        shadow: None,
         backing: BackingConfig {
             host_pages: PageSize::Size4K,
             fragmentation: 0.0,

@@ -124,6 +124,7 @@ fn memory_is_page_tables_not_data() {
         guest_memory: profile.machine.guest_memory,
         guest_pages: PageSize::Size4K,
         pcid: true,
+        shadow: None,
         backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 0 },
         tlb: profile.tlb.clone(),
         memory: profile.memory.clone(),

@@ -5,6 +5,7 @@
 use proptest::prelude::*;
 use vmlab_core::addr::{Gva, PageSize};
 use vmlab_core::cost::Profile;
+use vmlab_core::hv::shadow::ShadowConfig;
 use vmlab_core::hv::vm::BackingConfig;
 use vmlab_core::scheme::{Paging, SimError, System, SystemConfig};
 
@@ -12,6 +13,10 @@ const REGION: u64 = 0x4000_0000_00;
 const PAGE: u64 = 4096;
 
 fn system(paging: Paging, guest_pages: PageSize, pcid: bool) -> System {
+    system_with(paging, guest_pages, pcid, None)
+}
+
+fn system_with(paging: Paging, guest_pages: PageSize, pcid: bool, shadow: Option<ShadowConfig>) -> System {
     let profile = Profile::builtin("skylake").unwrap();
     System::new(&SystemConfig {
         paging,
@@ -20,6 +25,7 @@ fn system(paging: Paging, guest_pages: PageSize, pcid: bool) -> System {
         guest_memory: 4 << 30,
         guest_pages,
         pcid,
+        shadow,
         backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 1 },
         tlb: profile.tlb.clone(),
         memory: profile.memory.clone(),
@@ -229,39 +235,44 @@ fn apply(sys: &mut System, s: &Step) -> String {
     format!("{:?}", result.err().map(|e| e.to_string()))
 }
 
-/// Every page of every live process: the kernel's view, in both systems, and the hardware's
+/// Every page of every live process: the kernel's view, in every system, and the hardware's
 /// for the running process.
-fn check_same(native: &mut System, nested: &mut System) -> Result<(), TestCaseError> {
-    let pids: Vec<u32> = native.kernel().processes().map(|p| p.pid).collect();
-    let nested_pids: Vec<u32> = nested.kernel().processes().map(|p| p.pid).collect();
-    prop_assert_eq!(&pids, &nested_pids);
-    prop_assert_eq!(native.kernel().current(), nested.kernel().current());
-    prop_assert_eq!(native.kernel().frames_in_use(), nested.kernel().frames_in_use());
+fn check_same(systems: &mut [System]) -> Result<(), TestCaseError> {
+    let pids: Vec<u32> = systems[0].kernel().processes().map(|p| p.pid).collect();
+    let current = systems[0].kernel().current();
+    let frames = systems[0].kernel().frames_in_use();
+    for other in systems.iter() {
+        let other_pids: Vec<u32> = other.kernel().processes().map(|p| p.pid).collect();
+        prop_assert_eq!(&pids, &other_pids);
+        prop_assert_eq!(current, other.kernel().current());
+        prop_assert_eq!(frames, other.kernel().frames_in_use());
+    }
     for &pid in &pids {
         for page in 0..PAGES {
-            let a = native.kernel_lookup(pid, va(page));
-            let b = nested.kernel_lookup(pid, va(page));
-            prop_assert_eq!(a, b, "pid {} page {}", pid, page);
-            if pid != native.kernel().current() {
+            let a = systems[0].kernel_lookup(pid, va(page));
+            for other in systems.iter_mut() {
+                let b = other.kernel_lookup(pid, va(page));
+                prop_assert_eq!(a, b, "{:?}: pid {} page {}", other.paging(), pid, page);
+            }
+            if pid != current {
                 continue;
             }
-            // TLB coherence: whatever the TLBs hold for the running process agrees with its
-            // tables (same frame, no write permission the tables do not give).
-            for sys in [&mut *native, &mut *nested] {
+            for sys in systems.iter_mut() {
+                // TLB coherence: whatever the TLBs hold for the running process agrees with
+                // its tables (same frame, no write permission the tables do not give).
                 if let Some((hpa, perms)) = sys.mmu().cached_translation(va(page)) {
                     let Some((gfn, _, writable)) = a else {
-                        return Err(TestCaseError::fail(format!("pid {pid} page {page}: TLB holds {hpa:?} for an unmapped page")));
+                        return Err(TestCaseError::fail(format!("{:?}: pid {pid} page {page}: TLB holds {hpa:?} for an unmapped page", sys.paging())));
                     };
-                    prop_assert_eq!(Some(hpa.frame()), sys.host_frame(gfn), "stale TLB frame, pid {} page {}", pid, page);
-                    prop_assert!(writable || !perms.write, "TLB allows a write the tables deny, pid {} page {}", pid, page);
+                    prop_assert_eq!(Some(hpa.frame()), sys.host_frame(gfn), "{:?}: stale TLB frame, pid {} page {}", sys.paging(), pid, page);
+                    prop_assert!(writable || !perms.write, "{:?}: TLB allows a write the tables deny, pid {} page {}", sys.paging(), pid, page);
+                }
+                // The MMU (TLBs, walk caches, 1D, 2D or shadow walk) translates to the kernel's frame.
+                if let Some((gfn, _, _)) = a {
+                    let hpa = sys.access(va(page), false).unwrap();
+                    prop_assert_eq!(Some(hpa.frame()), sys.host_frame(gfn), "{:?}: pid {} page {}", sys.paging(), pid, page);
                 }
             }
-            let Some((gfn, _, _)) = a else { continue };
-            // The running process: the MMU (TLBs, walk caches, 1D or 2D walk) must agree.
-            let h1 = native.access(va(page), false).unwrap();
-            let h2 = nested.access(va(page), false).unwrap();
-            prop_assert_eq!(h1.frame(), native.host_frame(gfn).unwrap());
-            prop_assert_eq!(h2.frame(), nested.host_frame(gfn).unwrap());
         }
     }
     Ok(())
@@ -271,21 +282,28 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
-    fn every_step_translates_the_same_under_native_and_nested(steps in proptest::collection::vec(step(), 1..40), pcid in any::<bool>()) {
-        let mut native = system(Paging::Native, PageSize::Size4K, pcid);
-        let mut nested = system(Paging::Nested, PageSize::Size4K, pcid);
-        let baseline = native.kernel().frames_in_use();
-        for sys in [&mut native, &mut nested] {
+    fn every_step_translates_the_same_under_every_scheme(
+        steps in proptest::collection::vec(step(), 1..40),
+        pcid in any::<bool>(),
+        unsync in any::<bool>(),
+        bypass_not_present in any::<bool>(),
+        budget_pages in prop_oneof![Just(64usize), Just(100_000)],
+    ) {
+        let shadow = ShadowConfig { unsync, bypass_not_present, budget_pages };
+        let mut systems: Vec<System> = Paging::ALL.iter().map(|&p| system_with(p, PageSize::Size4K, pcid, Some(shadow))).collect();
+        let baseline = systems[0].kernel().frames_in_use();
+        for sys in systems.iter_mut() {
             sys.mmap(va(0), PAGES * PAGE, true).unwrap();
         }
         for s in &steps {
-            let a = apply(&mut native, s);
-            let b = apply(&mut nested, s);
-            prop_assert_eq!(a, b, "step {:?}", s);
-            check_same(&mut native, &mut nested)?;
+            let outcomes: Vec<String> = systems.iter_mut().map(|sys| apply(sys, s)).collect();
+            for o in &outcomes[1..] {
+                prop_assert_eq!(&outcomes[0], o, "step {:?}", s);
+            }
+            check_same(&mut systems)?;
         }
         // Tear everything down: one process and its top-level table remain, like at boot.
-        for sys in [&mut native, &mut nested] {
+        for sys in systems.iter_mut() {
             let keep = sys.kernel().current();
             let others: Vec<u32> = sys.kernel().processes().map(|p| p.pid).filter(|&p| p != keep).collect();
             for pid in others {

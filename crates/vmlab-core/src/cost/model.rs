@@ -67,8 +67,14 @@ impl Profile {
 
     /// Cycles of one exit of `reason`.
     pub fn exit_cost(&self, reason: ExitReason) -> f64 {
+        let v = &self.virt;
         match reason {
-            ExitReason::EptViolation => self.virt.ept_violation,
+            ExitReason::EptViolation => v.ept_violation,
+            ExitReason::WriteProtect => v.write_protect,
+            ExitReason::ShadowFault => v.shadow_fault,
+            ExitReason::PfReflect => v.pf_reflect,
+            ExitReason::Cr3Load => v.cr3_load,
+            ExitReason::Invlpg => v.invlpg,
         }
     }
 

@@ -78,6 +78,11 @@ pub struct LatencySection {
 #[serde(deny_unknown_fields)]
 pub struct VirtSection {
     pub ept_violation: f64,
+    pub write_protect: f64,
+    pub shadow_fault: f64,
+    pub pf_reflect: f64,
+    pub cr3_load: f64,
+    pub invlpg: f64,
 }
 
 /// Costs of the kernel's own work, in cycles.
@@ -156,6 +161,11 @@ impl Profile {
             ("latency.dram_ns", self.latency.dram_ns),
             ("latency.stlb_hit", self.latency.stlb_hit),
             ("virt.ept_violation", self.virt.ept_violation),
+            ("virt.write_protect", self.virt.write_protect),
+            ("virt.shadow_fault", self.virt.shadow_fault),
+            ("virt.pf_reflect", self.virt.pf_reflect),
+            ("virt.cr3_load", self.virt.cr3_load),
+            ("virt.invlpg", self.virt.invlpg),
             ("kernel.page_fault", self.kernel.page_fault),
             ("kernel.clear_page_4k", self.kernel.clear_page_4k),
             ("kernel.copy_page_4k", self.kernel.copy_page_4k),

@@ -113,6 +113,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<Run
         guest_memory: profile.machine.guest_memory,
         guest_pages: config.guest_pages,
         pcid: profile.kernel.pcid,
+        shadow: None,
         backing: BackingConfig { host_pages: config.host_pages, fragmentation: config.fragmentation, seed: config.seed },
         tlb: profile.tlb.clone(),
         memory: profile.memory.clone(),
@@ -122,6 +123,8 @@ pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<Run
         AnyWorkload::SysbenchMem(w) => drive(w, &mut system, config, progress),
         AnyWorkload::Gups(w) => drive(w, &mut system, config, progress),
         AnyWorkload::TlbBench(w) => drive(w, &mut system, config, progress),
+        AnyWorkload::ForkBench(w) => drive(w, &mut system, config, progress),
+        AnyWorkload::Lmbench(w) => drive(w, &mut system, config, progress),
     }
 }
 

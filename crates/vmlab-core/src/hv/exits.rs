@@ -5,15 +5,39 @@
 pub enum ExitReason {
     /// A guest access to a guest-physical frame the EPT does not map (first touch).
     EptViolation,
+    /// Shadow paging: a guest write to a write-protected (shadowed) guest page table,
+    /// emulated by the hypervisor.
+    WriteProtect,
+    /// Shadow paging: a fault in the shadow tables; the hypervisor walks the guest tables
+    /// and installs shadow entries (or finds the guest's own fault).
+    ShadowFault,
+    /// Shadow paging: a guest page fault the hypervisor reflects into the guest.
+    PfReflect,
+    /// Shadow paging: a CR3 load, trapped to switch shadow roots.
+    Cr3Load,
+    /// Shadow paging: a trapped INVLPG.
+    Invlpg,
 }
 
 impl ExitReason {
-    pub const ALL: [ExitReason; 1] = [ExitReason::EptViolation];
+    pub const ALL: [ExitReason; 6] = [
+        ExitReason::EptViolation,
+        ExitReason::WriteProtect,
+        ExitReason::ShadowFault,
+        ExitReason::PfReflect,
+        ExitReason::Cr3Load,
+        ExitReason::Invlpg,
+    ];
 
     /// The name used in reports and JSON (`exits_by_reason`).
     pub fn name(self) -> &'static str {
         match self {
             ExitReason::EptViolation => "ept_violation",
+            ExitReason::WriteProtect => "write_protect",
+            ExitReason::ShadowFault => "shadow_fault",
+            ExitReason::PfReflect => "pf_reflect",
+            ExitReason::Cr3Load => "cr3_load",
+            ExitReason::Invlpg => "invlpg",
         }
     }
 }
@@ -63,6 +87,7 @@ mod tests {
         c.record(ExitReason::EptViolation);
         assert_eq!(c.get(ExitReason::EptViolation), 2);
         assert_eq!(c.since(&snapshot).total(), 1);
-        assert_eq!(c.iter().map(|(r, _)| r.name()).collect::<Vec<_>>(), ["ept_violation"]);
+        assert_eq!(c.iter().count(), ExitReason::ALL.len());
+        assert!(ExitReason::ALL.iter().enumerate().all(|(i, &r)| r as usize == i));
     }
 }

@@ -2,6 +2,7 @@
 //! EPT itself), and exit accounting.
 
 pub mod exits;
+pub mod shadow;
 pub mod vm;
 
 pub use exits::{ExitCounters, ExitReason};

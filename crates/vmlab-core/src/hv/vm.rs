@@ -110,6 +110,45 @@ impl Vm {
         Ok(self.translate(mem, gfn).expect("just backed"))
     }
 
+    /// Count an exit the hypervisor took for another reason than an EPT violation.
+    pub fn record_exit(&mut self, reason: ExitReason) {
+        self.exits.record(reason);
+    }
+
+    /// The host frame backing `gfn`, backing it first if needed, without counting an exit:
+    /// for hypervisor work already inside an exit (shadow paging's faults).
+    pub fn back(&mut self, mem: &mut HostMemory, gfn: Gfn) -> Result<Hfn, HvError> {
+        if let Some(hfn) = self.translate(mem, gfn) {
+            return Ok(hfn);
+        }
+        let gpa = gfn.addr();
+        if gfn.raw() >= self.guest_frames {
+            return Err(HvError::OutsideGuest(gpa));
+        }
+        let size = self.backing_size_for(gpa);
+        let hfn = mem.alloc(size)?;
+        self.map(mem, gpa.align_down(size), hfn, size)?;
+        self.backed_frames[size.index()] += size.frames();
+        Ok(self.translate(mem, gfn).expect("just backed"))
+    }
+
+    /// The size of the host page backing `gfn`, if backed.
+    pub fn backing_page(&self, mem: &HostMemory, gfn: Gfn) -> Option<PageSize> {
+        let gpa = gfn.addr().raw();
+        let mut table = self.eptp.addr().raw();
+        for level in (1..=self.levels).rev() {
+            let entry = mem.read_u64(Hpa::new(table + ((gpa >> level_shift(level)) & 0x1ff) * 8));
+            if !Ept::is_present(entry) {
+                return None;
+            }
+            if level == 1 || Ept::is_large(entry) {
+                return PageSize::at_level(level);
+            }
+            table = entry & FRAME_MASK;
+        }
+        None
+    }
+
     /// Handle an EPT violation at `gpa`: count the exit and back the page holding it.
     /// An EPT violation on a frame that is already mapped (a permission fault) is not
     /// expected under this model's EPT, which maps all guest memory read/write/execute.
@@ -118,11 +157,7 @@ impl Vm {
             return Err(HvError::OutsideGuest(gpa));
         }
         self.exits.record(ExitReason::EptViolation);
-        let size = self.backing_size_for(gpa);
-        let hfn = mem.alloc(size)?;
-        self.map(mem, gpa.align_down(size), hfn, size)?;
-        self.backed_frames[size.index()] += size.frames();
-        Ok(())
+        self.back(mem, gpa.frame()).map(|_| ())
     }
 
     /// The largest page size, up to the configured one, that can back the region of `gpa`:

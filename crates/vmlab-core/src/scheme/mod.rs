@@ -7,6 +7,7 @@
 
 pub mod native;
 pub mod nested;
+pub mod shadow;
 
 use crate::addr::{Gfn, Gpa, Gva, Hfn, Hpa, PageSize};
 use crate::hv::vm::{BackingConfig, HvError, Vm};
@@ -16,7 +17,9 @@ use crate::hw::frames::HostMemory;
 use crate::hw::mmu::{Mmu, TlbConfig};
 use crate::hw::walker::{Dimension, Fault};
 use crate::os::{ImageRegion, Kernel, KernelConfig, OsError, Pid, PvOps, ThpPolicy};
+use crate::hv::shadow::{Ctx as ShadowCtx, ShadowConfig, ShadowMmu};
 use native::NativePvOps;
+use shadow::ShadowPvOps;
 use nested::NestedPvOps;
 
 /// How guest-virtual addresses become host-physical ones.
@@ -26,15 +29,19 @@ pub enum Paging {
     Native,
     /// Hardware nested paging (Intel EPT / AMD NPT): a 2D walk.
     Nested,
+    /// KVM-style shadow paging: the hypervisor's shadow tables, 1D walks; guest page-table
+    /// writes, CR3 loads and flushes trap.
+    Shadow,
 }
 
 impl Paging {
-    pub const ALL: [Paging; 2] = [Paging::Native, Paging::Nested];
+    pub const ALL: [Paging; 3] = [Paging::Native, Paging::Nested, Paging::Shadow];
 
     pub fn name(self) -> &'static str {
         match self {
             Paging::Native => "native",
             Paging::Nested => "nested",
+            Paging::Shadow => "shadow",
         }
     }
 
@@ -42,6 +49,7 @@ impl Paging {
         match self {
             Paging::Native => "bare metal: the OS's tables, 1D walks (up to 4 references)",
             Paging::Nested => "EPT/NPT: guest tables + host EPT, 2D walks (up to 24 references)",
+            Paging::Shadow => "KVM shadow MMU: 1D walks of shadow tables; guest table writes, CR3 loads, INVLPG trap",
         }
     }
 
@@ -69,6 +77,8 @@ pub struct SystemConfig {
     pub guest_pages: PageSize,
     /// Give each address space a PCID so context switches need not flush the TLB.
     pub pcid: bool,
+    /// Options of the shadow MMU; `None` is KVM's defaults.
+    pub shadow: Option<ShadowConfig>,
     pub backing: BackingConfig,
     pub tlb: TlbConfig,
     pub memory: MemoryConfig,
@@ -95,6 +105,7 @@ pub struct System {
     mem: HostMemory,
     mmu: Mmu,
     vm: Option<Vm>,
+    shadow: Option<ShadowMmu>,
     kernel: Kernel,
 }
 
@@ -117,15 +128,15 @@ impl System {
         }
         let thp = if config.guest_pages == PageSize::Size2M { ThpPolicy::Always } else { ThpPolicy::Never };
         let mut kernel_config = KernelConfig { memory: config.host_memory, levels: config.levels, thp, pcid: config.pcid };
-        let (vm, kernel) = match config.paging {
+        if config.paging.is_virtualized() && config.guest_memory > config.host_memory {
+            return Err(SimError::Config("guest_memory exceeds host_memory".into()));
+        }
+        let (vm, shadow, kernel) = match config.paging {
             Paging::Native => {
                 let kernel = Kernel::boot(kernel_config, &mut NativePvOps { mem: &mut mem, mmu: &mut mmu })?;
-                (None, kernel)
+                (None, None, kernel)
             }
             Paging::Nested => {
-                if config.guest_memory > config.host_memory {
-                    return Err(SimError::Config("guest_memory exceeds host_memory".into()));
-                }
                 kernel_config.memory = config.guest_memory;
                 let mut vm = Vm::new(&mut mem, config.guest_memory, config.levels, config.backing)?;
                 let mut pv = NestedPvOps { mem: &mut mem, mmu: &mut mmu, vm: &mut vm, error: None };
@@ -133,10 +144,22 @@ impl System {
                 if let Some(e) = pv.error {
                     return Err(e.into());
                 }
-                (Some(vm), kernel?)
+                (Some(vm), None, kernel?)
+            }
+            Paging::Shadow => {
+                kernel_config.memory = config.guest_memory;
+                let mut vm = Vm::new(&mut mem, config.guest_memory, config.levels, config.backing)?;
+                let options = config.shadow.unwrap_or(ShadowConfig::kvm_default(vm.guest_frames()));
+                let mut shadow = ShadowMmu::new(options, config.levels);
+                let mut pv = ShadowPvOps { mem: &mut mem, mmu: &mut mmu, vm: &mut vm, shadow: &mut shadow, error: None };
+                let kernel = Kernel::boot(kernel_config, &mut pv);
+                if let Some(e) = pv.error {
+                    return Err(e.into());
+                }
+                (Some(vm), Some(shadow), kernel?)
             }
         };
-        Ok(System { paging: config.paging, mem, mmu, vm, kernel })
+        Ok(System { paging: config.paging, mem, mmu, vm, shadow, kernel })
     }
 
     pub fn paging(&self) -> Paging {
@@ -157,6 +180,11 @@ impl System {
 
     pub fn host_memory(&self) -> &HostMemory {
         &self.mem
+    }
+
+    /// The shadow MMU, under shadow paging.
+    pub fn shadow(&self) -> Option<&ShadowMmu> {
+        self.shadow.as_ref()
     }
 
     /// Exits so far (none on a native machine).
@@ -221,6 +249,11 @@ impl System {
                 let vm = self.vm.as_mut()?;
                 kernel.lookup(&mut NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None }, pid, va)
             }
+            Paging::Shadow => {
+                // Read the guest's tables directly: a lookup must not trap or back memory.
+                let vm = self.vm.as_mut()?;
+                kernel.lookup(&mut NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None }, pid, va)
+            }
         }
     }
 
@@ -268,6 +301,16 @@ impl System {
     fn handle_fault(&mut self, fault: Fault) -> Result<(), SimError> {
         // (Kernel page faults go through the scheme's pv-ops; EPT violations to the VM.)
         match fault.dimension {
+            Dimension::Guest if self.paging == Paging::Shadow => {
+                // A fault in the shadow tables exits to the hypervisor first.
+                let va = Gva::new(fault.addr);
+                let (vm, shadow) = (self.vm.as_mut().expect("VM"), self.shadow.as_mut().expect("shadow MMU"));
+                let mut ctx = ShadowCtx { mem: &mut self.mem, vm, mmu: &mut self.mmu };
+                match shadow.page_fault(&mut ctx, va, fault.write)? {
+                    Ok(()) => Ok(()),
+                    Err(_) => self.with_pvops(|kernel, pv| kernel.handle_page_fault(pv, va, fault.write)),
+                }
+            }
             Dimension::Guest => self.with_pvops(|kernel, pv| kernel.handle_page_fault(pv, Gva::new(fault.addr), fault.write)),
             Dimension::Ept => {
                 let vm = self.vm.as_mut().ok_or(SimError::Config("EPT fault without a VM".into()))?;
@@ -283,6 +326,16 @@ impl System {
             Paging::Nested => {
                 let vm = self.vm.as_mut().expect("nested paging has a VM");
                 let mut pv = NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None };
+                let result = f(&mut self.kernel, &mut pv);
+                if let Some(e) = pv.error {
+                    return Err(e.into());
+                }
+                Ok(result?)
+            }
+            Paging::Shadow => {
+                let vm = self.vm.as_mut().expect("shadow paging has a VM");
+                let shadow = self.shadow.as_mut().expect("shadow paging has a shadow MMU");
+                let mut pv = ShadowPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, shadow, error: None };
                 let result = f(&mut self.kernel, &mut pv);
                 if let Some(e) = pv.error {
                     return Err(e.into());

@@ -8,16 +8,25 @@
 //! Users name workloads with a spec string (`NAME[:key=value,...]`, see [`WorkloadSpec`]);
 //! [`catalog`] describes the available ones and their parameters.
 //!
-//! Every generator here places its one buffer at [`BUFFER_BASE`] and derives all its
-//! randomness from `Xoshiro256PlusPlus::seed_from_u64(seed)`, so a stream is a function of
-//! (spec, seed) alone.
+//! Some workloads also fork, switch between and exit processes, or map and unmap memory
+//! in the measured phase (`fork-bench`, `lmbench`): their cost is the kernel's work, and
+//! they may make no measured accesses at all.
+//!
+//! Every generator here places its buffer at [`BUFFER_BASE`] (`lmbench` `ctxsw`: one per
+//! process from there, 1 GiB aligned) and derives all its randomness from
+//! `Xoshiro256PlusPlus::seed_from_u64(seed)`, so a stream is a function of (spec, seed)
+//! alone.
 
+mod fork_bench;
 mod gups;
+mod lmbench;
 mod spec;
 mod sysbench;
 mod tlb_bench;
 
+pub use fork_bench::{ForkBench, ForkBenchConfig};
 pub use gups::{Gups, GupsConfig};
+pub use lmbench::{Lmbench, LmbenchConfig, LmbenchOp, LmbenchTest};
 pub use crate::units::{format_size, parse_size, SizeError};
 pub use spec::{catalog, ParamInfo, WorkloadConfig, WorkloadError, WorkloadInfo, WorkloadSpec};
 pub use sysbench::{AccessMode, MemOper, SysbenchMem, SysbenchMemConfig};
@@ -92,6 +101,8 @@ pub enum AnyWorkload {
     SysbenchMem(SysbenchMem),
     Gups(Gups),
     TlbBench(TlbBench),
+    ForkBench(ForkBench),
+    Lmbench(Lmbench),
 }
 
 impl Workload for AnyWorkload {
@@ -100,6 +111,8 @@ impl Workload for AnyWorkload {
             AnyWorkload::SysbenchMem(w) => w.next_op(),
             AnyWorkload::Gups(w) => w.next_op(),
             AnyWorkload::TlbBench(w) => w.next_op(),
+            AnyWorkload::ForkBench(w) => w.next_op(),
+            AnyWorkload::Lmbench(w) => w.next_op(),
         }
     }
 
@@ -108,6 +121,8 @@ impl Workload for AnyWorkload {
             AnyWorkload::SysbenchMem(w) => w.measured_accesses_total(),
             AnyWorkload::Gups(w) => w.measured_accesses_total(),
             AnyWorkload::TlbBench(w) => w.measured_accesses_total(),
+            AnyWorkload::ForkBench(w) => w.measured_accesses_total(),
+            AnyWorkload::Lmbench(w) => w.measured_accesses_total(),
         }
     }
 
@@ -116,6 +131,8 @@ impl Workload for AnyWorkload {
             AnyWorkload::SysbenchMem(w) => w.instructions_per_access(),
             AnyWorkload::Gups(w) => w.instructions_per_access(),
             AnyWorkload::TlbBench(w) => w.instructions_per_access(),
+            AnyWorkload::ForkBench(w) => w.instructions_per_access(),
+            AnyWorkload::Lmbench(w) => w.instructions_per_access(),
         }
     }
 
@@ -124,6 +141,8 @@ impl Workload for AnyWorkload {
             AnyWorkload::SysbenchMem(w) => w.dependent_accesses(),
             AnyWorkload::Gups(w) => w.dependent_accesses(),
             AnyWorkload::TlbBench(w) => w.dependent_accesses(),
+            AnyWorkload::ForkBench(w) => w.dependent_accesses(),
+            AnyWorkload::Lmbench(w) => w.dependent_accesses(),
         }
     }
 }

@@ -1,9 +1,10 @@
 //! Workload specs: how users name a workload (`NAME[:key=value,...]`), parsed, validated
 //! and with defaults filled, plus the catalog behind `vmlab list` and `--help`.
 
-use crate::units::{format_size, parse_size, SizeError};
 use super::{AccessMode, AnyWorkload, Gups, GupsConfig, MemOper, SysbenchMem, SysbenchMemConfig};
+use super::{ForkBench, ForkBenchConfig, Lmbench, LmbenchConfig, LmbenchOp, LmbenchTest};
 use super::{TlbBench, TlbBenchConfig};
+use crate::units::{format_size, parse_size, SizeError};
 use std::fmt;
 use std::str::FromStr;
 
@@ -86,22 +87,79 @@ const TLB_BENCH_PARAMS: &[ParamInfo] = &[
     },
 ];
 
+const FORK_BENCH_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        key: "rss",
+        default: "64M",
+        help:
+            "parent's resident set, mapped and written before forking, 4K to 64T in multiples of 4K",
+    },
+    ParamInfo {
+        key: "forks",
+        default: "100",
+        help: "fork + child exit + wait rounds, 1 to 4294967295 (each child takes a new pid)",
+    },
+];
+
+const LMBENCH_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        key: "op",
+        default: "required",
+        help: "fork-exit (lat_proc fork), fork-exec (lat_proc exec), page-fault (lat_pagefault), mmap (lat_mmap) or ctxsw (lat_ctx)",
+    },
+    ParamInfo {
+        key: "size",
+        default: "16M/1M",
+        help: "page-fault: region faulted in per iteration (16M); mmap: mapping size (1M); 4K to 64T in multiples of 4K",
+    },
+    ParamInfo {
+        key: "procs",
+        default: "2",
+        help: "ctxsw: processes in the token ring, 2 to 2048",
+    },
+    ParamInfo {
+        key: "ws",
+        default: "0",
+        help: "ctxsw: each process's array, summed when it has the token (lat_ctx -s); 0 or 4K to 64T in multiples of 4K",
+    },
+    ParamInfo {
+        key: "iters",
+        default: "100",
+        help: "iterations of the measured loop (ring rounds for ctxsw); at most 4294967295 for the fork ops",
+    },
+];
+
+/// Largest fork count: every fork takes a new 32-bit pid.
+const MAX_FORKS: u64 = u32::MAX as u64;
+const FORKS_RANGE: &str = "must be at most 4294967295 (each fork takes a new 32-bit pid)";
+const PROCS_RANGE: &str = "a ring has 2 to 2048 processes (lat_ctx's MAXPROC)";
+
 /// The workloads by name; private so the catalog, parser and builder cannot disagree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     SysbenchMem,
     Gups,
     TlbBench,
+    ForkBench,
+    Lmbench,
 }
 
 impl Kind {
-    const ALL: [Kind; 3] = [Kind::SysbenchMem, Kind::Gups, Kind::TlbBench];
+    const ALL: [Kind; 5] = [
+        Kind::SysbenchMem,
+        Kind::Gups,
+        Kind::TlbBench,
+        Kind::ForkBench,
+        Kind::Lmbench,
+    ];
 
     const fn name(self) -> &'static str {
         match self {
             Kind::SysbenchMem => "sysbench-mem",
             Kind::Gups => "gups",
             Kind::TlbBench => "tlb-bench",
+            Kind::ForkBench => "fork-bench",
+            Kind::Lmbench => "lmbench",
         }
     }
 
@@ -116,6 +174,12 @@ impl Kind {
             Kind::TlbBench => {
                 "TLB reach: dependent random pointer chase, one 64-byte line per load"
             }
+            Kind::ForkBench => {
+                "fork latency vs RSS (the shadow vs nested paging classic): fork, child exits, parent waits"
+            }
+            Kind::Lmbench => {
+                "lmbench 3 OS latencies: fork+exit and fork+exec (lat_proc), page faults (lat_pagefault), mmap+munmap (lat_mmap), context switches (lat_ctx)"
+            }
         }
     }
 
@@ -124,6 +188,19 @@ impl Kind {
             Kind::SysbenchMem => SYSBENCH_PARAMS,
             Kind::Gups => GUPS_PARAMS,
             Kind::TlbBench => TLB_BENCH_PARAMS,
+            Kind::ForkBench => FORK_BENCH_PARAMS,
+            Kind::Lmbench => LMBENCH_PARAMS,
+        }
+    }
+
+    /// A short valid spec, for error messages.
+    fn example(self) -> String {
+        match self {
+            Kind::Lmbench => "lmbench:op=fork-exit".to_owned(),
+            _ => {
+                let first = &self.params()[0];
+                format!("{}:{}={}", self.name(), first.key, first.default)
+            }
         }
     }
 
@@ -149,6 +226,22 @@ pub enum WorkloadError {
         workload: &'static str,
         item: String,
         example: String,
+    },
+    #[error("missing parameter {key:?} for {workload}, e.g. {example}; valid values: {valid}")]
+    MissingKey {
+        workload: &'static str,
+        key: &'static str,
+        example: String,
+        valid: String,
+    },
+    #[error(
+        "parameter {key:?} does not apply to {workload} op={op}; valid parameters for op={op}: {valid}"
+    )]
+    KeyNotForOp {
+        workload: &'static str,
+        key: &'static str,
+        op: &'static str,
+        valid: String,
     },
     #[error("duplicate parameter {key:?} for {workload}: give each parameter at most once")]
     DuplicateKey {
@@ -201,6 +294,8 @@ pub enum WorkloadConfig {
     SysbenchMem(SysbenchMemConfig),
     Gups(GupsConfig),
     TlbBench(TlbBenchConfig),
+    ForkBench(ForkBenchConfig),
+    Lmbench(LmbenchConfig),
 }
 
 impl WorkloadConfig {
@@ -209,6 +304,8 @@ impl WorkloadConfig {
             WorkloadConfig::SysbenchMem(_) => Kind::SysbenchMem,
             WorkloadConfig::Gups(_) => Kind::Gups,
             WorkloadConfig::TlbBench(_) => Kind::TlbBench,
+            WorkloadConfig::ForkBench(_) => Kind::ForkBench,
+            WorkloadConfig::Lmbench(_) => Kind::Lmbench,
         }
     }
 
@@ -251,6 +348,52 @@ impl WorkloadConfig {
                 check_size("size", c.size)?;
                 check_count("accesses", c.accesses)?;
             }
+            WorkloadConfig::ForkBench(c) => {
+                check_size("rss", c.rss)?;
+                check_count("forks", c.forks)?;
+                if c.forks > MAX_FORKS {
+                    return Err(out_of_range(
+                        workload,
+                        "forks",
+                        c.forks.to_string(),
+                        FORKS_RANGE,
+                    ));
+                }
+            }
+            WorkloadConfig::Lmbench(c) => {
+                check_count("iters", c.iters)?;
+                match c.test {
+                    LmbenchTest::ForkExit | LmbenchTest::ForkExec if c.iters > MAX_FORKS => {
+                        let iters = c.iters.to_string();
+                        return Err(out_of_range(workload, "iters", iters, FORKS_RANGE));
+                    }
+                    LmbenchTest::ForkExit | LmbenchTest::ForkExec => {}
+                    LmbenchTest::PageFault { size } | LmbenchTest::Mmap { size } => {
+                        check_size("size", size)?;
+                    }
+                    LmbenchTest::Ctxsw { procs, ws } => {
+                        if !(2..=LmbenchConfig::MAX_PROCS).contains(&procs) {
+                            let procs = procs.to_string();
+                            return Err(out_of_range(workload, "procs", procs, PROCS_RANGE));
+                        }
+                        if ws != 0 {
+                            check_size("ws", ws).map_err(|_| {
+                                let why = "0, or 4K to 64T in multiples of 4K";
+                                out_of_range(workload, "ws", format_size(ws), why)
+                            })?;
+                        }
+                        if !LmbenchConfig::ctxsw_layout_fits(procs, ws) {
+                            let why =
+                                "procs arrays of ws, each 1G aligned from 16T, must end below 128T";
+                            return Err(out_of_range(workload, "ws", format_size(ws), why));
+                        }
+                        if c.total_accesses().is_none() {
+                            let why = "iters x procs x ws/64 accesses must fit in 64 bits";
+                            return Err(out_of_range(workload, "iters", c.iters.to_string(), why));
+                        }
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -273,7 +416,8 @@ fn out_of_range(
 /// A parsed, validated workload spec with every parameter filled in.
 ///
 /// Written `NAME[:key=value,...]`, e.g. `sysbench-mem:block=4G,mode=rnd`, `gups:table=1G`,
-/// `tlb-bench:size=64M,accesses=1000000`. It serializes as its canonical string.
+/// `tlb-bench:size=64M,accesses=1000000`, `fork-bench:rss=1G`, `lmbench:op=ctxsw,procs=8`.
+/// It serializes as its canonical string.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct WorkloadSpec {
@@ -311,6 +455,11 @@ impl WorkloadSpec {
                 size: values.size("size")?,
                 accesses: values.count("accesses")?,
             }),
+            Kind::ForkBench => WorkloadConfig::ForkBench(ForkBenchConfig {
+                rss: values.size("rss")?,
+                forks: values.count("forks")?,
+            }),
+            Kind::Lmbench => WorkloadConfig::Lmbench(parse_lmbench(&values)?),
         };
         WorkloadSpec::new(config)
     }
@@ -355,15 +504,34 @@ impl WorkloadSpec {
                     c.accesses
                 )
             }
+            WorkloadConfig::ForkBench(c) => {
+                format!("{name}:rss={},forks={}", format_size(c.rss), c.forks)
+            }
+            WorkloadConfig::Lmbench(c) => {
+                let own = match c.test {
+                    LmbenchTest::ForkExit | LmbenchTest::ForkExec => String::new(),
+                    LmbenchTest::PageFault { size } | LmbenchTest::Mmap { size } => {
+                        format!(",size={}", format_size(size))
+                    }
+                    LmbenchTest::Ctxsw { procs, ws } => {
+                        format!(",procs={procs},ws={}", format_size(ws))
+                    }
+                };
+                let op = c.test.op().name();
+                format!("{name}:op={op}{own},iters={}", c.iters)
+            }
         }
     }
 
-    /// Bytes the workload maps and touches.
+    /// Bytes the workload maps and touches (its data; a forked child's copy-on-write
+    /// share of its parent's and an exec'd program's small image are not counted).
     pub fn footprint_bytes(&self) -> u64 {
         match self.config {
             WorkloadConfig::SysbenchMem(c) => c.block,
             WorkloadConfig::Gups(c) => c.table,
             WorkloadConfig::TlbBench(c) => c.size,
+            WorkloadConfig::ForkBench(c) => c.rss,
+            WorkloadConfig::Lmbench(c) => c.footprint(),
         }
     }
 
@@ -373,6 +541,8 @@ impl WorkloadSpec {
             WorkloadConfig::SysbenchMem(c) => c.total_accesses().unwrap_or(u64::MAX),
             WorkloadConfig::Gups(c) => c.updates,
             WorkloadConfig::TlbBench(c) => c.accesses,
+            WorkloadConfig::ForkBench(_) => 0,
+            WorkloadConfig::Lmbench(c) => c.total_accesses().unwrap_or(u64::MAX),
         }
     }
 
@@ -382,6 +552,8 @@ impl WorkloadSpec {
             WorkloadConfig::SysbenchMem(c) => AnyWorkload::SysbenchMem(SysbenchMem::new(c, seed)),
             WorkloadConfig::Gups(c) => AnyWorkload::Gups(Gups::new(c, seed)),
             WorkloadConfig::TlbBench(c) => AnyWorkload::TlbBench(TlbBench::new(c, seed)),
+            WorkloadConfig::ForkBench(c) => AnyWorkload::ForkBench(ForkBench::new(c, seed)),
+            WorkloadConfig::Lmbench(c) => AnyWorkload::Lmbench(Lmbench::new(c, seed)),
         }
     }
 }
@@ -414,6 +586,51 @@ impl From<WorkloadSpec> for String {
     }
 }
 
+/// `lmbench`: `op` first (required), then only the keys that op takes, each with its
+/// op's default.
+fn parse_lmbench(values: &Values<'_>) -> Result<LmbenchConfig, WorkloadError> {
+    let workload = Kind::Lmbench.name();
+    let op_names = || join(LmbenchOp::ALL.iter().map(|(name, _)| *name));
+    if values.given("op").is_none() {
+        return Err(WorkloadError::MissingKey {
+            workload,
+            key: "op",
+            example: Kind::Lmbench.example(),
+            valid: op_names(),
+        });
+    }
+    let op = values.choice("op", &LmbenchOp::ALL)?;
+    values.only(op.keys(), op.name())?;
+    let defaults = LmbenchConfig::default_for(op);
+    let test = match defaults.test {
+        LmbenchTest::ForkExit | LmbenchTest::ForkExec => defaults.test,
+        LmbenchTest::PageFault { size } => LmbenchTest::PageFault {
+            size: values.size_or("size", size)?,
+        },
+        LmbenchTest::Mmap { size } => LmbenchTest::Mmap {
+            size: values.size_or("size", size)?,
+        },
+        LmbenchTest::Ctxsw { procs, ws } => {
+            let procs = match values.given("procs") {
+                Some(_) => {
+                    let n = values.count("procs")?;
+                    u32::try_from(n)
+                        .map_err(|_| out_of_range(workload, "procs", n.to_string(), PROCS_RANGE))?
+                }
+                None => procs,
+            };
+            LmbenchTest::Ctxsw {
+                procs,
+                ws: values.size_or("ws", ws)?,
+            }
+        }
+    };
+    Ok(LmbenchConfig {
+        test,
+        iters: values.count("iters")?,
+    })
+}
+
 fn join<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
     items.into_iter().collect::<Vec<_>>().join(", ")
 }
@@ -435,12 +652,10 @@ impl<'a> Values<'a> {
             let (key, value) = match item.split_once('=') {
                 Some((key, value)) if !key.is_empty() && !value.is_empty() => (key, value),
                 _ => {
-                    let first = &keys[0];
-                    let example = format!("{workload}:{}={}", first.key, first.default);
                     return Err(WorkloadError::Malformed {
                         workload,
                         item: clip(item),
-                        example,
+                        example: kind.example(),
                     });
                 }
             };
@@ -497,6 +712,32 @@ impl<'a> Values<'a> {
         })
     }
 
+    /// The size given for `key`, or `default` (for keys whose default depends on another).
+    fn size_or(&self, key: &str, default: u64) -> Result<u64, WorkloadError> {
+        match self.given(key) {
+            Some(_) => self.size(key),
+            None => Ok(default),
+        }
+    }
+
+    /// Rejects any given key outside `allowed` (the keys of `op`).
+    fn only(&self, allowed: &[&str], op: &'static str) -> Result<(), WorkloadError> {
+        let params = self.kind.params();
+        match params
+            .iter()
+            .zip(&self.given)
+            .find(|(param, given)| given.is_some() && !allowed.contains(&param.key))
+        {
+            Some((param, _)) => Err(WorkloadError::KeyNotForOp {
+                workload: self.kind.name(),
+                key: param.key,
+                op,
+                valid: join(allowed.iter().copied()),
+            }),
+            None => Ok(()),
+        }
+    }
+
     fn count(&self, key: &str) -> Result<u64, WorkloadError> {
         let workload = self.kind.name();
         let (key, text) = self.text(key);
@@ -539,7 +780,7 @@ impl<'a> Values<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Workload;
+    use super::super::{Op, Workload};
     use super::*;
     use proptest::prelude::*;
 
@@ -574,6 +815,59 @@ mod tests {
             &WorkloadConfig::TlbBench(TlbBenchConfig::default())
         );
         assert_eq!(s.canonical(), "tlb-bench:size=64M,accesses=10000000");
+
+        let s = WorkloadSpec::parse("fork-bench").unwrap();
+        assert_eq!(
+            s.config(),
+            &WorkloadConfig::ForkBench(ForkBenchConfig::default())
+        );
+        assert_eq!(s.canonical(), "fork-bench:rss=64M,forks=100");
+        assert_eq!(s.footprint_bytes(), 64 << 20);
+        assert_eq!(s.measured_accesses_total(), 0);
+    }
+
+    #[test]
+    fn lmbench_defaults_depend_on_the_op() {
+        for (text, canonical) in [
+            ("lmbench:op=fork-exit", "lmbench:op=fork-exit,iters=100"),
+            ("lmbench:op=fork-exec", "lmbench:op=fork-exec,iters=100"),
+            (
+                "lmbench:op=page-fault",
+                "lmbench:op=page-fault,size=16M,iters=100",
+            ),
+            ("lmbench:op=mmap", "lmbench:op=mmap,size=1M,iters=100"),
+            (
+                "lmbench:op=ctxsw",
+                "lmbench:op=ctxsw,procs=2,ws=0,iters=100",
+            ),
+        ] {
+            let s = WorkloadSpec::parse(text).unwrap();
+            assert_eq!(s.canonical(), canonical);
+            let op = LmbenchOp::ALL
+                .iter()
+                .find(|(_, op)| text.ends_with(op.name()));
+            let op = op.unwrap().1;
+            assert_eq!(
+                s.config(),
+                &WorkloadConfig::Lmbench(LmbenchConfig::default_for(op))
+            );
+        }
+        assert_eq!(
+            WorkloadSpec::parse("lmbench:op=page-fault")
+                .unwrap()
+                .footprint_bytes(),
+            16 << 20
+        );
+        let s = WorkloadSpec::parse("lmbench:ws=64K,op=ctxsw,procs=8").unwrap();
+        assert_eq!(s.canonical(), "lmbench:op=ctxsw,procs=8,ws=64K,iters=100");
+        assert_eq!(s.footprint_bytes(), 8 * (64 << 10));
+        assert_eq!(s.measured_accesses_total(), 100 * 8 * 1024);
+        assert_eq!(
+            WorkloadSpec::parse("lmbench:op=fork-exec")
+                .unwrap()
+                .footprint_bytes(),
+            0
+        );
     }
 
     #[test]
@@ -600,6 +894,16 @@ mod tests {
             "tlb-bench:size=64M,accesses=1000000",
             "tlb-bench:size=4K",
             "tlb-bench:size=64T,accesses=18446744073709551615",
+            "fork-bench",
+            "fork-bench:rss=4K,forks=1",
+            "fork-bench:forks=4294967295,rss=1536K",
+            "lmbench:op=fork-exit,iters=1",
+            "lmbench:iters=4294967295,op=fork-exec",
+            "lmbench:op=page-fault,size=4K",
+            "lmbench:op=mmap,iters=7,size=3M",
+            "lmbench:op=ctxsw,procs=2048,ws=16G,iters=3",
+            "lmbench:op=ctxsw,ws=0,procs=3",
+            "lmbench:op=ctxsw,procs=2,ws=56T",
         ] {
             let spec = WorkloadSpec::parse(text).unwrap();
             let canonical = spec.canonical();
@@ -619,29 +923,92 @@ mod tests {
         );
     }
 
+    /// The shortest valid specs of a catalog entry: its name, or for lmbench one per op.
+    fn minimal_specs(name: &str) -> Vec<String> {
+        if name == "lmbench" {
+            LmbenchOp::ALL
+                .iter()
+                .map(|(op, _)| format!("lmbench:op={op}"))
+                .collect()
+        } else {
+            vec![name.to_owned()]
+        }
+    }
+
     #[test]
     fn canonical_lists_the_catalog_keys_in_order() {
         for info in catalog() {
-            let spec = WorkloadSpec::parse(info.name).unwrap();
-            let canonical = spec.canonical();
-            let (name, params) = canonical.split_once(':').unwrap();
-            assert_eq!(name, info.name);
-            let keys: Vec<_> = params
-                .split(',')
-                .map(|kv| kv.split_once('=').unwrap().0)
-                .collect();
             let catalog_keys: Vec<_> = info.params.iter().map(|p| p.key).collect();
-            assert_eq!(keys, catalog_keys);
+            for text in minimal_specs(info.name) {
+                let spec = WorkloadSpec::parse(&text).unwrap();
+                let canonical = spec.canonical();
+                let (name, params) = canonical.split_once(':').unwrap();
+                assert_eq!(name, info.name);
+                let keys: Vec<_> = params
+                    .split(',')
+                    .map(|kv| kv.split_once('=').unwrap().0)
+                    .collect();
+                match spec.config() {
+                    // The keys of its op, which are catalog keys in catalog order.
+                    WorkloadConfig::Lmbench(c) => {
+                        assert_eq!(keys, c.test.op().keys());
+                        let mut in_catalog = catalog_keys.iter();
+                        assert!(keys.iter().all(|k| in_catalog.any(|c| c == k)), "{keys:?}");
+                    }
+                    _ => assert_eq!(keys, catalog_keys),
+                }
+            }
             assert!(!info.summary.is_empty() && info.params.iter().all(|p| !p.help.is_empty()));
         }
     }
 
     #[test]
     fn spec_and_built_workload_agree() {
-        for info in catalog() {
-            let spec = WorkloadSpec::parse(info.name).unwrap();
+        let mut texts: Vec<String> = catalog()
+            .iter()
+            .flat_map(|info| minimal_specs(info.name))
+            .collect();
+        texts.push("lmbench:op=ctxsw,procs=3,ws=64K,iters=2".to_owned());
+        for text in texts {
+            let spec = WorkloadSpec::parse(&text).unwrap();
             let w = spec.build(0);
             assert_eq!(w.measured_accesses_total(), spec.measured_accesses_total());
+        }
+    }
+
+    /// Small specs of every workload, built and drained: the `Access` ops after
+    /// `StartMeasurement` are exactly `measured_accesses_total()`.
+    #[test]
+    fn measured_accesses_total_is_exact() {
+        for text in [
+            "sysbench-mem:block=8K,events=2",
+            "gups:table=4K,updates=100",
+            "tlb-bench:size=4K,accesses=50",
+            "fork-bench:rss=8K,forks=3",
+            "lmbench:op=fork-exit,iters=3",
+            "lmbench:op=fork-exec,iters=3",
+            "lmbench:op=page-fault,size=64K,iters=3",
+            "lmbench:op=mmap,size=2M,iters=3",
+            "lmbench:op=ctxsw,procs=3,iters=4",
+            "lmbench:op=ctxsw,procs=3,ws=12K,iters=4",
+        ] {
+            let spec = WorkloadSpec::parse(text).unwrap();
+            let mut w = spec.build(5);
+            let mut measuring = false;
+            let mut measured = 0;
+            while let Some(op) = w.next_op() {
+                match op {
+                    Op::StartMeasurement => {
+                        assert!(!measuring, "{text}: two StartMeasurement");
+                        measuring = true;
+                    }
+                    Op::Access { .. } if measuring => measured += 1,
+                    _ => {}
+                }
+            }
+            assert!(measuring, "{text}: no StartMeasurement");
+            assert_eq!(measured, w.measured_accesses_total(), "{text}");
+            assert_eq!(measured, spec.measured_accesses_total(), "{text}");
         }
     }
 
@@ -657,9 +1024,11 @@ mod tests {
     fn unknown_workload_lists_the_valid_names() {
         assert_eq!(
             err("stream"),
-            r#"unknown workload "stream"; valid workloads: sysbench-mem, gups, tlb-bench"#
+            r#"unknown workload "stream"; valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench"#
         );
-        assert!(err("").contains("valid workloads: sysbench-mem, gups, tlb-bench"));
+        assert!(
+            err("").contains("valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench")
+        );
         assert!(err("GUPS:table=1G").starts_with(r#"unknown workload "GUPS""#));
     }
 
@@ -786,6 +1155,152 @@ mod tests {
         );
     }
 
+    #[test]
+    fn fork_bench_errors() {
+        assert_eq!(
+            err("fork-bench:rss=2K"),
+            "fork-bench rss=2K is out of range: sizes go from 4K to 64T in multiples of 4K"
+        );
+        assert_eq!(
+            err("fork-bench:forks=0"),
+            "fork-bench forks=0 is out of range: must be at least 1"
+        );
+        assert_eq!(
+            err("fork-bench:forks=4294967296"),
+            "fork-bench forks=4294967296 is out of range: must be at most 4294967295 (each fork takes a new 32-bit pid)"
+        );
+        assert_eq!(
+            err("fork-bench:size=1G"),
+            r#"unknown parameter "size" for fork-bench; valid parameters: rss, forks"#
+        );
+        assert_eq!(
+            err("fork-bench:rss"),
+            r#"malformed parameter "rss" for fork-bench: expected key=value, e.g. fork-bench:rss=64M"#
+        );
+    }
+
+    #[test]
+    fn lmbench_needs_a_valid_op() {
+        let ops = "fork-exit, fork-exec, page-fault, mmap, ctxsw";
+        assert_eq!(
+            err("lmbench"),
+            format!(
+                r#"missing parameter "op" for lmbench, e.g. lmbench:op=fork-exit; valid values: {ops}"#
+            )
+        );
+        assert_eq!(err("lmbench:iters=5"), err("lmbench"));
+        assert_eq!(
+            err("lmbench:op=lat_ctx"),
+            format!(r#"invalid value "lat_ctx" for lmbench op; valid values: {ops}"#)
+        );
+        assert_eq!(
+            err("lmbench:op"),
+            r#"malformed parameter "op" for lmbench: expected key=value, e.g. lmbench:op=fork-exit"#
+        );
+        assert_eq!(
+            err("lmbench:op=mmap,stride=4K"),
+            r#"unknown parameter "stride" for lmbench; valid parameters: op, size, procs, ws, iters"#
+        );
+        assert_eq!(
+            err("lmbench:op=mmap,op=ctxsw"),
+            r#"duplicate parameter "op" for lmbench: give each parameter at most once"#
+        );
+    }
+
+    #[test]
+    fn lmbench_params_apply_only_to_their_ops() {
+        assert_eq!(
+            err("lmbench:op=mmap,procs=4"),
+            r#"parameter "procs" does not apply to lmbench op=mmap; valid parameters for op=mmap: op, size, iters"#
+        );
+        assert_eq!(
+            err("lmbench:ws=4K,op=fork-exit"),
+            r#"parameter "ws" does not apply to lmbench op=fork-exit; valid parameters for op=fork-exit: op, iters"#
+        );
+        assert_eq!(
+            err("lmbench:op=ctxsw,size=1M"),
+            r#"parameter "size" does not apply to lmbench op=ctxsw; valid parameters for op=ctxsw: op, procs, ws, iters"#
+        );
+        assert!(err("lmbench:op=fork-exec,size=1M")
+            .contains("valid parameters for op=fork-exec: op, iters"));
+        assert!(err("lmbench:op=page-fault,procs=2").contains("op=page-fault: op, size, iters"));
+        // The key check comes before the values are read.
+        assert!(err("lmbench:op=mmap,procs=x").starts_with(r#"parameter "procs" does not apply"#));
+    }
+
+    #[test]
+    fn lmbench_values_out_of_range() {
+        assert_eq!(
+            err("lmbench:op=page-fault,size=6K"),
+            "lmbench size=6K is out of range: sizes go from 4K to 64T in multiples of 4K"
+        );
+        assert_eq!(
+            err("lmbench:op=mmap,size=1Q"),
+            r#"invalid size "1Q" for lmbench size: expected a number with optional K, M, G or T suffix (binary units), e.g. 4K, 16M, 4G"#
+        );
+        assert_eq!(
+            err("lmbench:op=mmap,iters=0"),
+            "lmbench iters=0 is out of range: must be at least 1"
+        );
+        assert_eq!(
+            err("lmbench:op=fork-exit,iters=4294967296"),
+            "lmbench iters=4294967296 is out of range: must be at most 4294967295 (each fork takes a new 32-bit pid)"
+        );
+        assert!(WorkloadSpec::parse("lmbench:op=mmap,iters=4294967296").is_ok());
+        let procs = "is out of range: a ring has 2 to 2048 processes (lat_ctx's MAXPROC)";
+        assert_eq!(
+            err("lmbench:op=ctxsw,procs=1"),
+            format!("lmbench procs=1 {procs}")
+        );
+        assert_eq!(
+            err("lmbench:op=ctxsw,procs=2049"),
+            format!("lmbench procs=2049 {procs}")
+        );
+        assert_eq!(
+            err("lmbench:op=ctxsw,procs=99999999999"),
+            format!("lmbench procs=99999999999 {procs}")
+        );
+        assert_eq!(
+            err("lmbench:op=ctxsw,procs=two"),
+            r#"invalid number "two" for lmbench procs: expected a decimal integer, e.g. 1000000"#
+        );
+        assert_eq!(
+            err("lmbench:op=ctxsw,ws=100"),
+            "lmbench ws=100 is out of range: 0, or 4K to 64T in multiples of 4K"
+        );
+        assert_eq!(
+            err("lmbench:op=ctxsw,ws=65T"),
+            "lmbench ws=65T is out of range: 0, or 4K to 64T in multiples of 4K"
+        );
+        assert_eq!(
+            err("lmbench:op=ctxsw,ws=57T"),
+            "lmbench ws=57T is out of range: procs arrays of ws, each 1G aligned from 16T, must end below 128T"
+        );
+        assert_eq!(
+            err("lmbench:op=ctxsw,procs=2048,ws=1T,iters=1"),
+            "lmbench ws=1T is out of range: procs arrays of ws, each 1G aligned from 16T, must end below 128T"
+        );
+        assert_eq!(
+            err("lmbench:op=ctxsw,ws=64K,iters=18446744073709551615"),
+            "lmbench iters=18446744073709551615 is out of range: iters x procs x ws/64 accesses must fit in 64 bits"
+        );
+        // Without a working set there are no accesses to count.
+        assert!(WorkloadSpec::parse("lmbench:op=ctxsw,iters=18446744073709551615").is_ok());
+    }
+
+    #[test]
+    fn programmatic_lmbench_configs_are_validated() {
+        let config = |test, iters| WorkloadConfig::Lmbench(LmbenchConfig { test, iters });
+        assert!(WorkloadSpec::new(config(LmbenchTest::Ctxsw { procs: 0, ws: 0 }, 1)).is_err());
+        assert!(WorkloadSpec::new(config(LmbenchTest::Mmap { size: 0 }, 1)).is_err());
+        assert!(WorkloadSpec::new(config(LmbenchTest::ForkExit, 0)).is_err());
+        let spec = WorkloadSpec::new(config(LmbenchTest::Ctxsw { procs: 3, ws: 8192 }, 2));
+        assert_eq!(
+            spec.unwrap().canonical(),
+            "lmbench:op=ctxsw,procs=3,ws=8K,iters=2"
+        );
+    }
+
     fn check_never_panics(text: &str) {
         match WorkloadSpec::parse(text) {
             Ok(spec) => assert_round_trips(&spec),
@@ -806,6 +1321,13 @@ mod tests {
         #[test]
         fn spec_like_strings_never_panic(
             text in "(sysbench-mem|gups|tlb-bench|x)(:((block|oper|mode|events|table|updates|size|accesses|k)?=?[0-9a-zA-Z]{0,22},?){0,5})?"
+        ) {
+            check_never_panics(&text);
+        }
+
+        #[test]
+        fn fork_and_lmbench_specs_never_panic(
+            text in "(fork-bench|lmbench)(:((op|rss|forks|size|procs|ws|iters|k)?=?(fork-exit|fork-exec|page-fault|mmap|ctxsw|[0-9]{0,21}[kKmMgGtT]?|[0-9a-zA-Z-]{0,12}),?){0,6})?"
         ) {
             check_never_panics(&text);
         }

@@ -88,6 +88,7 @@ impl Setup {
             guest_memory: self.guest_memory,
             guest_pages: self.guest_pages,
             pcid: true,
+            shadow: None,
             backing: BackingConfig { host_pages: self.host_pages, fragmentation: self.fragmentation, seed: self.seed },
             tlb: self.tlb.clone(),
             memory: self.memory.clone(),

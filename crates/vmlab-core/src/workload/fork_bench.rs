@@ -1,0 +1,218 @@
+//! `fork-bench`: fork latency against resident set size, the classic page-table benchmark
+//! for comparing shadow and nested paging.
+//!
+//! The program allocates and writes an `rss`-byte buffer (the [`Op::Map`] and write
+//! [`Op::TouchPages`] of set-up), then forks `forks` times. Each child exits at once; the
+//! parent waits for it (`fork(); if child: _exit(0); else: waitpid()`). Fork copies the
+//! parent's page tables and write-protects its pages for copy-on-write, and the child's
+//! exit tears its copy down, so the time per fork grows with the RSS: that page-table
+//! work is what shadow paging (every guest page-table write traps) and nested paging
+//! (the guest edits its tables natively) do so differently.
+//!
+//! As ops, each fork is [`Op::Fork`] (the child gets the next pid: 1, 2, ...),
+//! [`Op::Switch`] to the child (the parent blocks in waitpid) and [`Op::Exit`] back to
+//! the parent, pid 0. The parent makes no data accesses in the measured phase, so
+//! [`Workload::measured_accesses_total`] is 0 and the engine runs all of it.
+
+use super::{Op, Prologue, Workload};
+
+/// The parameters of a `fork-bench` run (validated by [`super::WorkloadSpec`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ForkBenchConfig {
+    /// Resident set size of the parent: bytes mapped and written before forking (a
+    /// multiple of 4 KiB).
+    pub rss: u64,
+    /// Fork-exit-wait rounds in the measured phase (at most `u32::MAX`: each takes a new
+    /// pid).
+    pub forks: u64,
+}
+
+impl Default for ForkBenchConfig {
+    /// 64 MiB resident (16384 pages of 4 KiB, 32 page tables to copy), 100 forks.
+    fn default() -> Self {
+        ForkBenchConfig {
+            rss: 64 << 20,
+            forks: 100,
+        }
+    }
+}
+
+/// The generator of a `fork-bench` run.
+#[derive(Clone, Debug)]
+pub struct ForkBench {
+    config: ForkBenchConfig,
+    prologue: Prologue,
+    forks: ForkLoop,
+}
+
+impl ForkBench {
+    /// A generator for `config` (which must have come through spec validation: rss a
+    /// non-zero multiple of 4 KiB, forks at most `u32::MAX`). The seed is unused: the
+    /// stream has no randomness.
+    pub fn new(config: ForkBenchConfig, _seed: u64) -> Self {
+        ForkBench {
+            config,
+            prologue: Prologue::new(config.rss),
+            forks: ForkLoop::new(config.forks, false),
+        }
+    }
+
+    /// The parameters this generator runs.
+    pub fn config(&self) -> &ForkBenchConfig {
+        &self.config
+    }
+}
+
+impl Workload for ForkBench {
+    fn next_op(&mut self) -> Option<Op> {
+        if !self.prologue.done() {
+            return Some(self.prologue.next());
+        }
+        self.forks.next()
+    }
+
+    fn measured_accesses_total(&self) -> u64 {
+        0
+    }
+
+    /// 0: the measured phase makes no `Access` ops; the cost of the forks, switches and
+    /// exits comes from the kernel's counters.
+    fn instructions_per_access(&self) -> f64 {
+        0.0
+    }
+
+    fn dependent_accesses(&self) -> bool {
+        false
+    }
+}
+
+/// The loop of `fork-bench` and lmbench's `lat_proc fork` and `exec`: `iters` times,
+/// process 0 forks, the child runs (the parent waits in waitpid), optionally execs, and
+/// exits, and the parent runs again. The k-th child (from 1) is pid k: nothing else forks.
+#[derive(Clone, Debug)]
+pub(super) struct ForkLoop {
+    iters: u64,
+    /// Rounds finished.
+    done: u64,
+    /// Position in the current round: 0 fork, 1 switch, 2 exec (if `exec`), then exit.
+    step: u8,
+    exec: bool,
+}
+
+impl ForkLoop {
+    /// `iters` rounds (at most `u32::MAX`, so every child's pid fits a `u32`).
+    pub(super) fn new(iters: u64, exec: bool) -> Self {
+        ForkLoop {
+            iters,
+            done: 0,
+            step: 0,
+            exec,
+        }
+    }
+
+    /// The next op of the loop, or None once every round is over.
+    pub(super) fn next(&mut self) -> Option<Op> {
+        if self.done >= self.iters {
+            return None;
+        }
+        // Validation caps `iters` at u32::MAX; saturate rather than wrap regardless.
+        let child = u32::try_from(self.done + 1).unwrap_or(u32::MAX);
+        let op = match (self.step, self.exec) {
+            (0, _) => Op::Fork,
+            (1, _) => Op::Switch { pid: child },
+            (2, true) => Op::Exec,
+            _ => Op::Exit { next: 0 },
+        };
+        if let Op::Exit { .. } = op {
+            self.done += 1;
+            self.step = 0;
+        } else {
+            self.step += 1;
+        }
+        Some(op)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::BUFFER_BASE;
+    use super::*;
+
+    fn drain(w: &mut impl Workload) -> Vec<Op> {
+        let ops: Vec<Op> = std::iter::from_fn(|| w.next_op()).collect();
+        // The end is sticky.
+        assert_eq!(w.next_op(), None);
+        ops
+    }
+
+    #[test]
+    fn tiny_run_is_the_exact_op_sequence() {
+        let c = ForkBenchConfig {
+            rss: 8 << 10,
+            forks: 2,
+        };
+        let mut w = ForkBench::new(c, 0);
+        assert_eq!(
+            drain(&mut w),
+            vec![
+                Op::Map {
+                    start: BUFFER_BASE,
+                    len: 8192
+                },
+                Op::TouchPages {
+                    start: BUFFER_BASE,
+                    len: 8192,
+                    write: true
+                },
+                Op::StartMeasurement,
+                Op::Fork,
+                Op::Switch { pid: 1 },
+                Op::Exit { next: 0 },
+                Op::Fork,
+                Op::Switch { pid: 2 },
+                Op::Exit { next: 0 },
+            ]
+        );
+        assert_eq!(w.measured_accesses_total(), 0);
+        assert!(!w.dependent_accesses());
+    }
+
+    #[test]
+    fn every_fork_takes_the_next_pid() {
+        let c = ForkBenchConfig {
+            rss: 4 << 10,
+            forks: 1000,
+        };
+        let ops = drain(&mut ForkBench::new(c, 0));
+        assert_eq!(ops.len(), 3 + 3 * 1000);
+        let pids: Vec<u32> = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Switch { pid } => Some(*pid),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(pids, (1..=1000).collect::<Vec<u32>>());
+        assert!(!ops.iter().any(|op| matches!(op, Op::Access { .. })));
+    }
+
+    #[test]
+    fn fork_loop_with_exec_execs_in_the_child() {
+        let mut l = ForkLoop::new(2, true);
+        let ops: Vec<Op> = std::iter::from_fn(|| l.next()).collect();
+        assert_eq!(
+            ops,
+            vec![
+                Op::Fork,
+                Op::Switch { pid: 1 },
+                Op::Exec,
+                Op::Exit { next: 0 },
+                Op::Fork,
+                Op::Switch { pid: 2 },
+                Op::Exec,
+                Op::Exit { next: 0 },
+            ]
+        );
+        assert_eq!(l.next(), None);
+    }
+}
