@@ -192,16 +192,23 @@ enum Duel {
 }
 
 /// One set's ways, aligned to a host cache line. Each entry packs `(tag + 1) << 4 | state`,
-/// where the tag is the line number above the set-index bits; 0 marks an empty way.
+/// where the tag is the line number above the set-index bits; an empty way (and each unused
+/// lane beyond the level's ways) is [`EMPTY`].
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 struct Set([u32; MAX_WAYS as usize]);
+
+/// An empty way: tag part 0, which no line has, and the largest state, so that no LRU update
+/// ages it and no RRIP search picks it (RRPVs are at most 3).
+const EMPTY: u32 = STATE_MASK;
 
 /// One cache level: tags only, no data. A disabled level (size 0) never hits and holds nothing.
 #[derive(Clone, Debug)]
 pub struct Cache {
     /// Associativity; 0 when disabled.
     ways: usize,
+    /// Bit `w` set for each way `w < ways`.
+    way_mask: u32,
     /// `sets - 1`: the set index is `line & set_mask`.
     set_mask: u64,
     set_bits: u32,
@@ -230,10 +237,11 @@ impl Cache {
         let leaders = DRRIP_LEADERS.min(sets as u64 / 2);
         Self {
             ways,
+            way_mask: ((1u64 << ways) - 1) as u32,
             set_mask: sets as u64 - 1,
             set_bits: sets.trailing_zeros(),
             policy: cfg.replacement,
-            sets: vec![Set([0; MAX_WAYS as usize]); if ways == 0 { 0 } else { sets }].into_boxed_slice(),
+            sets: vec![Set([EMPTY; MAX_WAYS as usize]); if ways == 0 { 0 } else { sets }].into_boxed_slice(),
             leader_stride: (sets as u64).checked_div(leaders).unwrap_or(0),
             psel: PSEL_MID,
             brrip_fills: 0,
@@ -264,12 +272,12 @@ impl Cache {
         if self.ways == 0 {
             return false;
         }
-        let set = line & self.set_mask;
+        let set = (line & self.set_mask) as usize;
         let tag = self.tag_of(line);
-        let entries = &mut self.sets[set as usize].0;
-        // Unused ways beyond `ways` stay 0 and no tag is 0, so all 16 can be compared at
-        // once (the compiler vectorizes this fixed-size loop).
-        let hits = match_mask(entries, tag);
+        let entries = &mut self.sets[set].0;
+        // Empty ways and unused lanes hold tag 0, which no line has, so all 16 lanes can be
+        // compared at once.
+        let hits = tag_mask(entries, tag);
         if hits != 0 {
             let way = hits.trailing_zeros() as usize;
             match self.policy {
@@ -287,7 +295,7 @@ impl Cache {
         if self.ways == 0 {
             return false;
         }
-        match_mask(&self.sets[(line & self.set_mask) as usize].0, self.tag_of(line)) != 0
+        tag_mask(&self.sets[(line & self.set_mask) as usize].0, self.tag_of(line)) != 0
     }
 
     /// Prefetch (in the host) the set `line` maps to; no simulated effect.
@@ -300,28 +308,32 @@ impl Cache {
 
     /// Empties the level and resets the replacement state (including DRRIP's selector).
     pub fn flush(&mut self) {
-        self.sets.iter_mut().for_each(|s| s.0 = [0; MAX_WAYS as usize]);
+        self.sets.iter_mut().for_each(|s| s.0 = [EMPTY; MAX_WAYS as usize]);
         self.psel = PSEL_MID;
         self.brrip_fills = 0;
     }
 
-    fn on_miss(&mut self, set: u64, tag: u32) {
+    #[inline]
+    fn on_miss(&mut self, set: usize, tag: u32) {
         let insertion = match self.policy {
             Replacement::Lru => 0,
             Replacement::Srrip => RRPV_LONG,
-            Replacement::Drrip => self.drrip_insertion(set),
+            Replacement::Drrip => self.drrip_insertion(set as u64),
         };
-        let ways = self.ways;
-        let entries = &mut self.sets[set as usize].0;
-        let empty = match_mask(entries, 0) & ((1 << ways) - 1);
+        let (ways, way_mask) = (self.ways, self.way_mask);
+        let entries = &mut self.sets[set].0;
         match self.policy {
             Replacement::Lru => {
-                let way = if empty != 0 { empty.trailing_zeros() as usize } else { lru_victim(&entries[..ways]) };
+                // The victim is the first empty way, else the oldest (ages are exact ranks, so
+                // aged `ways - 1`). Empty ways are aged 15 and valid ones below the number of
+                // valid ways, so the first way aged at least `ways - 1` is that victim either way.
+                let way = (age_at_least(entries, ways as u32 - 1) & way_mask).trailing_zeros() as usize;
                 entries[way] = tag | STATE_MASK; // oldest possible age, then made youngest
                 touch_lru(entries, way);
             }
             Replacement::Srrip | Replacement::Drrip => {
-                let way = if empty != 0 { empty.trailing_zeros() as usize } else { rrip_victim(&mut entries[..ways]) };
+                let empty = tag_mask(entries, 0) & way_mask;
+                let way = if empty != 0 { empty.trailing_zeros() as usize } else { rrip_victim(entries, ways, way_mask) };
                 entries[way] = tag | insertion;
             }
         }
@@ -329,6 +341,7 @@ impl Cache {
 
     /// Role of `set` in the duel: evenly spaced leaders, SRRIP's at offset 0 of each stride
     /// and BRRIP's half a stride later.
+    #[inline]
     fn duel_role(&self, set: u64) -> Duel {
         if self.leader_stride == 0 {
             return Duel::Follower;
@@ -342,6 +355,7 @@ impl Cache {
 
     /// RRPV for a line filled into `set` under DRRIP; a miss in a leader set counts against
     /// that leader's policy.
+    #[inline]
     fn drrip_insertion(&mut self, set: u64) -> u32 {
         let brrip = match self.duel_role(set) {
             Duel::SrripLeader => {
@@ -366,44 +380,54 @@ impl Cache {
     }
 }
 
-/// Bit `w` set for each way whose tag part equals `tag` (with `tag == 0`: each empty way).
+/// Bit `w` set for each lane whose tag part equals `tag` (with `tag == 0`: each empty way,
+/// and each lane beyond the level's ways).
 #[inline]
-fn match_mask(entries: &[u32; MAX_WAYS as usize], tag: u32) -> u32 {
-    let mut mask = 0;
-    for (w, &e) in entries.iter().enumerate() {
-        mask |= ((e & !STATE_MASK == tag) as u32) << w;
-    }
-    mask
+fn tag_mask(entries: &[u32; MAX_WAYS as usize], tag: u32) -> u32 {
+    crate::hw::simd::masked_eq_mask_u32x16(entries, !STATE_MASK, tag)
 }
 
-/// Make `way` the most recently used: every valid way younger than it ages by one. Ages of
-/// the valid ways stay a permutation of 0..valid, so this is exact LRU.
+/// Bit `w` set for each lane whose state equals `state` (empty lanes have state 15).
+#[inline]
+fn state_mask(entries: &[u32; MAX_WAYS as usize], state: u32) -> u32 {
+    crate::hw::simd::masked_eq_mask_u32x16(entries, STATE_MASK, state)
+}
+
+/// Bit `w` set for each lane whose state is at least `state`.
+#[inline]
+fn age_at_least(entries: &[u32; MAX_WAYS as usize], state: u32) -> u32 {
+    crate::hw::simd::masked_ge_mask_u32x16(entries, STATE_MASK, state)
+}
+
+/// Make `way` the most recently used: every way younger than it ages by one (empty ways,
+/// aged 15, never do). Ages of the valid ways stay a permutation of 0..valid, so this is
+/// exact LRU.
 #[inline]
 fn touch_lru(entries: &mut [u32; MAX_WAYS as usize], way: usize) {
     let age = entries[way] & STATE_MASK;
     for e in entries.iter_mut() {
-        *e += (*e != 0 && *e & STATE_MASK < age) as u32;
+        *e += (*e & STATE_MASK < age) as u32;
     }
     entries[way] &= !STATE_MASK;
 }
 
-/// The oldest way of a full set: ages are exact ranks, so the one aged `ways - 1`.
-fn lru_victim(entries: &[u32]) -> usize {
-    let oldest = entries.len() as u32 - 1;
-    entries.iter().position(|&e| e & STATE_MASK == oldest).unwrap_or(0)
-}
-
-/// First way with RRPV 3, after aging the set. Adding `3 - max` at once is the same as
-/// repeating "age every way by 1" until some way reaches 3.
-fn rrip_victim(entries: &mut [u32]) -> usize {
-    let max = entries.iter().map(|&e| e & STATE_MASK).max().unwrap_or(RRPV_MAX);
-    let age = RRPV_MAX - max;
-    if age > 0 {
-        for e in entries.iter_mut() {
-            *e += age;
+/// First way with RRPV 3 in a full set, after aging the set. Adding `3 - max` at once is the
+/// same as repeating "age every way by 1" until some way reaches 3.
+#[inline]
+fn rrip_victim(entries: &mut [u32; MAX_WAYS as usize], ways: usize, way_mask: u32) -> usize {
+    for max in (1..=RRPV_MAX).rev() {
+        let at = state_mask(entries, max) & way_mask;
+        if at != 0 {
+            let age = RRPV_MAX - max;
+            if age > 0 {
+                entries[..ways].iter_mut().for_each(|e| *e += age);
+            }
+            return at.trailing_zeros() as usize;
         }
     }
-    entries.iter().position(|&e| e & STATE_MASK == RRPV_MAX).unwrap_or(0)
+    // Every way at RRPV 0: age by 3, and the first way is the victim.
+    entries[..ways].iter_mut().for_each(|e| *e += RRPV_MAX);
+    0
 }
 
 /// Accesses served, by requester and by serving level.

@@ -6,4 +6,5 @@ pub mod frames;
 pub mod mmu;
 pub mod prefetch;
 pub mod pte;
+pub mod simd;
 pub mod walker;
