@@ -10,8 +10,10 @@
 //! partitioning between page sizes or address spaces beyond what the key encodes).
 //!
 //! Layout: structure-of-arrays in boxed slices sized once in [`TranslationCache::new`]; no
-//! method allocates afterwards. Validity is a per-set bit mask, which keeps every `u64`
-//! (including `0` and `u64::MAX`) usable as a key.
+//! method allocates afterwards. Validity is a per-set bit mask plus a zero fingerprint in
+//! empty ways, which keeps every `u64` (including `0` and `u64::MAX`) usable as a key. A set
+//! is searched sixteen 8-bit key fingerprints at a time (one vector compare, see
+//! [`crate::hw::simd`]) and full keys are compared only where a fingerprint matches.
 
 /// Geometry of one translation cache. `entries == 0` disables it (lookups always miss, fills
 /// do nothing).
@@ -76,34 +78,43 @@ impl TranslationCacheConfig {
 pub const MAX_WAYS: u32 = 64;
 /// LRU rank of an empty way: older than any valid one, so rank updates skip it.
 const EMPTY: u8 = u8::MAX;
+/// Ways are searched this many at a time (one vector compare).
+const LANES: usize = 16;
+type Lanes = [u8; LANES];
 
 /// A set-associative cache of `u64 -> u64` translations with per-set LRU replacement.
 ///
-/// Each way keeps its key, its value, a 16-bit fingerprint of the key (so a lookup compares
-/// four fingerprints per word, and full keys only on a fingerprint match) and its
-/// LRU rank in the set (0 = most recent; the valid ways' ranks are always 0..valid).
+/// Each set keeps, for every way, an 8-bit fingerprint of its key (0 when the way is empty,
+/// never for a key) and its LRU rank (0 = most recent; the valid ways' ranks are always
+/// 0..valid), both padded to a multiple of 16 lanes so a lookup compares sixteen
+/// fingerprints at once and full keys only on a fingerprint match; and the keys with their
+/// values side by side.
 #[derive(Clone, Debug)]
 pub struct TranslationCache {
     /// Associativity; 0 when disabled (then all slices are empty).
     ways: usize,
+    /// Groups of [`LANES`] lanes per set.
+    groups: usize,
     /// `sets - 1`: the set index is `key & set_mask`.
     set_mask: u64,
     /// Per set: bit `w` set when way `w` holds an entry.
     valid: Box<[u64]>,
-    /// Key fingerprints, four 16-bit lanes per word, `words_per_set` words per set.
-    prints: Box<[u64]>,
-    words_per_set: usize,
-    keys: Box<[u64]>,
-    values: Box<[u64]>,
-    ranks: Box<[u8]>,
+    /// Key fingerprints, `groups` groups per set; 0 in empty ways and in padding lanes.
+    prints: Box<[Lanes]>,
+    /// LRU ranks, laid out like `prints`; [`EMPTY`] in empty ways and in padding lanes.
+    ranks: Box<[Lanes]>,
+    /// `(key, value)` of each way, `ways` per set.
+    entries: Box<[(u64, u64)]>,
     hits: u64,
     misses: u64,
 }
 
 #[inline]
-fn fingerprint(key: u64) -> u16 {
-    // The low key bits index the set and are equal within it: mix in every bit.
-    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as u16
+fn fingerprint(key: u64) -> u8 {
+    // The low key bits index the set and are equal within it: mix in every bit. 0 marks an
+    // empty way, so it is never a fingerprint.
+    let print = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8;
+    print.max(1)
 }
 
 impl TranslationCache {
@@ -115,17 +126,15 @@ impl TranslationCache {
         } else {
             (cfg.ways as usize, (cfg.entries / cfg.ways) as usize)
         };
-        let entries = ways * sets;
-        let words_per_set = ways.div_ceil(4);
+        let groups = ways.div_ceil(LANES);
         Self {
             ways,
+            groups,
             set_mask: sets as u64 - 1,
             valid: vec![0; sets].into_boxed_slice(),
-            prints: vec![0; words_per_set * sets].into_boxed_slice(),
-            words_per_set,
-            keys: vec![0; entries].into_boxed_slice(),
-            values: vec![0; entries].into_boxed_slice(),
-            ranks: vec![EMPTY; entries].into_boxed_slice(),
+            prints: vec![[0; LANES]; groups * sets].into_boxed_slice(),
+            ranks: vec![[EMPTY; LANES]; groups * sets].into_boxed_slice(),
+            entries: vec![(0, 0); ways * sets].into_boxed_slice(),
             hits: 0,
             misses: 0,
         }
@@ -142,25 +151,19 @@ impl TranslationCache {
     }
 
     /// Way of `set` holding a valid entry for `key`.
-    #[inline]
+    #[inline(always)]
     fn find(&self, set: usize, key: u64) -> Option<usize> {
-        const LOW: u64 = 0x0001_0001_0001_0001;
-        const HIGH: u64 = 0x8000_8000_8000_8000;
-        let base = set * self.ways;
-        let valid = self.valid[set];
-        let broadcast = fingerprint(key) as u64 * LOW;
-        let words = &self.prints[set * self.words_per_set..(set + 1) * self.words_per_set];
-        for (i, &word) in words.iter().enumerate() {
-            // Lanes equal to the fingerprint become zero; flag zero lanes (a lane above a
-            // zero lane may be flagged falsely, which the full-key compare rejects).
-            let x = word ^ broadcast;
-            let mut zero_lanes = x.wrapping_sub(LOW) & !x & HIGH;
-            while zero_lanes != 0 {
-                let w = i * 4 + (zero_lanes.trailing_zeros() / 16) as usize;
-                if valid & (1 << w) != 0 && self.keys[base + w] == key {
-                    return Some(w);
+        let print = fingerprint(key);
+        let first = set * self.groups;
+        for g in 0..self.groups {
+            // Empty ways and padding lanes hold 0, which no key's fingerprint is.
+            let mut candidates = crate::hw::simd::eq_mask_u8x16(&self.prints[first + g], print);
+            while candidates != 0 {
+                let way = g * LANES + candidates.trailing_zeros() as usize;
+                if self.entries[set * self.ways + way].0 == key {
+                    return Some(way);
                 }
-                zero_lanes &= zero_lanes - 1;
+                candidates &= candidates - 1;
             }
         }
         None
@@ -170,24 +173,27 @@ impl TranslationCache {
     /// (empty ways, ranked [`EMPTY`], never do).
     #[inline]
     fn touch(&mut self, set: usize, way: usize) {
-        let base = set * self.ways;
-        let ranks = &mut self.ranks[base..base + self.ways];
-        let rank = ranks[way];
-        for r in ranks.iter_mut() {
-            *r += (*r < rank) as u8;
+        let groups = &mut self.ranks[set * self.groups..(set + 1) * self.groups];
+        let rank = groups[way / LANES][way % LANES];
+        for lanes in groups.iter_mut() {
+            for r in lanes.iter_mut() {
+                *r += (*r < rank) as u8;
+            }
         }
-        ranks[way] = 0;
+        groups[way / LANES][way % LANES] = 0;
     }
 
     /// Remove `way` of `set`: every way older than it gets one rank younger.
     fn remove(&mut self, set: usize, way: usize) {
-        let base = set * self.ways;
-        let ranks = &mut self.ranks[base..base + self.ways];
-        let rank = ranks[way];
-        for r in ranks.iter_mut() {
-            *r -= (*r > rank && *r != EMPTY) as u8;
+        let groups = &mut self.ranks[set * self.groups..(set + 1) * self.groups];
+        let rank = groups[way / LANES][way % LANES];
+        for lanes in groups.iter_mut() {
+            for r in lanes.iter_mut() {
+                *r -= (*r > rank && *r != EMPTY) as u8;
+            }
         }
-        ranks[way] = EMPTY;
+        groups[way / LANES][way % LANES] = EMPTY;
+        self.prints[set * self.groups + way / LANES][way % LANES] = 0;
         self.valid[set] &= !(1 << way);
     }
 
@@ -203,7 +209,7 @@ impl TranslationCache {
             Some(way) => {
                 self.touch(set, way);
                 self.hits += 1;
-                Some(self.values[set * self.ways + way])
+                Some(self.entries[set * self.ways + way].1)
             }
             None => {
                 self.misses += 1;
@@ -213,16 +219,18 @@ impl TranslationCache {
     }
 
     /// Side-effect-free probe (no recency update, no counting), for tests and invariant checks.
+    #[inline]
     pub fn peek(&self, key: u64) -> Option<u64> {
         if self.ways == 0 {
             return None;
         }
         let set = self.set_of(key);
-        self.find(set, key).map(|way| self.values[set * self.ways + way])
+        self.find(set, key).map(|way| self.entries[set * self.ways + way].1)
     }
 
     /// Inserts `key -> value` as the most recently used entry of its set, overwriting an
     /// existing entry for `key`, else taking an empty way, else evicting the LRU way.
+    #[inline]
     pub fn fill(&mut self, key: u64, value: u64) {
         if self.ways == 0 {
             return;
@@ -234,6 +242,7 @@ impl TranslationCache {
 
     /// Inserts `key -> value`, which the caller knows is not cached (it just missed), as the
     /// most recently used entry: [`Self::fill`] without the search for an existing entry.
+    #[inline]
     pub fn fill_absent(&mut self, key: u64, value: u64) {
         if self.ways == 0 {
             return;
@@ -252,19 +261,22 @@ impl TranslationCache {
         if empty != 0 {
             return empty.trailing_zeros() as usize;
         }
+        // A full set's ranks are 0..ways, each once.
         let oldest = (self.ways - 1) as u8;
-        let base = set * self.ways;
-        self.ranks[base..base + self.ways].iter().position(|&r| r == oldest).unwrap_or(0)
+        let groups = &self.ranks[set * self.groups..(set + 1) * self.groups];
+        for (g, lanes) in groups.iter().enumerate() {
+            let at = crate::hw::simd::eq_mask_u8x16(lanes, oldest);
+            if at != 0 {
+                return g * LANES + at.trailing_zeros() as usize;
+            }
+        }
+        0
     }
 
     #[inline]
     fn put(&mut self, set: usize, way: usize, key: u64, value: u64) {
-        let i = set * self.ways + way;
-        self.keys[i] = key;
-        self.values[i] = value;
-        let word = &mut self.prints[set * self.words_per_set + way / 4];
-        let shift = (way % 4) * 16;
-        *word = (*word & !(0xffff << shift)) | (fingerprint(key) as u64) << shift;
+        self.entries[set * self.ways + way] = (key, value);
+        self.prints[set * self.groups + way / LANES][way % LANES] = fingerprint(key);
         self.valid[set] |= 1 << way;
         self.touch(set, way);
     }
@@ -288,8 +300,8 @@ impl TranslationCache {
             while valid != 0 {
                 let way = valid.trailing_zeros() as usize;
                 valid &= valid - 1;
-                let i = set * self.ways + way;
-                if !f(self.keys[i], self.values[i]) {
+                let (key, value) = self.entries[set * self.ways + way];
+                if !f(key, value) {
                     self.remove(set, way);
                 }
             }
@@ -299,7 +311,8 @@ impl TranslationCache {
     /// Drops every entry. Hit and miss counts are kept.
     pub fn flush(&mut self) {
         self.valid.fill(0);
-        self.ranks.fill(EMPTY);
+        self.prints.fill([0; LANES]);
+        self.ranks.fill([EMPTY; LANES]);
     }
 
     /// Lookups that hit since construction.
