@@ -5,16 +5,20 @@
 //! only page-table pages do, because walkers read real entries. A frame gets contents the
 //! first time an entry is written into it, so guest tables, EPT tables and (later) shadow or
 //! devirt tables all live here the same way. Memory use is proportional to the number of
-//! page-table pages, not to the simulated footprint: a hash index from frame number to page
-//! slot (small enough to stay in the simulator's own caches, which matters more for speed
-//! than the hash: walks read table pages at random).
+//! page-table pages, not to the simulated footprint: pages live in one arena, found through a
+//! two-level index (frame's 2 MiB region -> chunk of 512 slot numbers), created for the
+//! regions that hold tables. A lookup is two dependent loads and no hashing; walks read
+//! table pages at random, so that matters.
 
 use crate::addr::{Hfn, Hpa, PageSize};
-use rustc_hash::FxHashMap;
 
 /// Entries in one 4 KiB table page.
 pub const ENTRIES_PER_TABLE: usize = 512;
 type TablePage = [u64; ENTRIES_PER_TABLE];
+/// Frames per index chunk (one 2 MiB region).
+const CHUNK_FRAMES: u64 = 512;
+/// Index entry of a frame without table contents.
+const NO_SLOT: u32 = u32::MAX;
 
 /// Out of host memory: the profile's `host_memory` is too small for the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -27,9 +31,12 @@ pub struct OutOfMemory {
 /// The machine's physical memory.
 pub struct HostMemory {
     total_frames: u64,
-    /// Frame number -> slot in `pages` of each frame with table contents.
-    index: FxHashMap<u64, u32>,
-    pages: Vec<Box<TablePage>>,
+    /// Per 2 MiB region of frames: its chunk in `chunks`, or 0 (a chunk of [`NO_SLOT`]s)
+    /// while no frame of the region has had table contents.
+    regions: Box<[u32]>,
+    /// Per frame of a region: its slot in `pages`, or [`NO_SLOT`].
+    chunks: Vec<[u32; CHUNK_FRAMES as usize]>,
+    pages: Vec<TablePage>,
     free_slots: Vec<u32>,
     allocator: FrameAllocator,
 }
@@ -39,7 +46,8 @@ impl HostMemory {
         let total_frames = bytes >> crate::addr::PAGE_SHIFT;
         HostMemory {
             total_frames,
-            index: FxHashMap::default(),
+            regions: vec![0; total_frames.div_ceil(CHUNK_FRAMES) as usize].into_boxed_slice(),
+            chunks: vec![[NO_SLOT; CHUNK_FRAMES as usize]],
             pages: Vec::new(),
             free_slots: Vec::new(),
             allocator: FrameAllocator::new(total_frames),
@@ -119,29 +127,43 @@ impl HostMemory {
 
     /// Forget a frame's table contents (it reads as zeros again).
     pub fn drop_contents(&mut self, frame: Hfn) {
-        if let Some(slot) = self.index.remove(&frame.raw()) {
-            self.free_slots.push(slot);
+        if let Some(slot) = self.slot(frame) {
+            *self.index_entry(frame) = NO_SLOT;
+            self.free_slots.push(slot as u32);
         }
     }
 
     #[inline]
     fn slot(&self, frame: Hfn) -> Option<usize> {
-        self.index.get(&frame.raw()).map(|&slot| slot as usize)
+        let frame = frame.raw();
+        let chunk = *self.regions.get((frame / CHUNK_FRAMES) as usize)?;
+        let slot = self.chunks[chunk as usize][(frame % CHUNK_FRAMES) as usize];
+        (slot != NO_SLOT).then_some(slot as usize)
+    }
+
+    /// The index entry of `frame` (inside host memory), giving its region a chunk if needed.
+    fn index_entry(&mut self, frame: Hfn) -> &mut u32 {
+        let region = (frame.raw() / CHUNK_FRAMES) as usize;
+        if self.regions[region] == 0 {
+            self.regions[region] = self.chunks.len() as u32;
+            self.chunks.push([NO_SLOT; CHUNK_FRAMES as usize]);
+        }
+        &mut self.chunks[self.regions[region] as usize][(frame.raw() % CHUNK_FRAMES) as usize]
     }
 
     fn materialize(&mut self, frame: Hfn) -> usize {
+        assert!(frame.raw() < self.total_frames, "frame {frame:?} is outside host memory");
         let slot = match self.free_slots.pop() {
             Some(slot) => {
                 self.pages[slot as usize].fill(0);
                 slot
             }
             None => {
-                self.pages.push(Box::new([0; ENTRIES_PER_TABLE]));
+                self.pages.push([0; ENTRIES_PER_TABLE]);
                 (self.pages.len() - 1) as u32
             }
         };
-        assert!(frame.raw() < self.total_frames, "frame {frame:?} is outside host memory");
-        self.index.insert(frame.raw(), slot);
+        *self.index_entry(frame) = slot;
         slot as usize
     }
 }
