@@ -77,6 +77,10 @@ pub struct LatencySection {
 #[derive(Clone, Debug, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct VirtSection {
+    /// Shadow paging: let guest leaf tables go unsync (KVM's default since 2.6.30).
+    pub shadow_unsync: bool,
+    /// Shadow paging: guest not-present faults reach the guest without an exit.
+    pub shadow_bypass_not_present: bool,
     pub ept_violation: f64,
     pub write_protect: f64,
     pub shadow_fault: f64,

@@ -9,6 +9,7 @@
 
 use crate::addr::{Gva, PageSize, PAGE_SIZE};
 use crate::cost::{Events, Profile};
+use crate::hv::shadow::ShadowConfig;
 use crate::hv::vm::BackingConfig;
 use crate::hv::ExitCounters;
 use crate::hw::cache::{MemoryStats, Requester};
@@ -113,7 +114,11 @@ pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<Run
         guest_memory: profile.machine.guest_memory,
         guest_pages: config.guest_pages,
         pcid: profile.kernel.pcid,
-        shadow: None,
+        shadow: Some(ShadowConfig {
+            unsync: profile.virt.shadow_unsync,
+            bypass_not_present: profile.virt.shadow_bypass_not_present,
+            budget_pages: ShadowConfig::kvm_default(profile.machine.guest_memory >> crate::addr::PAGE_SHIFT).budget_pages,
+        }),
         backing: BackingConfig { host_pages: config.host_pages, fragmentation: config.fragmentation, seed: config.seed },
         tlb: profile.tlb.clone(),
         memory: profile.memory.clone(),

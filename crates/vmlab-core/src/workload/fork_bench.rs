@@ -9,12 +9,33 @@
 //! work is what shadow paging (every guest page-table write traps) and nested paging
 //! (the guest edits its tables natively) do so differently.
 //!
-//! As ops, each fork is [`Op::Fork`] (the child gets the next pid: 1, 2, ...),
-//! [`Op::Switch`] to the child (the parent blocks in waitpid) and [`Op::Exit`] back to
-//! the parent, pid 0. The parent makes no data accesses in the measured phase, so
-//! [`Workload::measured_accesses_total`] is 0 and the engine runs all of it.
+//! The program has an image like any process ([`IMAGE_SETUP`]: text read and stack written
+//! at start-up). As ops, each fork is [`Op::Fork`] (the child gets the next pid: 1, 2, ...),
+//! [`Op::Switch`] to the child (the parent blocks in waitpid), the child's few steps in user
+//! mode before `_exit` (it returns from fork on its stack, a copy-on-write write, and runs a
+//! page of libc text), and [`Op::Exit`] back to the parent, pid 0. The parent makes no data
+//! accesses in the measured phase, so [`Workload::measured_accesses_total`] is 0 and the
+//! engine runs all of it.
 
 use super::{Op, Prologue, Workload};
+use crate::addr::Gva;
+use crate::os::SMALL_IMAGE;
+
+const TEXT: Gva = SMALL_IMAGE[0].start;
+const TEXT_LEN: u64 = SMALL_IMAGE[0].len;
+const STACK: Gva = SMALL_IMAGE[2].start;
+const STACK_LEN: u64 = SMALL_IMAGE[2].len;
+/// The page a process's stack pointer is in when it returns from fork.
+const STACK_TOP_PAGE: Gva = Gva::new(STACK.raw() + STACK_LEN - 4096);
+
+/// A running program's own image, mapped and faulted in before it does anything else: its
+/// text (read-only, read) and its stack (written), where `os::SMALL_IMAGE` puts them.
+pub(super) const IMAGE_SETUP: [Op; 4] = [
+    Op::MapReadOnly { start: TEXT, len: TEXT_LEN },
+    Op::TouchPages { start: TEXT, len: TEXT_LEN, write: false },
+    Op::Map { start: STACK, len: STACK_LEN },
+    Op::TouchPages { start: STACK, len: STACK_LEN, write: true },
+];
 
 /// The parameters of a `fork-bench` run (validated by [`super::WorkloadSpec`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -41,6 +62,8 @@ impl Default for ForkBenchConfig {
 #[derive(Clone, Debug)]
 pub struct ForkBench {
     config: ForkBenchConfig,
+    /// Ops of [`IMAGE_SETUP`] handed out so far.
+    image_ops: usize,
     prologue: Prologue,
     forks: ForkLoop,
 }
@@ -52,6 +75,7 @@ impl ForkBench {
     pub fn new(config: ForkBenchConfig, _seed: u64) -> Self {
         ForkBench {
             config,
+            image_ops: 0,
             prologue: Prologue::new(config.rss),
             forks: ForkLoop::new(config.forks, false),
         }
@@ -65,6 +89,10 @@ impl ForkBench {
 
 impl Workload for ForkBench {
     fn next_op(&mut self) -> Option<Op> {
+        if let Some(&op) = IMAGE_SETUP.get(self.image_ops) {
+            self.image_ops += 1;
+            return Some(op);
+        }
         if !self.prologue.done() {
             return Some(self.prologue.next());
         }
@@ -87,14 +115,17 @@ impl Workload for ForkBench {
 }
 
 /// The loop of `fork-bench` and lmbench's `lat_proc fork` and `exec`: `iters` times,
-/// process 0 forks, the child runs (the parent waits in waitpid), optionally execs, and
-/// exits, and the parent runs again. The k-th child (from 1) is pid k: nothing else forks.
+/// process 0 forks, the child runs (the parent waits in waitpid): it returns from fork in
+/// user mode, writing its stack and reading a page of text, optionally execs, and exits,
+/// and the parent runs again. The k-th child (from 1) is pid k: nothing else forks. The
+/// parent must have mapped [`IMAGE_SETUP`].
 #[derive(Clone, Debug)]
 pub(super) struct ForkLoop {
     iters: u64,
     /// Rounds finished.
     done: u64,
-    /// Position in the current round: 0 fork, 1 switch, 2 exec (if `exec`), then exit.
+    /// Position in the current round: 0 fork, 1 switch, 2 stack write, 3 text read,
+    /// 4 exec (if `exec`), then exit.
     step: u8,
     exec: bool,
 }
@@ -120,7 +151,9 @@ impl ForkLoop {
         let op = match (self.step, self.exec) {
             (0, _) => Op::Fork,
             (1, _) => Op::Switch { pid: child },
-            (2, true) => Op::Exec,
+            (2, _) => Op::TouchPages { start: STACK_TOP_PAGE, len: 4096, write: true },
+            (3, _) => Op::TouchPages { start: TEXT, len: 4096, write: false },
+            (4, true) => Op::Exec,
             _ => Op::Exit { next: 0 },
         };
         if let Op::Exit { .. } = op {
@@ -134,9 +167,15 @@ impl ForkLoop {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::BUFFER_BASE;
     use super::*;
+
+    /// The child's steps in user mode between fork and exit.
+    pub(crate) const CHILD_RUNS: [Op; 2] = [
+        Op::TouchPages { start: STACK_TOP_PAGE, len: 4096, write: true },
+        Op::TouchPages { start: TEXT, len: 4096, write: false },
+    ];
 
     fn drain(w: &mut impl Workload) -> Vec<Op> {
         let ops: Vec<Op> = std::iter::from_fn(|| w.next_op()).collect();
@@ -152,27 +191,18 @@ mod tests {
             forks: 2,
         };
         let mut w = ForkBench::new(c, 0);
-        assert_eq!(
-            drain(&mut w),
-            vec![
-                Op::Map {
-                    start: BUFFER_BASE,
-                    len: 8192
-                },
-                Op::TouchPages {
-                    start: BUFFER_BASE,
-                    len: 8192,
-                    write: true
-                },
-                Op::StartMeasurement,
-                Op::Fork,
-                Op::Switch { pid: 1 },
-                Op::Exit { next: 0 },
-                Op::Fork,
-                Op::Switch { pid: 2 },
-                Op::Exit { next: 0 },
-            ]
-        );
+        let mut expected = IMAGE_SETUP.to_vec();
+        expected.extend([
+            Op::Map { start: BUFFER_BASE, len: 8192 },
+            Op::TouchPages { start: BUFFER_BASE, len: 8192, write: true },
+            Op::StartMeasurement,
+        ]);
+        for pid in 1..=2 {
+            expected.extend([Op::Fork, Op::Switch { pid }]);
+            expected.extend(CHILD_RUNS);
+            expected.push(Op::Exit { next: 0 });
+        }
+        assert_eq!(drain(&mut w), expected);
         assert_eq!(w.measured_accesses_total(), 0);
         assert!(!w.dependent_accesses());
     }
@@ -184,7 +214,7 @@ mod tests {
             forks: 1000,
         };
         let ops = drain(&mut ForkBench::new(c, 0));
-        assert_eq!(ops.len(), 3 + 3 * 1000);
+        assert_eq!(ops.len(), IMAGE_SETUP.len() + 3 + 5 * 1000);
         let pids: Vec<u32> = ops
             .iter()
             .filter_map(|op| match op {
@@ -200,19 +230,13 @@ mod tests {
     fn fork_loop_with_exec_execs_in_the_child() {
         let mut l = ForkLoop::new(2, true);
         let ops: Vec<Op> = std::iter::from_fn(|| l.next()).collect();
-        assert_eq!(
-            ops,
-            vec![
-                Op::Fork,
-                Op::Switch { pid: 1 },
-                Op::Exec,
-                Op::Exit { next: 0 },
-                Op::Fork,
-                Op::Switch { pid: 2 },
-                Op::Exec,
-                Op::Exit { next: 0 },
-            ]
-        );
+        let mut expected = Vec::new();
+        for pid in 1..=2 {
+            expected.extend([Op::Fork, Op::Switch { pid }]);
+            expected.extend(CHILD_RUNS);
+            expected.extend([Op::Exec, Op::Exit { next: 0 }]);
+        }
+        assert_eq!(ops, expected);
         assert_eq!(l.next(), None);
     }
 }

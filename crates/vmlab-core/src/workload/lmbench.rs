@@ -40,7 +40,7 @@
 //! refills a switch causes) at a sixteenth of the ops; their instructions are counted in
 //! [`Workload::instructions_per_access`]. With `ws=0` (the default) no data is touched.
 
-use super::fork_bench::ForkLoop;
+use super::fork_bench::{ForkLoop, IMAGE_SETUP};
 use super::{Op, Workload, BUFFER_BASE};
 use crate::addr::Gva;
 
@@ -229,7 +229,8 @@ pub struct Lmbench {
 
 #[derive(Clone, Debug)]
 enum Script {
-    Proc { started: bool, forks: ForkLoop },
+    /// `image_ops`: ops of the program image's set-up handed out; then StartMeasurement.
+    Proc { image_ops: usize, forks: ForkLoop },
     PageFault(PageFault),
     Mmap(Mmap),
     Ctxsw(Ctxsw),
@@ -242,7 +243,7 @@ impl Lmbench {
         let iters = config.iters;
         let script = match config.test {
             LmbenchTest::ForkExit | LmbenchTest::ForkExec => Script::Proc {
-                started: false,
+                image_ops: 0,
                 forks: ForkLoop::new(iters, config.test == LmbenchTest::ForkExec),
             },
             LmbenchTest::PageFault { size } => Script::PageFault(PageFault {
@@ -273,10 +274,10 @@ impl Workload for Lmbench {
     fn next_op(&mut self) -> Option<Op> {
         match &mut self.script {
             Script::Ctxsw(s) => s.next(),
-            Script::Proc { started, forks } => {
-                if !*started {
-                    *started = true;
-                    return Some(Op::StartMeasurement);
+            Script::Proc { image_ops, forks } => {
+                if *image_ops <= IMAGE_SETUP.len() {
+                    *image_ops += 1;
+                    return Some(IMAGE_SETUP.get(*image_ops - 1).copied().unwrap_or(Op::StartMeasurement));
                 }
                 forks.next()
             }
@@ -668,18 +669,14 @@ mod tests {
     #[test]
     fn fork_exit_is_lat_proc_fork() {
         let (w, ops) = run(LmbenchTest::ForkExit, 2);
-        assert_eq!(
-            ops,
-            vec![
-                Op::StartMeasurement,
-                Op::Fork,
-                Op::Switch { pid: 1 },
-                Op::Exit { next: 0 },
-                Op::Fork,
-                Op::Switch { pid: 2 },
-                Op::Exit { next: 0 },
-            ]
-        );
+        let mut expected = IMAGE_SETUP.to_vec();
+        expected.push(Op::StartMeasurement);
+        for pid in 1..=2 {
+            expected.extend([Op::Fork, Op::Switch { pid }]);
+            expected.extend(crate::workload::fork_bench::tests::CHILD_RUNS);
+            expected.push(Op::Exit { next: 0 });
+        }
+        assert_eq!(ops, expected);
         assert_eq!(w.measured_accesses_total(), 0);
         assert_eq!(w.instructions_per_access(), 0.0);
     }
@@ -687,20 +684,14 @@ mod tests {
     #[test]
     fn fork_exec_execs_in_each_child() {
         let (w, ops) = run(LmbenchTest::ForkExec, 2);
-        assert_eq!(
-            ops,
-            vec![
-                Op::StartMeasurement,
-                Op::Fork,
-                Op::Switch { pid: 1 },
-                Op::Exec,
-                Op::Exit { next: 0 },
-                Op::Fork,
-                Op::Switch { pid: 2 },
-                Op::Exec,
-                Op::Exit { next: 0 },
-            ]
-        );
+        let mut expected = IMAGE_SETUP.to_vec();
+        expected.push(Op::StartMeasurement);
+        for pid in 1..=2 {
+            expected.extend([Op::Fork, Op::Switch { pid }]);
+            expected.extend(crate::workload::fork_bench::tests::CHILD_RUNS);
+            expected.extend([Op::Exec, Op::Exit { next: 0 }]);
+        }
+        assert_eq!(ops, expected);
         assert_eq!(w.measured_accesses_total(), 0);
     }
 
