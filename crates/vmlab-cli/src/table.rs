@@ -12,14 +12,18 @@ pub fn render(runs: &[RunReport]) -> String {
         "machine   {}, guest pages {}, host pages {}, seed {}",
         first.machine, first.guest_pages, first.host_pages, first.seed
     );
-    let _ = writeln!(
-        out,
-        "sample    {} of {} measured accesses{} after {} warm-up accesses\n",
-        first.accesses_simulated,
-        first.accesses_total,
-        if first.extrapolated { " (time extrapolated)" } else { "" },
-        first.accesses_warmup
-    );
+    if first.accesses_total == 0 {
+        let _ = writeln!(out, "sample    no data accesses to sample: every operation of the measured phase simulated\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "sample    {} of {} measured accesses{} after {} warm-up accesses\n",
+            first.accesses_simulated,
+            first.accesses_total,
+            if first.extrapolated { " (time extrapolated)" } else { "" },
+            first.accesses_warmup
+        );
+    }
     let forks = runs.iter().any(|r| r.forks > 0);
     let _ = write!(
         out,
@@ -28,26 +32,33 @@ pub fn render(runs: &[RunReport]) -> String {
     );
     let _ = writeln!(out, "{}", if forks { format!(" {:>10}", "us/fork") } else { String::new() });
     for r in runs {
-        let kacc = r.accesses_simulated.max(1) as f64 / 1000.0;
+        // Per-access columns mean nothing for a workload of OS operations only.
+        let (ns, misses) = if r.accesses_simulated == 0 {
+            ("-".to_string(), "-".to_string())
+        } else {
+            let kacc = r.accesses_simulated as f64 / 1000.0;
+            (format!("{:.2}", r.ns_per_access), format!("{:.1}", r.tlb_misses as f64 / kacc))
+        };
         let _ = write!(
             out,
-            "{:<8} {:>10.3} {:>7.2} {:>9.2} {:>10.1} {:>9.2} {:>20} {:>9} {:>7}",
+            "{:<8} {:>10.3} {:>7.2} {:>9} {:>10} {:>9.2} {:>20} {:>9} {:>7}",
             r.paging,
             r.seconds,
             r.seconds / first.seconds.max(f64::MIN_POSITIVE),
-            r.ns_per_access,
-            r.tlb_misses as f64 / kacc,
+            ns,
+            misses,
             r.walk_refs_per_walk,
             served_shares(&r.walk_refs_served),
             r.vm_exits,
-            r.cycles_per_access_breakdown.bound
+            r.cycles_breakdown.bound
         );
         let _ = writeln!(out, "{}", if forks { format!(" {:>10.1}", r.us_per_fork.unwrap_or(0.0)) } else { String::new() });
     }
     let _ = writeln!(
         out,
         "\nratio: time over the first row. miss/kacc: TLB misses per 1000 accesses. walk refs l2/llc/mem: percent of\n\
-         walk references served by L2, LLC and DRAM (the rest hit L1). bound: the resource that limits the loop.\n\
+         walk references served by L2, LLC and DRAM (the rest hit L1). bound: what limits the run (compute, data\n\
+         misses or walks for a loop of accesses; kernel work or hypervisor exits when they dominate).\n\
          Set-up (first touch) is not timed; --json has every counter, including set-up faults and exits."
     );
     out

@@ -50,7 +50,8 @@ pub struct CycleBreakdown {
     /// The model's total: max(compute, data, walk) + exits + kernel for independent
     /// accesses, the sum of all for dependent ones.
     pub total: f64,
-    /// Which of compute, data or walk bounds an independent loop ("serial" if dependent).
+    /// What dominates: "kernel" or "exits" when they outweigh the loop, else which of
+    /// compute, data or walk bounds an independent loop ("serial" for a dependent one).
     pub bound: &'static str,
 }
 
@@ -106,7 +107,9 @@ impl Profile {
         if dependent {
             let data = served(&e.data_served);
             let total = compute + data + walk_latency + exits + kernel;
-            return CycleBreakdown { compute, data, walk: walk_latency, exits, kernel, total, bound: "serial" };
+            let loop_cycles = compute + data + walk_latency;
+            let bound = dominant("serial", loop_cycles, exits, kernel);
+            return CycleBreakdown { compute, data, walk: walk_latency, exits, kernel, total, bound };
         }
         let data_accesses: u64 = e.data_served.iter().sum();
         let data = (served(&e.data_served) - data_accesses as f64 * self.latency.l1d).max(0.0) / self.core.mlp;
@@ -114,7 +117,19 @@ impl Profile {
         let (bound, busiest) = [("compute", compute), ("data", data), ("walk", walk)]
             .into_iter()
             .fold(("compute", f64::MIN), |best, c| if c.1 > best.1 { c } else { best });
+        let bound = dominant(bound, busiest, exits, kernel);
         CycleBreakdown { compute, data, walk, exits, kernel, total: busiest + exits + kernel, bound }
+    }
+}
+
+/// The loop's own bound, unless hypervisor exits or kernel work take more cycles.
+fn dominant(loop_bound: &'static str, loop_cycles: f64, exits: f64, kernel: f64) -> &'static str {
+    if kernel > loop_cycles.max(exits) {
+        "kernel"
+    } else if exits > loop_cycles {
+        "exits"
+    } else {
+        loop_bound
     }
 }
 

@@ -301,15 +301,16 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
             .map(|vm| PageSize::ALL.iter().map(|s| (s.name(), vm.backed_frames()[s.index()] * PAGE_SIZE)).collect())
             .unwrap_or_default(),
     };
-    let scaled = |b: crate::cost::CycleBreakdown| crate::cost::CycleBreakdown {
-        compute: per_access(b.compute),
-        data: per_access(b.data),
-        walk: per_access(b.walk),
-        exits: per_access(b.exits),
-        kernel: per_access(b.kernel),
-        total: per_access(b.total),
+    let scaled = |b: &crate::cost::CycleBreakdown, f: &dyn Fn(f64) -> f64| crate::cost::CycleBreakdown {
+        compute: f(b.compute),
+        data: f(b.data),
+        walk: f(b.walk),
+        exits: f(b.exits),
+        kernel: f(b.kernel),
+        total: f(b.total),
         bound: b.bound,
     };
+    let whole = |x: f64| if extrapolated { per_access(x) * total as f64 } else { x };
     RunReport {
         workload: config.workload.canonical(),
         paging: config.paging.name(),
@@ -325,7 +326,8 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
         seconds: cycles / (ghz * 1e9),
         cycles_per_access,
         ns_per_access: cycles_per_access / ghz,
-        cycles_per_access_breakdown: scaled(breakdown),
+        cycles_breakdown: scaled(&breakdown, &whole),
+        cycles_per_access_breakdown: scaled(&breakdown, &per_access),
         l1_tlb_misses: mmu.l1_tlb_misses,
         stlb_hits: mmu.stlb_hits,
         tlb_misses: mmu.tlb_misses,

@@ -73,7 +73,9 @@ pub struct RunReport {
     pub seconds: f64,
     pub cycles_per_access: f64,
     pub ns_per_access: f64,
-    /// Per-access cycles by resource (see the cost model).
+    /// Cycles of the whole measured phase by resource (extrapolated like `cycles`).
+    pub cycles_breakdown: CycleBreakdown,
+    /// The same per access (all zero for a workload without measured accesses).
     pub cycles_per_access_breakdown: CycleBreakdown,
     pub l1_tlb_misses: u64,
     pub stlb_hits: u64,
