@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -351,6 +352,27 @@ static struct stat_result m_cow_fault(void)
     return summarize(v, REPS);
 }
 
+/* Page faults a forked child takes between fork and _exit(0): the kernel's count for all of
+ * the child's life, from the parent's RUSAGE_CHILDREN (so the child's exit path counts too). */
+static struct stat_result m_child_faults(void)
+{
+    enum { REPS = 15 };
+    double v[REPS];
+    for (int r = 0; r < REPS; r++) {
+        struct rusage before, after;
+        getrusage(RUSAGE_CHILDREN, &before);
+        pid_t pid = fork();
+        if (pid < 0)
+            die("fork");
+        if (pid == 0)
+            _exit(0);
+        wait_child(pid);
+        getrusage(RUSAGE_CHILDREN, &after);
+        v[r] = (double)(after.ru_minflt - before.ru_minflt);
+    }
+    return summarize(v, REPS);
+}
+
 /* 5. fork + execve(bin) + waitpid */
 static struct stat_result m_fork_exec(const char *bin, int reps)
 {
@@ -625,6 +647,7 @@ int main(int argc, char **argv)
     struct stat_result timer = m_timer();
     fprintf(stderr, "os_costs: syscall\n");
     struct stat_result sys = m_syscall();
+    struct stat_result child_faults = m_child_faults();
     fprintf(stderr, "os_costs: page fault\n");
     struct stat_result pf = m_page_fault();
     fprintf(stderr, "os_costs: clear page\n");
@@ -788,7 +811,10 @@ int main(int argc, char **argv)
 
     printf("  \"syscall_ns\": {\n");
     json_stat(I, sys, "ns per call");
-    printf(",\n    \"source\": \"syscall(SYS_getppid) in a loop, 1000000 calls per rep\"\n  }\n");
+    printf(",\n    \"source\": \"syscall(SYS_getppid) in a loop, 1000000 calls per rep\"\n  },\n");
+    printf("  \"fork_child_page_faults\": {\n");
+    json_stat(I, child_faults, "minor faults per child");
+    printf(",\n    \"source\": \"a child that calls _exit(0) at once after fork; the parent's RUSAGE_CHILDREN ru_minflt before and after waitpid\"\n  }\n");
     printf("}\n");
     return 0;
 }

@@ -9,11 +9,13 @@
 //! work is what shadow paging (every guest page-table write traps) and nested paging
 //! (the guest edits its tables natively) do so differently.
 //!
-//! The program has an image like any process ([`IMAGE_SETUP`]: text read and stack written
-//! at start-up). As ops, each fork is [`Op::Fork`] (the child gets the next pid: 1, 2, ...),
-//! [`Op::Switch`] to the child (the parent blocks in waitpid), the child's few steps in user
-//! mode before `_exit` (it returns from fork on its stack, a copy-on-write write, and runs a
-//! page of libc text), and [`Op::Exit`] back to the parent, pid 0. The parent makes no data
+//! The program has an image like any process ([`IMAGE_SETUP`]: text read, data and stack
+//! written at start-up). As ops, each fork is [`Op::Fork`] (the child gets the next pid: 1,
+//! 2, ...), [`Op::Switch`] to the child (the parent blocks in waitpid), the child's steps in
+//! user mode before `_exit`, and [`Op::Exit`] back to the parent, pid 0. A real child that
+//! exits at once takes 16 page faults on this machine (`fork_child_page_faults` in
+//! `probes/results-2026-11-22b.json`), copy-on-write writes to its stack and libc's data: the
+//! model's child writes 4 stack pages and 12 data pages and reads a page of text. The parent makes no data
 //! accesses in the measured phase, so [`Workload::measured_accesses_total`] is 0 and the
 //! engine runs all of it.
 
@@ -21,20 +23,35 @@ use super::{Op, Prologue, Workload};
 use crate::addr::Gva;
 use crate::os::SMALL_IMAGE;
 
+const PAGE: u64 = 4096;
 const TEXT: Gva = SMALL_IMAGE[0].start;
 const TEXT_LEN: u64 = SMALL_IMAGE[0].len;
+/// Data of the program and its libraries (.data, .bss, GOT, TLS, heap): 64 KiB.
+const DATA: Gva = SMALL_IMAGE[1].start;
+const DATA_LEN: u64 = 16 * PAGE;
 const STACK: Gva = SMALL_IMAGE[2].start;
 const STACK_LEN: u64 = SMALL_IMAGE[2].len;
-/// The page a process's stack pointer is in when it returns from fork.
-const STACK_TOP_PAGE: Gva = Gva::new(STACK.raw() + STACK_LEN - 4096);
+/// The child's copy-on-write writes between fork and `_exit` (16 faults, measured): the
+/// top 4 pages of its stack and 12 pages of data.
+const CHILD_STACK_PAGES: u64 = 4;
+const CHILD_DATA_PAGES: u64 = 12;
 
 /// A running program's own image, mapped and faulted in before it does anything else: its
-/// text (read-only, read) and its stack (written), where `os::SMALL_IMAGE` puts them.
-pub(super) const IMAGE_SETUP: [Op; 4] = [
+/// text (read-only, read), its data and its stack (written).
+pub(super) const IMAGE_SETUP: [Op; 6] = [
     Op::MapReadOnly { start: TEXT, len: TEXT_LEN },
     Op::TouchPages { start: TEXT, len: TEXT_LEN, write: false },
+    Op::Map { start: DATA, len: DATA_LEN },
+    Op::TouchPages { start: DATA, len: DATA_LEN, write: true },
     Op::Map { start: STACK, len: STACK_LEN },
     Op::TouchPages { start: STACK, len: STACK_LEN, write: true },
+];
+
+/// What a forked child does in user mode before `_exit`.
+pub(super) const CHILD_RUNS: [Op; 3] = [
+    Op::TouchPages { start: Gva::new(STACK.raw() + STACK_LEN - CHILD_STACK_PAGES * PAGE), len: CHILD_STACK_PAGES * PAGE, write: true },
+    Op::TouchPages { start: DATA, len: CHILD_DATA_PAGES * PAGE, write: true },
+    Op::TouchPages { start: TEXT, len: PAGE, write: false },
 ];
 
 /// The parameters of a `fork-bench` run (validated by [`super::WorkloadSpec`]).
@@ -124,8 +141,8 @@ pub(super) struct ForkLoop {
     iters: u64,
     /// Rounds finished.
     done: u64,
-    /// Position in the current round: 0 fork, 1 switch, 2 stack write, 3 text read,
-    /// 4 exec (if `exec`), then exit.
+    /// Position in the current round: 0 fork, 1 switch, 2..=4 the child's run
+    /// ([`CHILD_RUNS`]), 5 exec (if `exec`), then exit.
     step: u8,
     exec: bool,
 }
@@ -151,9 +168,8 @@ impl ForkLoop {
         let op = match (self.step, self.exec) {
             (0, _) => Op::Fork,
             (1, _) => Op::Switch { pid: child },
-            (2, _) => Op::TouchPages { start: STACK_TOP_PAGE, len: 4096, write: true },
-            (3, _) => Op::TouchPages { start: TEXT, len: 4096, write: false },
-            (4, true) => Op::Exec,
+            (2..=4, _) => CHILD_RUNS[self.step as usize - 2],
+            (5, true) => Op::Exec,
             _ => Op::Exit { next: 0 },
         };
         if let Op::Exit { .. } = op {
@@ -171,11 +187,7 @@ pub(crate) mod tests {
     use super::super::BUFFER_BASE;
     use super::*;
 
-    /// The child's steps in user mode between fork and exit.
-    pub(crate) const CHILD_RUNS: [Op; 2] = [
-        Op::TouchPages { start: STACK_TOP_PAGE, len: 4096, write: true },
-        Op::TouchPages { start: TEXT, len: 4096, write: false },
-    ];
+    pub(in crate::workload) use super::CHILD_RUNS;
 
     fn drain(w: &mut impl Workload) -> Vec<Op> {
         let ops: Vec<Op> = std::iter::from_fn(|| w.next_op()).collect();
@@ -214,7 +226,7 @@ pub(crate) mod tests {
             forks: 1000,
         };
         let ops = drain(&mut ForkBench::new(c, 0));
-        assert_eq!(ops.len(), IMAGE_SETUP.len() + 3 + 5 * 1000);
+        assert_eq!(ops.len(), IMAGE_SETUP.len() + 3 + (3 + CHILD_RUNS.len()) * 1000);
         let pids: Vec<u32> = ops
             .iter()
             .filter_map(|op| match op {
