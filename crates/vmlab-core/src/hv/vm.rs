@@ -83,6 +83,19 @@ impl Vm {
 
     /// The host frame backing `gfn`, read from the EPT in software (no exit, no caches).
     pub fn translate(&self, mem: &HostMemory, gfn: Gfn) -> Option<Hfn> {
+        let (entry, size) = self.ept_leaf(mem, gfn)?;
+        let gpa = gfn.addr().raw();
+        let base = Ept::frame_addr(entry) & !(size.bytes() - 1);
+        Some(Hpa::new(base | (gpa & (size.bytes() - 1))).frame())
+    }
+
+    /// The size of the host page backing `gfn`, if backed.
+    pub fn backing_page(&self, mem: &HostMemory, gfn: Gfn) -> Option<PageSize> {
+        self.ept_leaf(mem, gfn).map(|(_, size)| size)
+    }
+
+    /// The EPT leaf entry mapping `gfn` and the page size it maps, walked in software.
+    fn ept_leaf(&self, mem: &HostMemory, gfn: Gfn) -> Option<(u64, PageSize)> {
         let gpa = gfn.addr().raw();
         let mut table = self.eptp.addr().raw();
         for level in (1..=self.levels).rev() {
@@ -91,9 +104,7 @@ impl Vm {
                 return None;
             }
             if level == 1 || Ept::is_large(entry) {
-                let size = PageSize::at_level(level)?;
-                let base = Ept::frame_addr(entry) & !(size.bytes() - 1);
-                return Some(Hpa::new(base | (gpa & (size.bytes() - 1))).frame());
+                return Some((entry, PageSize::at_level(level)?));
             }
             table = entry & FRAME_MASK;
         }
@@ -130,23 +141,6 @@ impl Vm {
         self.map(mem, gpa.align_down(size), hfn, size)?;
         self.backed_frames[size.index()] += size.frames();
         Ok(self.translate(mem, gfn).expect("just backed"))
-    }
-
-    /// The size of the host page backing `gfn`, if backed.
-    pub fn backing_page(&self, mem: &HostMemory, gfn: Gfn) -> Option<PageSize> {
-        let gpa = gfn.addr().raw();
-        let mut table = self.eptp.addr().raw();
-        for level in (1..=self.levels).rev() {
-            let entry = mem.read_u64(Hpa::new(table + ((gpa >> level_shift(level)) & 0x1ff) * 8));
-            if !Ept::is_present(entry) {
-                return None;
-            }
-            if level == 1 || Ept::is_large(entry) {
-                return PageSize::at_level(level);
-            }
-            table = entry & FRAME_MASK;
-        }
-        None
     }
 
     /// Handle an EPT violation at `gpa`: count the exit and back the page holding it.
