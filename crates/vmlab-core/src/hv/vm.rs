@@ -139,6 +139,8 @@ impl Vm {
         let size = self.backing_size_for(gpa);
         let hfn = mem.alloc(size)?;
         self.map(mem, gpa.align_down(size), hfn, size)?;
+        // The VM's memory is tagged to it (checked by the hardware under TPT).
+        mem.tags_mut().assign(hfn.raw(), size.frames(), true);
         self.backed_frames[size.index()] += size.frames();
         Ok(self.translate(mem, gfn).expect("just backed"))
     }

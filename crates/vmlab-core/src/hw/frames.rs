@@ -11,6 +11,7 @@
 //! table pages at random, so that matters.
 
 use crate::addr::{Hfn, Hpa, PageSize};
+use crate::hw::tags::TagTable;
 
 /// Entries in one 4 KiB table page.
 pub const ENTRIES_PER_TABLE: usize = 512;
@@ -39,6 +40,8 @@ pub struct HostMemory {
     pages: Vec<TablePage>,
     free_slots: Vec<u32>,
     allocator: FrameAllocator,
+    /// Memory tags: which frames belong to the VM (checked under TPT).
+    tags: TagTable,
 }
 
 impl HostMemory {
@@ -51,7 +54,17 @@ impl HostMemory {
             pages: Vec::new(),
             free_slots: Vec::new(),
             allocator: FrameAllocator::new(total_frames),
+            // The tag table occupies 16 bytes per frame right above RAM.
+            tags: TagTable::new(total_frames, bytes),
         }
+    }
+
+    pub fn tags(&self) -> &TagTable {
+        &self.tags
+    }
+
+    pub fn tags_mut(&mut self) -> &mut TagTable {
+        &mut self.tags
     }
 
     pub fn total_frames(&self) -> u64 {

@@ -101,6 +101,9 @@ pub enum Root {
     OneD { cr3: Hpa },
     /// A 2D walk: guest tables from a guest-physical root, each reference through the EPT.
     TwoD { guest_cr3: Gpa, eptp: Hpa },
+    /// A 1D walk of guest-built host-address tables (TPT): every table frame the walk
+    /// touches and the final frame must be tagged to the VM, checked before use.
+    Tagged { cr3: Hpa },
 }
 
 /// Event counters of the MMU (all exact).
@@ -125,6 +128,10 @@ pub struct MmuCounters {
     pub nested_tlb_misses: u64,
     /// Walks that ended in a fault (either dimension).
     pub faults: u64,
+    /// TLB fills checked against the memory tags, frames checked, and checks that failed.
+    pub tag_fills: u64,
+    pub tag_checks: u64,
+    pub tag_violations: u64,
 }
 
 impl MmuCounters {
@@ -145,6 +152,9 @@ impl MmuCounters {
             nested_tlb_hits: self.nested_tlb_hits - earlier.nested_tlb_hits,
             nested_tlb_misses: self.nested_tlb_misses - earlier.nested_tlb_misses,
             faults: self.faults - earlier.faults,
+            tag_fills: self.tag_fills - earlier.tag_fills,
+            tag_checks: self.tag_checks - earlier.tag_checks,
+            tag_violations: self.tag_violations - earlier.tag_violations,
         }
     }
 }
@@ -187,6 +197,9 @@ pub struct Mmu {
     sizes_in_use: u8,
     nested_sizes_in_use: u8,
     counters: MmuCounters,
+    /// Whether tag checks read the tag table through the caches (else they cost nothing
+    /// here and the cost model charges per fill).
+    tag_reads: bool,
 }
 
 impl Mmu {
@@ -206,7 +219,13 @@ impl Mmu {
             sizes_in_use: 0,
             nested_sizes_in_use: 0,
             counters: MmuCounters::default(),
+            tag_reads: false,
         }
+    }
+
+    /// Read tag-table entries through the cache hierarchy on every tag check.
+    pub fn set_tag_reads(&mut self, on: bool) {
+        self.tag_reads = on;
     }
 
     pub fn counters(&self) -> &MmuCounters {
@@ -322,6 +341,17 @@ impl Mmu {
                 let leaf = walk::<X86, _>(&mut tables, Some(&mut self.guest_caches), Dimension::Guest, cr3.raw(), va, levels, self.tag, write, &mut self.counters.guest_refs)?;
                 Ok((leaf.base, leaf.size, leaf.perms))
             }
+            Root::Tagged { cr3 } => {
+                self.counters.tag_fills += 1;
+                let mut tables = TaggedTables { mem, memory: &mut self.memory, counters: &mut self.counters, reads: self.tag_reads, va, write };
+                let mut refs = 0;
+                let leaf = walk::<X86, _>(&mut tables, Some(&mut self.guest_caches), Dimension::Guest, cr3.raw(), va, levels, self.tag, write, &mut refs);
+                tables.counters.guest_refs += refs;
+                let leaf = leaf?;
+                // The final frame is checked too; nothing is accessed if it fails.
+                tables.check(Hpa::new(leaf.output(va)).frame().raw())?;
+                Ok((leaf.base, leaf.size, leaf.perms))
+            }
             Root::TwoD { guest_cr3, eptp } => {
                 let mut nested = Nested {
                     mem,
@@ -353,7 +383,7 @@ impl Mmu {
     pub fn prefetch_stages(&self) -> u32 {
         match self.root {
             Root::None => 0,
-            Root::OneD { .. } => 2,
+            Root::OneD { .. } | Root::Tagged { .. } => 2,
             Root::TwoD { .. } => 2,
         }
     }
@@ -380,7 +410,7 @@ impl Mmu {
                 return;
             }
         }
-        let Root::OneD { cr3 } = self.root else { return };
+        let (Root::OneD { cr3 } | Root::Tagged { cr3 }) = self.root else { return };
         let mut probe = Probe { mem, memory: &self.memory, budget: stage, stopped: false };
         if let Some(leaf) = probe.walk::<X86>(cr3.raw(), va, self.levels) {
             if probe.budget == 0 && !probe.stopped {
@@ -493,6 +523,47 @@ impl Probe<'_> {
             table = F::frame_addr(entry);
         }
         None
+    }
+}
+
+/// Host-address tables built by a guest (TPT): each table frame is tag-checked before its
+/// entry is read, so a table in someone else's memory is never read.
+struct TaggedTables<'a> {
+    mem: &'a mut HostMemory,
+    memory: &'a mut MemoryHierarchy,
+    counters: &'a mut MmuCounters,
+    reads: bool,
+    va: u64,
+    write: bool,
+}
+
+impl TaggedTables<'_> {
+    fn check(&mut self, hfn: u64) -> Result<(), Fault> {
+        self.counters.tag_checks += 1;
+        if self.reads {
+            self.memory.access(Hpa::new(self.mem.tags().entry_addr(hfn)), Requester::Tag);
+        }
+        if self.mem.tags().owned(hfn) {
+            Ok(())
+        } else {
+            self.counters.tag_violations += 1;
+            Err(Fault { dimension: Dimension::Guest, addr: self.va, level: 0, kind: crate::hw::walker::FaultKind::TagViolation, write: self.write })
+        }
+    }
+}
+
+impl TableMemory for TaggedTables<'_> {
+    fn locate(&mut self, entry_addr: u64) -> Result<Hpa, Fault> {
+        self.check(entry_addr >> crate::addr::PAGE_SHIFT)?;
+        Ok(Hpa::new(entry_addr))
+    }
+    #[inline]
+    fn read(&mut self, at: Hpa) -> u64 {
+        self.memory.access(at, Requester::Walk);
+        self.mem.read_u64(at)
+    }
+    fn set_bits(&mut self, at: Hpa, bits: u64) {
+        self.mem.or_u64(at, bits)
     }
 }
 

@@ -7,4 +7,5 @@ pub mod mmu;
 pub mod prefetch;
 pub mod pte;
 pub mod simd;
+pub mod tags;
 pub mod walker;

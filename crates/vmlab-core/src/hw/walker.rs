@@ -24,6 +24,8 @@ pub enum Dimension {
 pub enum FaultKind {
     NotPresent,
     Protection,
+    /// A memory-tag check failed: the frame belongs to someone else (TPT isolation).
+    TagViolation,
 }
 
 /// An architectural translation fault: an ordinary value, handled by the OS (guest dimension)

@@ -97,6 +97,9 @@ pub enum SimError {
     Stuck { va: Gva, attempts: u32, fault: Fault },
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The hardware refused a translation to a frame tagged to someone else (TPT's isolation).
+    #[error("tag violation: the translation of {va:?} reaches a host frame the VM does not own")]
+    TagViolation { va: Gva },
 }
 
 /// The simulated machine with its software stack.
@@ -300,6 +303,9 @@ impl System {
 
     fn handle_fault(&mut self, fault: Fault) -> Result<(), SimError> {
         // (Kernel page faults go through the scheme's pv-ops; EPT violations to the VM.)
+        if fault.kind == crate::hw::walker::FaultKind::TagViolation {
+            return Err(SimError::TagViolation { va: Gva::new(fault.addr) });
+        }
         match fault.dimension {
             Dimension::Guest if self.paging == Paging::Shadow => {
                 // A fault in the shadow tables exits to the hypervisor first.
