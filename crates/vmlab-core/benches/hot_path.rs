@@ -64,6 +64,7 @@ fn system_with_region(paging: Paging, region: u64) -> System {
         guest_pages: PageSize::Size4K,
         pcid: true,
         shadow: None,
+        tag_reads: false,
         backing: BackingConfig {
             host_pages: PageSize::Size4K,
             fragmentation: 0.0,

@@ -125,6 +125,7 @@ fn memory_is_page_tables_not_data() {
         guest_pages: PageSize::Size4K,
         pcid: true,
         shadow: None,
+        tag_reads: false,
         backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 0 },
         tlb: profile.tlb.clone(),
         memory: profile.memory.clone(),

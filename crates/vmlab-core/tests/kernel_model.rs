@@ -26,6 +26,7 @@ fn system_with(paging: Paging, guest_pages: PageSize, pcid: bool, shadow: Option
         guest_pages,
         pcid,
         shadow,
+        tag_reads: false,
         backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 1 },
         tlb: profile.tlb.clone(),
         memory: profile.memory.clone(),

@@ -25,6 +25,7 @@ fn shadow_system(unsync: bool, bypass_not_present: bool, tlb: Option<TlbConfig>)
         guest_pages: PageSize::Size4K,
         pcid: true,
         shadow: Some(ShadowConfig { unsync, bypass_not_present, budget_pages: 100_000 }),
+        tag_reads: false,
         backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 1 },
         tlb: tlb.unwrap_or(profile.tlb.clone()),
         memory: profile.memory.clone(),

@@ -28,6 +28,10 @@ pub struct Events {
     /// Walk references (both dimensions) by the level that served them.
     pub walk_served: [u64; 4],
     pub stlb_hits: u64,
+    /// Memory-tag checks by the cache level that served their tag-table reads
+    /// (`check_cost = "per-frame"`), and TLB fills that were tag-checked.
+    pub tag_served: [u64; 4],
+    pub tag_fills: u64,
     pub exits: ExitCounters,
     /// What the kernel did in the interval.
     pub kernel: KernelCounters,
@@ -40,7 +44,7 @@ pub struct CycleBreakdown {
     pub compute: f64,
     /// Cycles of data-miss latency, divided by the misses in flight (all latency if dependent).
     pub data: f64,
-    /// Cycles of STLB hits and walk references, divided by the walks in flight.
+    /// Cycles of STLB hits, walk references and tag checks, divided by the walks in flight.
     pub walk: f64,
     /// Cycles spent in the hypervisor.
     pub exits: f64,
@@ -101,7 +105,13 @@ impl Profile {
             MemLevel::ALL.iter().map(|&l| counts[l as usize] as f64 * self.latency(l)).sum()
         };
         let compute = e.instructions / self.core.ipc;
-        let walk_latency = e.stlb_hits as f64 * self.latency.stlb_hit + served(&e.walk_served);
+        let tag_cycles = match self.tags.check_cost {
+            crate::hw::tags::TagCheckCost::None => 0.0,
+            crate::hw::tags::TagCheckCost::PerFill => e.tag_fills as f64 * self.tags.per_fill,
+            crate::hw::tags::TagCheckCost::PerFrame => served(&e.tag_served),
+        };
+        // Tag checks sit on the fill path: they add to the walk's latency.
+        let walk_latency = e.stlb_hits as f64 * self.latency.stlb_hit + served(&e.walk_served) + tag_cycles;
         let exits = e.exits.iter().map(|(r, n)| n as f64 * self.exit_cost(r)).sum();
         let kernel = self.kernel_cycles(&e.kernel);
         if dependent {

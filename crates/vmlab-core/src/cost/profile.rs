@@ -32,7 +32,17 @@ pub struct Profile {
     pub tlb: TlbConfig,
     pub memory: MemoryConfig,
     pub virt: VirtSection,
+    pub tags: TagsSection,
     pub kernel: KernelSection,
+}
+
+/// Memory tags (TPT's isolation): how a check's cost is modeled.
+#[derive(Clone, Debug, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TagsSection {
+    pub check_cost: crate::hw::tags::TagCheckCost,
+    /// Cycles per TLB fill when `check_cost = "per-fill"`.
+    pub per_fill: f64,
 }
 
 #[derive(Clone, Debug, Deserialize, serde::Serialize)]
@@ -170,6 +180,7 @@ impl Profile {
             ("virt.pf_reflect", self.virt.pf_reflect),
             ("virt.cr3_load", self.virt.cr3_load),
             ("virt.invlpg", self.virt.invlpg),
+            ("tags.per_fill", self.tags.per_fill),
             ("kernel.page_fault", self.kernel.page_fault),
             ("kernel.clear_page_4k", self.kernel.clear_page_4k),
             ("kernel.copy_page_4k", self.kernel.copy_page_4k),

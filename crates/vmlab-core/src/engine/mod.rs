@@ -10,6 +10,7 @@
 use crate::addr::{Gva, PageSize, PAGE_SIZE};
 use crate::cost::{Events, Profile};
 use crate::hv::shadow::ShadowConfig;
+use crate::hw::tags::TagCheckCost;
 use crate::hv::vm::BackingConfig;
 use crate::hv::ExitCounters;
 use crate::hw::cache::{MemoryStats, Requester};
@@ -114,6 +115,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<Run
         guest_memory: profile.machine.guest_memory,
         guest_pages: config.guest_pages,
         pcid: profile.kernel.pcid,
+        tag_reads: profile.tags.check_cost == TagCheckCost::PerFrame,
         shadow: Some(ShadowConfig {
             unsync: profile.virt.shadow_unsync,
             bypass_not_present: profile.virt.shadow_bypass_not_present,
@@ -277,6 +279,8 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
         data_served: memory.served[Requester::Data as usize],
         walk_served: memory.served[Requester::Walk as usize],
         stlb_hits: mmu.stlb_hits,
+        tag_served: memory.served[Requester::Tag as usize],
+        tag_fills: mmu.tag_fills,
         exits,
         kernel,
     };

@@ -33,8 +33,11 @@ impl Kernel {
                 .map_err(|existing| OsError::Overlap { start: r.start, len: r.len, existing: existing.start })?;
         }
         let pgd = self.alloc_table(pv, self.config.levels)?;
+        // The image is not the program TPT was enabled for (the artifact's task_name).
+        pv.mm_created(pgd, false);
         let current = self.current;
         let process = self.proc_mut(current)?;
+        process.devirt = false;
         let old_pgd = std::mem::replace(&mut process.pgd, pgd);
         let old_vmas = std::mem::replace(&mut process.vmas, vmas);
         let pcid = process.pcid;

@@ -17,6 +17,8 @@ impl Kernel {
         let parent = self.proc(self.current)?.clone();
         let child_pid = self.procs.len() as Pid;
         let child_pgd = self.alloc_table(pv, self.config.levels)?;
+        // Translation Pass-Through is not inherited across fork.
+        pv.mm_created(child_pgd, false);
         let levels = self.config.levels;
         let mut copied = Vec::new();
         for vma in parent.vmas.iter() {
@@ -47,6 +49,7 @@ impl Kernel {
             pgd: child_pgd,
             vmas: parent.vmas.clone(),
             pcid: self.pcid_for(child_pid),
+            devirt: false,
         }));
         self.counters.forks += 1;
         Ok(child_pid)

@@ -27,6 +27,9 @@ pub struct KernelConfig {
     pub thp: ThpPolicy,
     /// Tag TLB entries with a PCID per address space, so a context switch need not flush.
     pub pcid: bool,
+    /// The first process runs with Translation Pass-Through (the workload's own process under
+    /// `--paging tpt`). Forked children do not inherit it, as in the TPT artifact.
+    pub devirt_init: bool,
 }
 
 /// A process identifier. The first process is 0; every fork takes the next number.
@@ -122,6 +125,8 @@ pub struct Process {
     pub pgd: Gfn,
     pub vmas: VmaList,
     pub pcid: u16,
+    /// Runs with Translation Pass-Through.
+    pub devirt: bool,
 }
 
 /// Linux flushes the whole TLB instead of invalidating page by page past this many pages
@@ -148,7 +153,8 @@ impl Kernel {
             counters: KernelCounters::default(),
         };
         let pgd = kernel.alloc_table(pv, config.levels)?;
-        kernel.procs.push(Some(Process { pid: 0, parent: None, pgd, vmas: VmaList::default(), pcid: kernel.pcid_for(0) }));
+        pv.mm_created(pgd, config.devirt_init);
+        kernel.procs.push(Some(Process { pid: 0, parent: None, pgd, vmas: VmaList::default(), pcid: kernel.pcid_for(0), devirt: config.devirt_init }));
         pv.write_cr3(pgd, kernel.pcid_for(0), true);
         Ok(kernel)
     }

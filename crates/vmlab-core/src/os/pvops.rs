@@ -29,4 +29,7 @@ pub trait PvOps {
     fn invlpg(&mut self, va: Gva);
     /// Flush the current address space's translations.
     fn flush_tlb(&mut self);
+    /// A new address space with top-level table `pgd`; `devirt` when its process runs with
+    /// Translation Pass-Through (its tables get host-address copies). Most backends ignore it.
+    fn mm_created(&mut self, _pgd: Gfn, _devirt: bool) {}
 }

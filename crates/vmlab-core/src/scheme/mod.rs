@@ -8,6 +8,7 @@
 pub mod native;
 pub mod nested;
 pub mod shadow;
+pub mod tpt;
 
 use crate::addr::{Gfn, Gpa, Gva, Hfn, Hpa, PageSize};
 use crate::hv::vm::{BackingConfig, HvError, Vm};
@@ -20,6 +21,7 @@ use crate::os::{ImageRegion, Kernel, KernelConfig, OsError, Pid, PvOps, ThpPolic
 use crate::hv::shadow::{Ctx as ShadowCtx, ShadowConfig, ShadowMmu};
 use native::NativePvOps;
 use shadow::ShadowPvOps;
+use tpt::{Devirt, TptPvOps};
 use nested::NestedPvOps;
 
 /// How guest-virtual addresses become host-physical ones.
@@ -32,16 +34,20 @@ pub enum Paging {
     /// KVM-style shadow paging: the hypervisor's shadow tables, 1D walks; guest page-table
     /// writes, CR3 loads and flushes trap.
     Shadow,
+    /// Translation Pass-Through: the workload's process walks guest-built GVA->HPA tables
+    /// (1D) checked by memory tags; everything else runs on nested paging.
+    Tpt,
 }
 
 impl Paging {
-    pub const ALL: [Paging; 3] = [Paging::Native, Paging::Nested, Paging::Shadow];
+    pub const ALL: [Paging; 4] = [Paging::Native, Paging::Nested, Paging::Shadow, Paging::Tpt];
 
     pub fn name(self) -> &'static str {
         match self {
             Paging::Native => "native",
             Paging::Nested => "nested",
             Paging::Shadow => "shadow",
+            Paging::Tpt => "tpt",
         }
     }
 
@@ -50,6 +56,7 @@ impl Paging {
             Paging::Native => "bare metal: the OS's tables, 1D walks (up to 4 references)",
             Paging::Nested => "EPT/NPT: guest tables + host EPT, 2D walks (up to 24 references)",
             Paging::Shadow => "KVM shadow MMU: 1D walks of shadow tables; guest table writes, CR3 loads, INVLPG trap",
+            Paging::Tpt => "Translation Pass-Through: guest-built GVA->HPA tables, 1D walks with memory-tag checks",
         }
     }
 
@@ -79,6 +86,8 @@ pub struct SystemConfig {
     pub pcid: bool,
     /// Options of the shadow MMU; `None` is KVM's defaults.
     pub shadow: Option<ShadowConfig>,
+    /// TPT: read memory-tag entries through the cache hierarchy on every check.
+    pub tag_reads: bool,
     pub backing: BackingConfig,
     pub tlb: TlbConfig,
     pub memory: MemoryConfig,
@@ -109,6 +118,7 @@ pub struct System {
     mmu: Mmu,
     vm: Option<Vm>,
     shadow: Option<ShadowMmu>,
+    devirt: Option<Devirt>,
     kernel: Kernel,
 }
 
@@ -130,14 +140,31 @@ impl System {
             )));
         }
         let thp = if config.guest_pages == PageSize::Size2M { ThpPolicy::Always } else { ThpPolicy::Never };
-        let mut kernel_config = KernelConfig { memory: config.host_memory, levels: config.levels, thp, pcid: config.pcid };
+        let mut kernel_config = KernelConfig { memory: config.host_memory, levels: config.levels, thp, pcid: config.pcid, devirt_init: config.paging == Paging::Tpt };
         if config.paging.is_virtualized() && config.guest_memory > config.host_memory {
             return Err(SimError::Config("guest_memory exceeds host_memory".into()));
         }
+        if config.paging == Paging::Tpt && config.guest_pages > config.backing.host_pages {
+            return Err(SimError::Config("TPT maps a guest page with one devirt entry: guest pages of 2m need host pages of 2m or 1g".into()));
+        }
+        mmu.set_tag_reads(config.tag_reads);
+        let mut devirt = None;
         let (vm, shadow, kernel) = match config.paging {
             Paging::Native => {
                 let kernel = Kernel::boot(kernel_config, &mut NativePvOps { mem: &mut mem, mmu: &mut mmu })?;
                 (None, None, kernel)
+            }
+            Paging::Tpt => {
+                kernel_config.memory = config.guest_memory;
+                let mut vm = Vm::new(&mut mem, config.guest_memory, config.levels, config.backing)?;
+                let mut state = Devirt::default();
+                let mut pv = TptPvOps { mem: &mut mem, mmu: &mut mmu, vm: &mut vm, devirt: &mut state, error: None };
+                let kernel = Kernel::boot(kernel_config, &mut pv);
+                if let Some(e) = pv.error {
+                    return Err(e.into());
+                }
+                devirt = Some(state);
+                (Some(vm), None, kernel?)
             }
             Paging::Nested => {
                 kernel_config.memory = config.guest_memory;
@@ -162,7 +189,7 @@ impl System {
                 (Some(vm), Some(shadow), kernel?)
             }
         };
-        Ok(System { paging: config.paging, mem, mmu, vm, shadow, kernel })
+        Ok(System { paging: config.paging, mem, mmu, vm, shadow, devirt, kernel })
     }
 
     pub fn paging(&self) -> Paging {
@@ -188,6 +215,11 @@ impl System {
     /// The shadow MMU, under shadow paging.
     pub fn shadow(&self) -> Option<&ShadowMmu> {
         self.shadow.as_ref()
+    }
+
+    /// TPT's devirt state, under TPT.
+    pub fn devirt(&self) -> Option<&Devirt> {
+        self.devirt.as_ref()
     }
 
     /// Exits so far (none on a native machine).
@@ -252,7 +284,7 @@ impl System {
                 let vm = self.vm.as_mut()?;
                 kernel.lookup(&mut NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None }, pid, va)
             }
-            Paging::Shadow => {
+            Paging::Shadow | Paging::Tpt => {
                 // Read the guest's tables directly: a lookup must not trap or back memory.
                 let vm = self.vm.as_mut()?;
                 kernel.lookup(&mut NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None }, pid, va)
@@ -332,6 +364,16 @@ impl System {
             Paging::Nested => {
                 let vm = self.vm.as_mut().expect("nested paging has a VM");
                 let mut pv = NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None };
+                let result = f(&mut self.kernel, &mut pv);
+                if let Some(e) = pv.error {
+                    return Err(e.into());
+                }
+                Ok(result?)
+            }
+            Paging::Tpt => {
+                let vm = self.vm.as_mut().expect("TPT has a VM");
+                let devirt = self.devirt.as_mut().expect("TPT has devirt state");
+                let mut pv = TptPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, devirt, error: None };
                 let result = f(&mut self.kernel, &mut pv);
                 if let Some(e) = pv.error {
                     return Err(e.into());

@@ -89,6 +89,7 @@ impl Setup {
             guest_pages: self.guest_pages,
             pcid: true,
             shadow: None,
+            tag_reads: false,
             backing: BackingConfig { host_pages: self.host_pages, fragmentation: self.fragmentation, seed: self.seed },
             tlb: self.tlb.clone(),
             memory: self.memory.clone(),
