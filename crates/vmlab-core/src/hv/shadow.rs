@@ -228,7 +228,7 @@ impl ShadowMmu {
             changed |= self.update_entry(ctx, id, index, entry)?;
         }
         if changed {
-            ctx.mmu.invept();
+            ctx.mmu.flush_all();
         }
         self.ensure_root(ctx)
     }
@@ -243,7 +243,7 @@ impl ShadowMmu {
         for id in ids {
             self.zap(ctx, id);
         }
-        ctx.mmu.invept();
+        ctx.mmu.flush_all();
         self.ensure_root(ctx)
     }
 
@@ -339,7 +339,7 @@ impl ShadowMmu {
         if X86::is_present(old) {
             self.clear_spte(ctx, at);
             if old != spte {
-                ctx.mmu.invept();
+                ctx.mmu.flush_all();
             }
         }
         ctx.mem.write_u64(at, spte);
@@ -362,7 +362,7 @@ impl ShadowMmu {
         }
         if X86::is_present(spte) {
             self.clear_spte(ctx, at);
-            ctx.mmu.invept();
+            ctx.mmu.flush_all();
         }
         let child = self.get_or_create(ctx, gfn, role)?;
         ctx.mem.write_u64(at, X86::table(self.sp(child).hfn.addr().raw()));
@@ -418,7 +418,7 @@ impl ShadowMmu {
             }
         }
         if changed {
-            ctx.mmu.invept();
+            ctx.mmu.flush_all();
         }
     }
 
@@ -453,13 +453,13 @@ impl ShadowMmu {
             self.stats.syncs += 1;
         }
         if changed {
-            ctx.mmu.invept();
+            ctx.mmu.flush_all();
         }
     }
 
     fn sync_entry(&mut self, ctx: &mut Ctx, id: SpId, index: usize) {
         if self.sync_entry_quiet(ctx, id, index) {
-            ctx.mmu.invept();
+            ctx.mmu.flush_all();
         }
     }
 
@@ -559,7 +559,7 @@ impl ShadowMmu {
             Some(id) => {
                 self.zap(ctx, id);
                 self.stats.budget_zaps += 1;
-                ctx.mmu.invept();
+                ctx.mmu.flush_all();
                 true
             }
             None => false,

@@ -457,6 +457,14 @@ impl Mmu {
         self.guest_caches.flush_tag(tag);
     }
 
+    /// Drop every cached translation of every address space: TLBs, paging-structure caches of
+    /// both dimensions and GPA->HPA caches (a hypervisor's full flush after it changes tables
+    /// the hardware walks: shadow entries, devirt entries).
+    pub fn flush_all(&mut self) {
+        self.invept();
+        self.guest_caches.flush();
+    }
+
     /// Drop everything derived from the EPT (INVEPT, after the hypervisor removes or
     /// downgrades an EPT mapping): GPA->HPA caches, EPT walk caches and combined TLB entries.
     pub fn invept(&mut self) {

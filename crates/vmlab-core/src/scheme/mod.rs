@@ -222,6 +222,45 @@ impl System {
         self.devirt.as_ref()
     }
 
+    /// The probe of TPT's isolation: a malicious guest kernel points the devirt entry at
+    /// `level` on the path of `va` (level 1 = the leaf) at a host frame of someone else (a
+    /// fresh frame the VM does not own), then the process accesses `va`. Returns whether the
+    /// access reached the foreign frame (it must not); the entry is restored afterwards.
+    pub fn tpt_foreign_access(&mut self, va: Gva, level: u8, write: bool) -> Result<bool, SimError> {
+        let devirt = self.devirt.as_ref().ok_or(SimError::Config("the isolation probe needs --paging tpt".into()))?;
+        // The devirt tables of the running process, walked by the guest in software.
+        let pgd = self.kernel.pgd();
+        let mut table = devirt.copy_of(pgd).ok_or(SimError::Config("the running process is not a TPT process".into()))?;
+        let levels = self.mmu.levels();
+        let mut at = None;
+        for l in (1..=levels).rev() {
+            let slot = table.addr_at(((va.raw() >> crate::hw::walker::level_shift(l)) & 0x1ff) * 8);
+            let entry = self.mem.read_u64(slot);
+            if l == level {
+                at = Some((slot, entry));
+                break;
+            }
+            if entry & crate::hw::pte::X86::PRESENT == 0 || entry & crate::hw::pte::X86::LARGE_PAGE != 0 {
+                break;
+            }
+            table = Hpa::new(entry & crate::hw::pte::FRAME_MASK).frame();
+        }
+        let (slot, entry) = at.ok_or(SimError::Config(format!("no devirt entry at level {level} for {va:?}; touch the page first")))?;
+        let foreign = self.mem.alloc(PageSize::Size4K)?;
+        self.mem.write_u64(slot, (entry & !crate::hw::pte::FRAME_MASK) | foreign.addr().raw());
+        self.mmu.flush_all();
+        let data_before = self.mmu.memory().stats().total(crate::hw::cache::Requester::Data);
+        let result = self.mmu.access(&mut self.mem, va, write);
+        let reached = match result {
+            Ok(hpa) => hpa.frame() == foreign || !self.mem.tags().owned(hpa.frame().raw()),
+            Err(_) => self.mmu.memory().stats().total(crate::hw::cache::Requester::Data) != data_before,
+        };
+        self.mem.write_u64(slot, entry);
+        self.mmu.flush_all();
+        self.mem.free(foreign, PageSize::Size4K);
+        Ok(reached)
+    }
+
     /// Exits so far (none on a native machine).
     pub fn exits(&self) -> ExitCounters {
         self.vm.as_ref().map(|vm| *vm.exits()).unwrap_or_default()

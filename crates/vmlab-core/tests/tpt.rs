@@ -1,0 +1,121 @@
+//! Translation Pass-Through: devirt copies, 1D tagged walks, and isolation.
+
+use proptest::prelude::*;
+use vmlab_core::addr::{Gfn, Gva, Hpa, PageSize};
+use vmlab_core::cost::Profile;
+use vmlab_core::hv::vm::BackingConfig;
+use vmlab_core::hw::mmu::{Root, TlbConfig};
+use vmlab_core::hw::pte::{X86, FRAME_MASK};
+use vmlab_core::hw::walker::level_shift;
+use vmlab_core::scheme::{Paging, System, SystemConfig};
+
+const REGION: u64 = 0x4000_0000_00;
+const PAGE: u64 = 4096;
+
+fn va(page: u64) -> Gva {
+    Gva::new(REGION + page * PAGE)
+}
+
+fn tpt(tlb: Option<TlbConfig>) -> System {
+    let profile = Profile::builtin("skylake").unwrap();
+    System::new(&SystemConfig {
+        paging: Paging::Tpt,
+        levels: 4,
+        host_memory: 16 << 30,
+        guest_memory: 4 << 30,
+        guest_pages: PageSize::Size4K,
+        pcid: true,
+        shadow: None,
+        tag_reads: false,
+        backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 1 },
+        tlb: tlb.unwrap_or(profile.tlb.clone()),
+        memory: profile.memory.clone(),
+    })
+    .unwrap()
+}
+
+/// The devirt leaf entry for `va`, walked in software from the running process's copy.
+fn devirt_leaf(sys: &System, va: Gva) -> u64 {
+    let mut table = sys.devirt().unwrap().copy_of(sys.kernel().pgd()).unwrap();
+    for level in (2..=4u8).rev() {
+        let entry = sys.host_memory().read_u64(table.addr_at(((va.raw() >> level_shift(level)) & 0x1ff) * 8));
+        table = Hpa::new(entry & FRAME_MASK).frame();
+    }
+    sys.host_memory().read_u64(table.addr_at(((va.raw() >> 12) & 0x1ff) * 8))
+}
+
+#[test]
+fn a_tpt_walk_is_one_dimensional_and_checks_every_frame_it_touches() {
+    let mut sys = tpt(Some(TlbConfig::all_disabled()));
+    sys.mmap(va(0), PAGE, true).unwrap();
+    sys.access(va(0), true).unwrap();
+    assert!(matches!(sys.mmu().root(), Root::Tagged { .. }));
+    let before = *sys.mmu().counters();
+    sys.access(va(0), false).unwrap();
+    let d = sys.mmu().counters().since(&before);
+    // 4 table frames and the data frame.
+    assert_eq!((d.walks, d.guest_refs, d.ept_refs, d.tag_fills, d.tag_checks, d.tag_violations), (1, 4, 0, 1, 5, 0));
+}
+
+#[test]
+fn devirt_copies_hold_host_frames_and_take_the_hardware_dirty_bits() {
+    let mut sys = tpt(None);
+    sys.mmap(va(0), 64 * PAGE, true).unwrap();
+    for page in 0..64 {
+        sys.access(va(page), false).unwrap();
+    }
+    let stats = *sys.devirt().unwrap().stats();
+    // PML4 at boot, then PDPT, PD, PT: one copy each; every leaf copied once.
+    assert_eq!(stats.copies_allocated, 4);
+    assert_eq!(stats.gfn_to_hfn_reads, 64);
+    for page in 0..64 {
+        let (gfn, _, _) = sys.kernel_lookup(0, va(page)).unwrap();
+        let leaf = devirt_leaf(&sys, va(page));
+        assert_eq!(Some(Hpa::new(leaf & FRAME_MASK).frame()), sys.host_frame(gfn));
+        assert_eq!(leaf & X86::DIRTY_BIT, 0, "read faults leave the page clean");
+    }
+    sys.access(va(7), true).unwrap();
+    assert_ne!(devirt_leaf(&sys, va(7)) & X86::DIRTY_BIT, 0, "the hardware dirtied the copy");
+}
+
+#[test]
+fn forked_children_run_on_nested_paging() {
+    let mut sys = tpt(None);
+    sys.mmap(va(0), PAGE, true).unwrap();
+    sys.access(va(0), true).unwrap();
+    let child = sys.fork().unwrap();
+    sys.switch_to(child).unwrap();
+    assert!(matches!(sys.mmu().root(), Root::TwoD { .. }));
+    sys.access(va(0), true).unwrap();
+    sys.exit(0).unwrap();
+    assert!(matches!(sys.mmu().root(), Root::Tagged { .. }));
+    // The parent's copies were not touched by the child's tables.
+    let (gfn, _, _) = sys.kernel_lookup(0, va(0)).unwrap();
+    assert_eq!(Some(Hpa::new(devirt_leaf(&sys, va(0)) & FRAME_MASK).frame()), sys.host_frame(gfn));
+    let _ = Gfn::new(0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// A guest that writes a foreign host frame into its devirt tables, at any level, never
+    /// reaches it: the tag check refuses, nothing is read or written.
+    #[test]
+    fn foreign_frames_in_devirt_tables_are_never_reached(pages in proptest::collection::vec((0..512u64, 1..=4u8, any::<bool>()), 1..16)) {
+        let mut sys = tpt(None);
+        sys.mmap(va(0), 512 * PAGE, true).unwrap();
+        for &(page, _, _) in &pages {
+            sys.access(va(page), true).unwrap();
+        }
+        for &(page, level, write) in &pages {
+            let violations = sys.mmu().counters().tag_violations;
+            let reached = sys.tpt_foreign_access(va(page), level, write).unwrap();
+            prop_assert!(!reached, "page {} level {}", page, level);
+            prop_assert_eq!(sys.mmu().counters().tag_violations, violations + 1);
+            // The process goes on, translating as before.
+            let (gfn, _, _) = sys.kernel_lookup(0, va(page)).unwrap();
+            let hpa = sys.access(va(page), write).unwrap();
+            prop_assert_eq!(Some(hpa.frame()), sys.host_frame(gfn));
+        }
+    }
+}
