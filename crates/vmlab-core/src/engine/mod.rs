@@ -347,6 +347,8 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
         vm_exits: exits.total(),
         exits_by_reason: exits_by_reason(&exits),
         page_faults: kernel.page_faults,
+        tag_checks: mmu.tag_checks,
+        tag_violations: mmu.tag_violations,
         forks: kernel.forks,
         cow_faults: kernel.cow_faults,
         context_switches: kernel.context_switches,

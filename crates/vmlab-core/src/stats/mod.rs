@@ -92,6 +92,9 @@ pub struct RunReport {
     pub vm_exits: u64,
     pub exits_by_reason: BTreeMap<&'static str, u64>,
     pub page_faults: u64,
+    /// Memory-tag checks (TPT): frames checked, and checks that refused a translation.
+    pub tag_checks: u64,
+    pub tag_violations: u64,
     /// Kernel events of the measured phase (forks, copy-on-write faults, context switches, ...).
     pub forks: u64,
     pub cow_faults: u64,
