@@ -193,6 +193,9 @@ fn os_op(sys: &mut System, op: Op, progress: &mut dyn FnMut(Progress)) -> Result
         Op::Switch { pid } => sys.switch_to(pid)?,
         Op::Exec => sys.exec(&crate::os::SMALL_IMAGE)?,
         Op::Exit { next } => sys.exit(next)?,
+        Op::ForeignProbe { va, level, write } => {
+            sys.tpt_foreign_access(va, level, write)?;
+        }
         Op::TouchPages { start, len, write } => {
             let pages = len / PAGE_SIZE;
             for page in 0..pages {
@@ -349,6 +352,7 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
         page_faults: kernel.page_faults,
         tag_checks: mmu.tag_checks,
         tag_violations: mmu.tag_violations,
+        foreign_accesses: sys.foreign_accesses(),
         forks: kernel.forks,
         cow_faults: kernel.cow_faults,
         context_switches: kernel.context_switches,

@@ -120,6 +120,8 @@ pub struct System {
     shadow: Option<ShadowMmu>,
     devirt: Option<Devirt>,
     kernel: Kernel,
+    /// Probe accesses that reached a frame the VM does not own.
+    foreign_accesses: u64,
 }
 
 /// A fault the hardware keeps raising after this many handling rounds is a bug, not a
@@ -189,7 +191,7 @@ impl System {
                 (Some(vm), Some(shadow), kernel?)
             }
         };
-        Ok(System { paging: config.paging, mem, mmu, vm, shadow, devirt, kernel })
+        Ok(System { paging: config.paging, mem, mmu, vm, shadow, devirt, kernel, foreign_accesses: 0 })
     }
 
     pub fn paging(&self) -> Paging {
@@ -258,7 +260,13 @@ impl System {
         self.mem.write_u64(slot, entry);
         self.mmu.flush_all();
         self.mem.free(foreign, PageSize::Size4K);
+        self.foreign_accesses += reached as u64;
         Ok(reached)
+    }
+
+    /// Isolation-probe accesses that reached a frame the VM does not own.
+    pub fn foreign_accesses(&self) -> u64 {
+        self.foreign_accesses
     }
 
     /// Exits so far (none on a native machine).

@@ -95,6 +95,9 @@ pub struct RunReport {
     /// Memory-tag checks (TPT): frames checked, and checks that refused a translation.
     pub tag_checks: u64,
     pub tag_violations: u64,
+    /// Accesses that reached a host frame the VM does not own (the isolation probe's
+    /// verdict: must be 0), over the whole run.
+    pub foreign_accesses: u64,
     /// Kernel events of the measured phase (forks, copy-on-write faults, context switches, ...).
     pub forks: u64,
     pub cow_faults: u64,

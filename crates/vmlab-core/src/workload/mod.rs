@@ -72,6 +72,10 @@ pub enum Op {
     Exec,
     /// The running process exits; `next` runs after it (e.g. the parent in waitpid).
     Exit { next: u32 },
+    /// TPT's isolation probe: the guest kernel points the devirt entry at `level` (1 = leaf)
+    /// on the path of `va` at another VM's host frame, and the process accesses `va` through
+    /// it. Only under `--paging tpt`; `va` must be mapped and touched.
+    ForeignProbe { va: Gva, level: u8, write: bool },
 }
 
 /// A program, as the stream of operations it performs.
