@@ -328,8 +328,10 @@ impl Cache {
                 // aged `ways - 1`). Empty ways are aged 15 and valid ones below the number of
                 // valid ways, so the first way aged at least `ways - 1` is that victim either way.
                 let way = (age_at_least(entries, ways as u32 - 1) & way_mask).trailing_zeros() as usize;
-                entries[way] = tag | STATE_MASK; // oldest possible age, then made youngest
-                touch_lru(entries, way);
+                // Every valid way is younger than the victim and ages by one (the victim's own
+                // age is overwritten).
+                age_younger_than(entries, STATE_MASK);
+                entries[way] = tag;
             }
             Replacement::Srrip | Replacement::Drrip => {
                 let empty = tag_mask(entries, 0) & way_mask;
@@ -404,11 +406,19 @@ fn age_at_least(entries: &[u32; MAX_WAYS as usize], state: u32) -> u32 {
 /// exact LRU.
 #[inline]
 fn touch_lru(entries: &mut [u32; MAX_WAYS as usize], way: usize) {
-    let age = entries[way] & STATE_MASK;
+    let entry = entries[way];
+    age_younger_than(entries, entry & STATE_MASK);
+    // A plain store of a value known beforehand: reading the lane back right after the
+    // vector stores would stall on store forwarding.
+    entries[way] = entry & !STATE_MASK;
+}
+
+/// Add one to the age of every lane younger than `age`.
+#[inline]
+fn age_younger_than(entries: &mut [u32; MAX_WAYS as usize], age: u32) {
     for e in entries.iter_mut() {
         *e += (*e & STATE_MASK < age) as u32;
     }
-    entries[way] &= !STATE_MASK;
 }
 
 /// First way with RRPV 3 in a full set, after aging the set. Adding `3 - max` at once is the
