@@ -93,7 +93,7 @@ type Lanes = [u8; LANES];
 pub struct TranslationCache {
     /// Associativity; 0 when disabled (then all slices are empty).
     ways: usize,
-    /// Groups of [`LANES`] lanes per set.
+    /// Groups of [`LANES`] lanes per set: 1, 2 or 4 (the ways rounded up; 0 when disabled).
     groups: usize,
     /// `sets - 1`: the set index is `key & set_mask`.
     set_mask: u64,
@@ -117,6 +117,18 @@ fn fingerprint(key: u64) -> u8 {
     print.max(1)
 }
 
+/// Calls `$self.$method::<G>($args)` with the set's group count `G` as a constant (1, 2 or
+/// 4; a cache with 33 to 48 ways is padded to 4 groups), so the lane loops unroll.
+macro_rules! by_groups {
+    ($self:ident . $method:ident ( $($arg:expr),* )) => {
+        match $self.groups {
+            1 => $self.$method::<1>($($arg),*),
+            2 => $self.$method::<2>($($arg),*),
+            _ => $self.$method::<4>($($arg),*),
+        }
+    };
+}
+
 impl TranslationCache {
     /// Builds an empty cache. Assumes `cfg` passed [`TranslationCacheConfig::validate`].
     pub fn new(cfg: &TranslationCacheConfig) -> Self {
@@ -126,7 +138,7 @@ impl TranslationCache {
         } else {
             (cfg.ways as usize, (cfg.entries / cfg.ways) as usize)
         };
-        let groups = ways.div_ceil(LANES);
+        let groups = ways.div_ceil(LANES).next_power_of_two();
         Self {
             ways,
             groups,
@@ -150,17 +162,27 @@ impl TranslationCache {
         (key & self.set_mask) as usize
     }
 
+    #[inline(always)]
+    fn prints_of<const G: usize>(&self, set: usize) -> &[Lanes; G] {
+        self.prints[set * G..set * G + G].try_into().unwrap()
+    }
+
+    #[inline(always)]
+    fn ranks_of<const G: usize>(&mut self, set: usize) -> &mut [Lanes; G] {
+        (&mut self.ranks[set * G..set * G + G]).try_into().unwrap()
+    }
+
     /// Way of `set` holding a valid entry for `key`.
     #[inline(always)]
-    fn find(&self, set: usize, key: u64) -> Option<usize> {
+    fn find<const G: usize>(&self, set: usize, key: u64) -> Option<usize> {
         let print = fingerprint(key);
-        let first = set * self.groups;
-        for g in 0..self.groups {
+        let entries = &self.entries[set * self.ways..(set + 1) * self.ways];
+        for (g, lanes) in self.prints_of::<G>(set).iter().enumerate() {
             // Empty ways and padding lanes hold 0, which no key's fingerprint is.
-            let mut candidates = crate::hw::simd::eq_mask_u8x16(&self.prints[first + g], print);
+            let mut candidates = crate::hw::simd::eq_mask_u8x16(lanes, print);
             while candidates != 0 {
                 let way = g * LANES + candidates.trailing_zeros() as usize;
-                if self.entries[set * self.ways + way].0 == key {
+                if entries[way].0 == key {
                     return Some(way);
                 }
                 candidates &= candidates - 1;
@@ -171,16 +193,16 @@ impl TranslationCache {
 
     /// Make `way` of `set` the most recently used: every way more recent than it ages by one
     /// (empty ways, ranked [`EMPTY`], never do).
-    #[inline]
-    fn touch(&mut self, set: usize, way: usize) {
-        let groups = &mut self.ranks[set * self.groups..(set + 1) * self.groups];
-        let rank = groups[way / LANES][way % LANES];
-        for lanes in groups.iter_mut() {
+    #[inline(always)]
+    fn touch<const G: usize>(&mut self, set: usize, way: usize) {
+        let ranks = self.ranks_of::<G>(set);
+        let rank = ranks[way / LANES][way % LANES];
+        for lanes in ranks.iter_mut() {
             for r in lanes.iter_mut() {
                 *r += (*r < rank) as u8;
             }
         }
-        groups[way / LANES][way % LANES] = 0;
+        ranks[way / LANES][way % LANES] = 0;
     }
 
     /// Remove `way` of `set`: every way older than it gets one rank younger.
@@ -204,10 +226,15 @@ impl TranslationCache {
         if self.ways == 0 {
             return None;
         }
+        by_groups!(self.lookup_in(key))
+    }
+
+    #[inline(always)]
+    fn lookup_in<const G: usize>(&mut self, key: u64) -> Option<u64> {
         let set = self.set_of(key);
-        match self.find(set, key) {
+        match self.find::<G>(set, key) {
             Some(way) => {
-                self.touch(set, way);
+                self.touch::<G>(set, way);
                 self.hits += 1;
                 Some(self.entries[set * self.ways + way].1)
             }
@@ -225,7 +252,8 @@ impl TranslationCache {
             return None;
         }
         let set = self.set_of(key);
-        self.find(set, key).map(|way| self.entries[set * self.ways + way].1)
+        let way = by_groups!(self.find(set, key))?;
+        Some(self.entries[set * self.ways + way].1)
     }
 
     /// Inserts `key -> value` as the most recently used entry of its set, overwriting an
@@ -235,9 +263,7 @@ impl TranslationCache {
         if self.ways == 0 {
             return;
         }
-        let set = self.set_of(key);
-        let way = self.find(set, key).unwrap_or_else(|| self.victim(set));
-        self.put(set, way, key, value);
+        by_groups!(self.fill_in(key, value, true))
     }
 
     /// Inserts `key -> value`, which the caller knows is not cached (it just missed), as the
@@ -247,24 +273,32 @@ impl TranslationCache {
         if self.ways == 0 {
             return;
         }
+        by_groups!(self.fill_in(key, value, false))
+    }
+
+    #[inline(always)]
+    fn fill_in<const G: usize>(&mut self, key: u64, value: u64, search: bool) {
         let set = self.set_of(key);
-        debug_assert!(self.find(set, key).is_none(), "fill_absent of a cached key {key:#x}");
-        let way = self.victim(set);
-        self.put(set, way, key, value);
+        let existing = if search { self.find::<G>(set, key) } else { None };
+        debug_assert!(search || self.find::<G>(set, key).is_none(), "fill_absent of a cached key {key:#x}");
+        let way = existing.unwrap_or_else(|| self.victim::<G>(set));
+        self.entries[set * self.ways + way] = (key, value);
+        self.prints[set * G + way / LANES][way % LANES] = fingerprint(key);
+        self.valid[set] |= 1 << way;
+        self.touch::<G>(set, way);
     }
 
     /// An empty way of `set`, else its least recently used one.
-    #[inline]
-    fn victim(&self, set: usize) -> usize {
-        let full = if self.ways == 64 { u64::MAX } else { (1u64 << self.ways) - 1 };
+    #[inline(always)]
+    fn victim<const G: usize>(&mut self, set: usize) -> usize {
+        let full = u64::MAX >> (64 - self.ways);
         let empty = !self.valid[set] & full;
         if empty != 0 {
             return empty.trailing_zeros() as usize;
         }
         // A full set's ranks are 0..ways, each once.
         let oldest = (self.ways - 1) as u8;
-        let groups = &self.ranks[set * self.groups..(set + 1) * self.groups];
-        for (g, lanes) in groups.iter().enumerate() {
+        for (g, lanes) in self.ranks_of::<G>(set).iter().enumerate() {
             let at = crate::hw::simd::eq_mask_u8x16(lanes, oldest);
             if at != 0 {
                 return g * LANES + at.trailing_zeros() as usize;
@@ -273,21 +307,13 @@ impl TranslationCache {
         0
     }
 
-    #[inline]
-    fn put(&mut self, set: usize, way: usize, key: u64, value: u64) {
-        self.entries[set * self.ways + way] = (key, value);
-        self.prints[set * self.groups + way / LANES][way % LANES] = fingerprint(key);
-        self.valid[set] |= 1 << way;
-        self.touch(set, way);
-    }
-
     /// Drops the entry for `key`, if present.
     pub fn invalidate(&mut self, key: u64) {
         if self.ways == 0 {
             return;
         }
         let set = self.set_of(key);
-        if let Some(way) = self.find(set, key) {
+        if let Some(way) = by_groups!(self.find(set, key)) {
             self.remove(set, way);
         }
     }
