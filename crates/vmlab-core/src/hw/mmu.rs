@@ -22,7 +22,8 @@ use crate::addr::{Gpa, Gva, Hpa, PageSize};
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
 use crate::hw::cache::{MemoryConfig, MemoryHierarchy, Requester};
 use crate::hw::frames::HostMemory;
-use crate::hw::pte::{Ept, Perms, X86, FRAME_MASK};
+use crate::hw::prefetch::{Lookahead, Next};
+use crate::hw::pte::{EntryFormat, Ept, Perms, X86, FRAME_MASK};
 use crate::hw::walker::{walk, Dimension, Fault, Leaf, TableMemory, WalkCaches, TAG_SHIFT};
 
 /// Geometry of every translation structure; `entries = 0` disables one.
@@ -200,6 +201,8 @@ pub struct Mmu {
     /// Whether tag checks read the tag table through the caches (else they cost nothing
     /// here and the cost model charges per fill).
     tag_reads: bool,
+    /// Where the look-ahead of coming accesses stands (prefetching only).
+    lookahead: Lookahead,
 }
 
 impl Mmu {
@@ -220,6 +223,7 @@ impl Mmu {
             nested_sizes_in_use: 0,
             counters: MmuCounters::default(),
             tag_reads: false,
+            lookahead: Lookahead::default(),
         }
     }
 
@@ -377,46 +381,155 @@ impl Mmu {
     }
 
     /// How many prefetch stages a coming access needs under the current root: one per
-    /// leaf-level entry a walk reads from a large table (the guest's leaf, and under nested
-    /// paging the EPT leaves of the guest page table and of the data page), plus one for
-    /// the data line.
+    /// leaf-level entry a walk reads from a large table (the guest's or native leaf, and
+    /// under nested paging the EPT leaf of the data page), plus one for the data line.
     pub fn prefetch_stages(&self) -> u32 {
         match self.root {
             Root::None => 0,
             Root::OneD { .. } | Root::Tagged { .. } => 2,
-            Root::TwoD { .. } => 2,
+            Root::TwoD { .. } => 3,
         }
     }
 
     /// Prefetch, in the host, what a coming access to `va` will touch; no simulated effect.
     ///
-    /// A side-effect-free translation that reads at most `stage` level-1 entries (upper
-    /// levels are few and stay in the host's caches) and prefetches the next one, or the
-    /// data line's cache sets once the translation is complete. Called for stages 0, 1, ...
-    /// over a batch of coming accesses, it lets the host overlap the misses that a
-    /// random-access workload causes in the simulator's own tables.
+    /// Called for stages 0, 1, ... over a batch of coming accesses (each stage for the whole
+    /// batch before the next), so the host overlaps the misses a random-access workload
+    /// causes in the simulator's own tables. Stage 0 walks the upper levels functionally (no
+    /// caches, counters or A/D updates) and prefetches the leaf-level entry; each later
+    /// stage reads what the previous one prefetched and prefetches the next entry, or the
+    /// cache sets of the data line. See [`crate::hw::prefetch`].
     pub fn prefetch(&self, mem: &HostMemory, va: Gva, stage: u32) {
         let va = va.raw();
+        if stage == 0 {
+            self.lookahead.start(va, self.lookahead_start(mem, va));
+        } else if let Some((slot, next)) = self.lookahead.resume(stage, va) {
+            if next != Next::Done {
+                self.lookahead.update(slot, self.lookahead_continue(mem, va, next));
+            }
+        }
+    }
+
+    fn lookahead_start(&self, mem: &HostMemory, va: u64) -> Next {
+        // A translation the L1 DTLB holds: only the data line is left.
         for size in PageSize::ALL {
             if self.sizes_in_use & (1 << size.index()) == 0 {
                 continue;
             }
-            let key = tlb_key(va, size, self.tag);
-            let second_level = if size == PageSize::Size1G { &self.stlb_1g } else { &self.stlb };
-            if let Some(value) = self.l1[size.index()].peek(key).or_else(|| second_level.peek(key)) {
-                if stage == 0 {
-                    self.memory.prefetch(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
+            if let Some(value) = self.l1[size.index()].peek(tlb_key(va, size, self.tag)) {
+                self.memory.prefetch(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
+                return Next::Done;
+            }
+        }
+        match self.root {
+            Root::None => Next::Done,
+            Root::OneD { cr3 } | Root::Tagged { cr3 } => match probe::<X86>(mem, cr3.raw(), va, self.levels, Some) {
+                Probe::Entry(at) => {
+                    self.prefetch_entry(mem, at);
+                    Next::GuestLeaf { at }
                 }
-                return;
+                Probe::Output(hpa) => {
+                    self.memory.prefetch(Hpa::new(hpa));
+                    Next::Done
+                }
+                Probe::Fault => Next::Done,
+            },
+            Root::TwoD { guest_cr3, eptp } => {
+                let to_host = |gpa| self.guest_table_to_host(mem, gpa, eptp, false);
+                match probe::<X86>(mem, guest_cr3.raw(), va, self.levels, to_host) {
+                    Probe::Entry(gpa) => match self.guest_table_to_host(mem, gpa, eptp, true) {
+                        Some(at) => {
+                            self.prefetch_entry(mem, at);
+                            Next::GuestLeaf { at }
+                        }
+                        None => Next::Done,
+                    },
+                    Probe::Output(gpa) => self.lookahead_ept(mem, gpa, eptp),
+                    Probe::Fault => Next::Done,
+                }
             }
         }
-        let (Root::OneD { cr3 } | Root::Tagged { cr3 }) = self.root else { return };
-        let mut probe = Probe { mem, memory: &self.memory, budget: stage, stopped: false };
-        if let Some(leaf) = probe.walk::<X86>(cr3.raw(), va, self.levels) {
-            if probe.budget == 0 && !probe.stopped {
-                self.memory.prefetch(Hpa::new(leaf.output(va)));
+    }
+
+    fn lookahead_continue(&self, mem: &HostMemory, va: u64, next: Next) -> Next {
+        match next {
+            Next::Done => Next::Done,
+            Next::GuestLeaf { at } => {
+                let entry = mem.read_u64(Hpa::new(at));
+                if !X86::is_present(entry) {
+                    return Next::Done;
+                }
+                let out = X86::frame_addr(entry) | (va & (PageSize::Size4K.bytes() - 1));
+                match self.root {
+                    Root::TwoD { eptp, .. } => self.lookahead_ept(mem, out, eptp),
+                    _ => {
+                        self.memory.prefetch(Hpa::new(out));
+                        Next::Done
+                    }
+                }
+            }
+            Next::EptLeaf { at, gpa } => {
+                let entry = mem.read_u64(Hpa::new(at));
+                if Ept::is_present(entry) {
+                    self.memory.prefetch(Hpa::new(Ept::frame_addr(entry) | (gpa & (PageSize::Size4K.bytes() - 1))));
+                }
+                Next::Done
             }
         }
+    }
+
+    /// Walk the EPT for the data address `gpa` down to its leaf-level entry and prefetch it.
+    fn lookahead_ept(&self, mem: &HostMemory, gpa: u64, eptp: Hpa) -> Next {
+        match probe::<Ept>(mem, eptp.raw(), gpa, self.levels, Some) {
+            Probe::Entry(at) => {
+                self.prefetch_entry(mem, at);
+                Next::EptLeaf { at, gpa }
+            }
+            Probe::Output(hpa) => {
+                self.memory.prefetch(Hpa::new(hpa));
+                Next::Done
+            }
+            Probe::Fault => Next::Done,
+        }
+    }
+
+    /// Prefetch a table entry the walk will read, and the cache sets its line maps to.
+    #[inline]
+    fn prefetch_entry(&self, mem: &HostMemory, at: u64) {
+        mem.prefetch(Hpa::new(at));
+        self.memory.prefetch(Hpa::new(at));
+    }
+
+    /// The host address of the guest table entry at guest-physical `gpa`: the table's frame
+    /// as last seen, else from a functional EPT walk (and then remembered). With `leaf`, the
+    /// EPT leaf entry mapping the table is prefetched in any case: the walk will read it
+    /// (the nested TLB rarely holds the translation of one of many leaf-level tables).
+    fn guest_table_to_host(&self, mem: &HostMemory, gpa: u64, eptp: Hpa, leaf: bool) -> Option<u64> {
+        let offset = gpa & (PageSize::Size4K.bytes() - 1);
+        let gfn = gpa >> PageSize::Size4K.shift();
+        let known = self.lookahead.table_frame(gfn);
+        if let (Some(hfn), false) = (known, leaf) {
+            return Some(hfn << PageSize::Size4K.shift() | offset);
+        }
+        let hpa = match probe::<Ept>(mem, eptp.raw(), gpa, self.levels, Some) {
+            Probe::Entry(at) => {
+                if leaf {
+                    self.prefetch_entry(mem, at);
+                }
+                if let Some(hfn) = known {
+                    return Some(hfn << PageSize::Size4K.shift() | offset);
+                }
+                let entry = mem.read_u64(Hpa::new(at));
+                if !Ept::is_present(entry) {
+                    return None;
+                }
+                Ept::frame_addr(entry) | offset
+            }
+            Probe::Output(hpa) => hpa,
+            Probe::Fault => return None,
+        };
+        self.lookahead.remember_table_frame(gfn, hpa >> PageSize::Size4K.shift());
+        Some(hpa)
     }
 
     /// What the TLBs of the running context hold for `va`, without side effects: the host
@@ -497,41 +610,36 @@ impl Mmu {
     }
 }
 
-/// A functional walk for prefetching: reads entries directly (no caches, no counters, no
-/// A/D updates) and stops at the first level-1 entry beyond its budget, prefetching it.
-struct Probe<'a> {
-    mem: &'a HostMemory,
-    memory: &'a MemoryHierarchy,
-    budget: u32,
-    stopped: bool,
+/// Where a functional walk for prefetching ended.
+enum Probe {
+    /// At the leaf-level entry at this address of the table space (not read).
+    Entry(u64),
+    /// At a large leaf: the output address.
+    Output(u64),
+    /// At a missing entry.
+    Fault,
 }
 
-impl Probe<'_> {
-    fn walk<F: crate::hw::pte::EntryFormat>(&mut self, root: u64, addr: u64, levels: u8) -> Option<Leaf> {
-        let mut table = root & FRAME_MASK;
-        for level in (1..=levels).rev() {
-            let at = Hpa::new(table + ((addr >> crate::hw::walker::level_shift(level)) & 0x1ff) * 8);
-            if level == 1 {
-                if self.budget == 0 {
-                    self.mem.prefetch(at);
-                    self.memory.prefetch(at);
-                    self.stopped = true;
-                    return None;
-                }
-                self.budget -= 1;
-            }
-            let entry = self.mem.read_u64(at);
-            if !F::is_present(entry) {
-                return None;
-            }
-            if level == 1 || (F::is_large(entry) && level <= 3) {
-                let size = PageSize::at_level(level)?;
-                return Some(Leaf { base: F::frame_addr(entry) & !(size.bytes() - 1), size, perms: F::perms(entry) });
-            }
-            table = F::frame_addr(entry);
+/// A functional walk for prefetching: reads the entries above the leaf level directly (no
+/// caches, no counters, no A/D updates), each table address mapped to a host address by
+/// `to_host`, and stops at the leaf-level entry without reading it or mapping its address.
+#[inline]
+fn probe<F: crate::hw::pte::EntryFormat>(mem: &HostMemory, root: u64, addr: u64, levels: u8, to_host: impl Fn(u64) -> Option<u64>) -> Probe {
+    let index = |level| (addr >> crate::hw::walker::level_shift(level)) & 0x1ff;
+    let mut table = root & FRAME_MASK;
+    for level in (2..=levels).rev() {
+        let Some(at) = to_host(table + index(level) * 8) else { return Probe::Fault };
+        let entry = mem.read_u64(Hpa::new(at));
+        if !F::is_present(entry) {
+            return Probe::Fault;
         }
-        None
+        if F::is_large(entry) && level <= 3 {
+            let Some(size) = PageSize::at_level(level) else { return Probe::Fault };
+            return Probe::Output((F::frame_addr(entry) & !(size.bytes() - 1)) | (addr & (size.bytes() - 1)));
+        }
+        table = F::frame_addr(entry);
     }
+    Probe::Entry(table + index(1) * 8)
 }
 
 /// Host-address tables built by a guest (TPT): each table frame is tag-checked before its
