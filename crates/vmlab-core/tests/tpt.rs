@@ -17,9 +17,13 @@ fn va(page: u64) -> Gva {
 }
 
 fn tpt(tlb: Option<TlbConfig>) -> System {
+    tpt_scheme(Paging::Tpt, tlb)
+}
+
+fn tpt_scheme(paging: Paging, tlb: Option<TlbConfig>) -> System {
     let profile = Profile::builtin("skylake").unwrap();
     System::new(&SystemConfig {
-        paging: Paging::Tpt,
+        paging,
         levels: 4,
         host_memory: 16 << 30,
         guest_memory: 4 << 30,
@@ -93,6 +97,30 @@ fn forked_children_run_on_nested_paging() {
     let (gfn, _, _) = sys.kernel_lookup(0, va(0)).unwrap();
     assert_eq!(Some(Hpa::new(devirt_leaf(&sys, va(0)) & FRAME_MASK).frame()), sys.host_frame(gfn));
     let _ = Gfn::new(0);
+}
+
+#[test]
+fn the_prototype_walks_without_tags_and_pays_three_exits_per_kernel_entry() {
+    let mut sys = tpt_scheme(Paging::TptPrototype, Some(TlbConfig::all_disabled()));
+    sys.mmap(va(0), 4 * PAGE, true).unwrap();
+    sys.access(va(0), true).unwrap();
+    assert!(matches!(sys.mmu().root(), Root::OneD { .. }));
+    let exits = sys.exits();
+    let before = *sys.mmu().counters();
+    // A demand fault of the TPT process: one kernel round trip, 3 switches; the page's
+    // first touch (the kernel zeroing it) is its EPT violation.
+    sys.access(va(1), true).unwrap();
+    let d = sys.exits().since(&exits);
+    assert_eq!(d.get(vmlab_core::hv::ExitReason::TptSwitch), 3);
+    assert_eq!(d.get(vmlab_core::hv::ExitReason::EptViolation), 1);
+    let c = sys.mmu().counters().since(&before);
+    assert_eq!((c.tag_checks, c.tag_violations, c.ept_refs), (0, 0, 0));
+    // A forked child is not a TPT process: its kernel entries cost no switches.
+    let child = sys.fork().unwrap();
+    let exits = sys.exits();
+    sys.switch_to(child).unwrap();
+    sys.access(va(2), true).unwrap();
+    assert_eq!(sys.exits().since(&exits).get(vmlab_core::hv::ExitReason::TptSwitch), 3, "only the parent's switch away");
 }
 
 proptest! {

@@ -80,6 +80,7 @@ impl Profile {
             ExitReason::PfReflect => v.pf_reflect,
             ExitReason::Cr3Load => v.cr3_load,
             ExitReason::Invlpg => v.invlpg,
+            ExitReason::TptSwitch => v.tpt_switch,
         }
     }
 

@@ -97,6 +97,7 @@ pub struct VirtSection {
     pub pf_reflect: f64,
     pub cr3_load: f64,
     pub invlpg: f64,
+    pub tpt_switch: f64,
 }
 
 /// Costs of the kernel's own work, in cycles.
@@ -180,6 +181,7 @@ impl Profile {
             ("virt.pf_reflect", self.virt.pf_reflect),
             ("virt.cr3_load", self.virt.cr3_load),
             ("virt.invlpg", self.virt.invlpg),
+            ("virt.tpt_switch", self.virt.tpt_switch),
             ("tags.per_fill", self.tags.per_fill),
             ("kernel.page_fault", self.kernel.page_fault),
             ("kernel.clear_page_4k", self.kernel.clear_page_4k),

@@ -17,16 +17,20 @@ pub enum ExitReason {
     Cr3Load,
     /// Shadow paging: a trapped INVLPG.
     Invlpg,
+    /// The TPT prototype: a hypercall switching a TPT process between its host-address
+    /// tables and the kernel's nested paging.
+    TptSwitch,
 }
 
 impl ExitReason {
-    pub const ALL: [ExitReason; 6] = [
+    pub const ALL: [ExitReason; 7] = [
         ExitReason::EptViolation,
         ExitReason::WriteProtect,
         ExitReason::ShadowFault,
         ExitReason::PfReflect,
         ExitReason::Cr3Load,
         ExitReason::Invlpg,
+        ExitReason::TptSwitch,
     ];
 
     /// The name used in reports and JSON (`exits_by_reason`).
@@ -38,6 +42,7 @@ impl ExitReason {
             ExitReason::PfReflect => "pf_reflect",
             ExitReason::Cr3Load => "cr3_load",
             ExitReason::Invlpg => "invlpg",
+            ExitReason::TptSwitch => "tpt_switch",
         }
     }
 }

@@ -37,10 +37,13 @@ pub enum Paging {
     /// Translation Pass-Through: the workload's process walks guest-built GVA->HPA tables
     /// (1D) checked by memory tags; everything else runs on nested paging.
     Tpt,
+    /// The TPT artifact's Intel prototype: the same tables, walked without tag checks (no
+    /// tagging hardware), and about 3 exits per user<->kernel round trip of a TPT process.
+    TptPrototype,
 }
 
 impl Paging {
-    pub const ALL: [Paging; 4] = [Paging::Native, Paging::Nested, Paging::Shadow, Paging::Tpt];
+    pub const ALL: [Paging; 5] = [Paging::Native, Paging::Nested, Paging::Shadow, Paging::Tpt, Paging::TptPrototype];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -48,6 +51,7 @@ impl Paging {
             Paging::Nested => "nested",
             Paging::Shadow => "shadow",
             Paging::Tpt => "tpt",
+            Paging::TptPrototype => "tpt-prototype",
         }
     }
 
@@ -57,6 +61,7 @@ impl Paging {
             Paging::Nested => "EPT/NPT: guest tables + host EPT, 2D walks (up to 24 references)",
             Paging::Shadow => "KVM shadow MMU: 1D walks of shadow tables; guest table writes, CR3 loads, INVLPG trap",
             Paging::Tpt => "Translation Pass-Through: guest-built GVA->HPA tables, 1D walks with memory-tag checks",
+            Paging::TptPrototype => "TPT's Intel prototype: 1D walks without tags, ~3 exits per kernel entry of a TPT process",
         }
     }
 
@@ -69,6 +74,11 @@ impl Paging {
 
     pub fn is_virtualized(self) -> bool {
         self != Paging::Native
+    }
+
+    /// Translation Pass-Through, with tags or as the Intel prototype.
+    pub fn is_tpt(self) -> bool {
+        matches!(self, Paging::Tpt | Paging::TptPrototype)
     }
 }
 
@@ -124,6 +134,10 @@ pub struct System {
     foreign_accesses: u64,
 }
 
+/// Exits per user<->kernel round trip of a TPT process in the Intel prototype (about 3:
+/// tpt-mechanism.md, section 1).
+const TPT_PROTOTYPE_EXITS_PER_ROUND_TRIP: u32 = 3;
+
 /// A fault the hardware keeps raising after this many handling rounds is a bug, not a
 /// workload property (one guest fault, one EPT violation per table level and the data page).
 const MAX_FAULT_ROUNDS: u32 = 16;
@@ -142,11 +156,11 @@ impl System {
             )));
         }
         let thp = if config.guest_pages == PageSize::Size2M { ThpPolicy::Always } else { ThpPolicy::Never };
-        let mut kernel_config = KernelConfig { memory: config.host_memory, levels: config.levels, thp, pcid: config.pcid, devirt_init: config.paging == Paging::Tpt };
+        let mut kernel_config = KernelConfig { memory: config.host_memory, levels: config.levels, thp, pcid: config.pcid, devirt_init: config.paging.is_tpt() };
         if config.paging.is_virtualized() && config.guest_memory > config.host_memory {
             return Err(SimError::Config("guest_memory exceeds host_memory".into()));
         }
-        if config.paging == Paging::Tpt && config.guest_pages > config.backing.host_pages {
+        if config.paging.is_tpt() && config.guest_pages > config.backing.host_pages {
             return Err(SimError::Config("TPT maps a guest page with one devirt entry: guest pages of 2m need host pages of 2m or 1g".into()));
         }
         mmu.set_tag_reads(config.tag_reads);
@@ -156,10 +170,10 @@ impl System {
                 let kernel = Kernel::boot(kernel_config, &mut NativePvOps { mem: &mut mem, mmu: &mut mmu })?;
                 (None, None, kernel)
             }
-            Paging::Tpt => {
+            Paging::Tpt | Paging::TptPrototype => {
                 kernel_config.memory = config.guest_memory;
                 let mut vm = Vm::new(&mut mem, config.guest_memory, config.levels, config.backing)?;
-                let mut state = Devirt::default();
+                let mut state = Devirt::new(config.paging == Paging::TptPrototype);
                 let mut pv = TptPvOps { mem: &mut mem, mmu: &mut mmu, vm: &mut vm, devirt: &mut state, error: None };
                 let kernel = Kernel::boot(kernel_config, &mut pv);
                 if let Some(e) = pv.error {
@@ -276,42 +290,50 @@ impl System {
 
     /// mmap in the running process.
     pub fn mmap(&mut self, start: Gva, len: u64, writable: bool) -> Result<(), SimError> {
+        self.kernel_round_trip();
         Ok(self.kernel.mmap(start, len, writable)?)
     }
 
     /// munmap in the running process.
     pub fn munmap(&mut self, start: Gva, len: u64) -> Result<(), SimError> {
+        self.kernel_round_trip();
         self.with_pvops(|k, pv| k.munmap(pv, start, len))
     }
 
     /// mprotect in the running process.
     pub fn mprotect(&mut self, start: Gva, len: u64, writable: bool) -> Result<(), SimError> {
+        self.kernel_round_trip();
         self.with_pvops(|k, pv| k.mprotect(pv, start, len, writable))
     }
 
     /// madvise(MADV_DONTNEED) in the running process.
     pub fn madvise_dontneed(&mut self, start: Gva, len: u64) -> Result<(), SimError> {
+        self.kernel_round_trip();
         self.with_pvops(|k, pv| k.madvise_dontneed(pv, start, len))
     }
 
     /// The running process forks; returns the child's pid.
     pub fn fork(&mut self) -> Result<Pid, SimError> {
+        self.kernel_round_trip();
         self.with_pvops(|k, pv| k.fork(pv))
     }
 
     /// Context switch to `pid`.
     pub fn switch_to(&mut self, pid: Pid) -> Result<(), SimError> {
+        self.kernel_round_trip();
         self.with_pvops(|k, pv| k.switch_to(pv, pid))
     }
 
     /// The running process exits and `next` runs.
     pub fn exit(&mut self, next: Pid) -> Result<(), SimError> {
+        self.kernel_round_trip();
         self.with_pvops(|k, pv| k.exit(pv, next))
     }
 
     /// The running process execs `image`, then starts: it reads its text and writes its data
     /// and stack, page by page, through the MMU.
     pub fn exec(&mut self, image: &[ImageRegion]) -> Result<(), SimError> {
+        self.kernel_round_trip();
         self.with_pvops(|k, pv| k.exec(pv, image))?;
         for region in image {
             for offset in (0..region.len).step_by(crate::addr::PAGE_SIZE as usize) {
@@ -331,7 +353,7 @@ impl System {
                 let vm = self.vm.as_mut()?;
                 kernel.lookup(&mut NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None }, pid, va)
             }
-            Paging::Shadow | Paging::Tpt => {
+            Paging::Shadow | Paging::Tpt | Paging::TptPrototype => {
                 // Read the guest's tables directly: a lookup must not trap or back memory.
                 let vm = self.vm.as_mut()?;
                 kernel.lookup(&mut NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None }, pid, va)
@@ -396,10 +418,28 @@ impl System {
                     Err(_) => self.with_pvops(|kernel, pv| kernel.handle_page_fault(pv, va, fault.write)),
                 }
             }
-            Dimension::Guest => self.with_pvops(|kernel, pv| kernel.handle_page_fault(pv, Gva::new(fault.addr), fault.write)),
+            Dimension::Guest => {
+                self.kernel_round_trip();
+                self.with_pvops(|kernel, pv| kernel.handle_page_fault(pv, Gva::new(fault.addr), fault.write))
+            }
             Dimension::Ept => {
                 let vm = self.vm.as_mut().ok_or(SimError::Config("EPT fault without a VM".into()))?;
                 Ok(vm.handle_ept_violation(&mut self.mem, Gpa::new(fault.addr))?)
+            }
+        }
+    }
+
+    /// Under the TPT prototype, a TPT process entering the kernel (a fault or a system call)
+    /// and returning costs about 3 exits: the switches between its host-address tables and
+    /// the kernel's nested paging are hypercalls (tpt-mechanism.md, section 1).
+    fn kernel_round_trip(&mut self) {
+        if self.paging != Paging::TptPrototype {
+            return;
+        }
+        let tpt = self.kernel.process(self.kernel.current()).is_some_and(|p| p.devirt);
+        if let (true, Some(vm)) = (tpt, self.vm.as_mut()) {
+            for _ in 0..TPT_PROTOTYPE_EXITS_PER_ROUND_TRIP {
+                vm.record_exit(crate::hv::ExitReason::TptSwitch);
             }
         }
     }
@@ -417,7 +457,7 @@ impl System {
                 }
                 Ok(result?)
             }
-            Paging::Tpt => {
+            Paging::Tpt | Paging::TptPrototype => {
                 let vm = self.vm.as_mut().expect("TPT has a VM");
                 let devirt = self.devirt.as_mut().expect("TPT has devirt state");
                 let mut pv = TptPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, devirt, error: None };

@@ -28,6 +28,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 /// The guest's TPT state: which address spaces run with TPT and the devirt copies.
 #[derive(Default)]
 pub struct Devirt {
+    /// The Intel prototype: no tagging hardware, so TPT processes walk plain 1D roots.
+    prototype: bool,
     /// Guest table frame -> the host frame of its devirt copy.
     copies: FxHashMap<u64, Hfn>,
     /// Top-level tables of TPT address spaces.
@@ -50,6 +52,10 @@ pub struct DevirtStats {
 }
 
 impl Devirt {
+    pub fn new(prototype: bool) -> Devirt {
+        Devirt { prototype, ..Devirt::default() }
+    }
+
     pub fn stats(&self) -> &DevirtStats {
         &self.stats
     }
@@ -197,6 +203,7 @@ impl PvOps for TptPvOps<'_> {
 
     fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) {
         let root = match (self.devirt.is_tpt(pgd), self.devirt.copy_of(pgd)) {
+            (true, Some(copy)) if self.devirt.prototype => Root::OneD { cr3: copy.addr() },
             (true, Some(copy)) => Root::Tagged { cr3: copy.addr() },
             _ => Root::TwoD { guest_cr3: pgd.addr(), eptp: self.vm.eptp() },
         };
