@@ -132,6 +132,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<Run
         AnyWorkload::TlbBench(w) => drive(w, &mut system, config, progress),
         AnyWorkload::ForkBench(w) => drive(w, &mut system, config, progress),
         AnyWorkload::Lmbench(w) => drive(w, &mut system, config, progress),
+        AnyWorkload::TptIsolationProbe(w) => drive(w, &mut system, config, progress),
     }
 }
 

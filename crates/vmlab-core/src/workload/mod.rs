@@ -23,6 +23,7 @@ mod lmbench;
 mod spec;
 mod sysbench;
 mod tlb_bench;
+mod tpt_probe;
 
 pub use fork_bench::{ForkBench, ForkBenchConfig};
 pub use gups::{Gups, GupsConfig};
@@ -31,6 +32,7 @@ pub use crate::units::{format_size, parse_size, SizeError};
 pub use spec::{catalog, ParamInfo, WorkloadConfig, WorkloadError, WorkloadInfo, WorkloadSpec};
 pub use sysbench::{AccessMode, MemOper, SysbenchMem, SysbenchMemConfig};
 pub use tlb_bench::{TlbBench, TlbBenchConfig};
+pub use tpt_probe::{TptIsolationProbe, TptIsolationProbeConfig};
 
 use crate::addr::Gva;
 use rand::RngCore;
@@ -107,6 +109,7 @@ pub enum AnyWorkload {
     TlbBench(TlbBench),
     ForkBench(ForkBench),
     Lmbench(Lmbench),
+    TptIsolationProbe(TptIsolationProbe),
 }
 
 impl Workload for AnyWorkload {
@@ -117,6 +120,7 @@ impl Workload for AnyWorkload {
             AnyWorkload::TlbBench(w) => w.next_op(),
             AnyWorkload::ForkBench(w) => w.next_op(),
             AnyWorkload::Lmbench(w) => w.next_op(),
+            AnyWorkload::TptIsolationProbe(w) => w.next_op(),
         }
     }
 
@@ -127,6 +131,7 @@ impl Workload for AnyWorkload {
             AnyWorkload::TlbBench(w) => w.measured_accesses_total(),
             AnyWorkload::ForkBench(w) => w.measured_accesses_total(),
             AnyWorkload::Lmbench(w) => w.measured_accesses_total(),
+            AnyWorkload::TptIsolationProbe(w) => w.measured_accesses_total(),
         }
     }
 
@@ -137,6 +142,7 @@ impl Workload for AnyWorkload {
             AnyWorkload::TlbBench(w) => w.instructions_per_access(),
             AnyWorkload::ForkBench(w) => w.instructions_per_access(),
             AnyWorkload::Lmbench(w) => w.instructions_per_access(),
+            AnyWorkload::TptIsolationProbe(w) => w.instructions_per_access(),
         }
     }
 
@@ -147,6 +153,7 @@ impl Workload for AnyWorkload {
             AnyWorkload::TlbBench(w) => w.dependent_accesses(),
             AnyWorkload::ForkBench(w) => w.dependent_accesses(),
             AnyWorkload::Lmbench(w) => w.dependent_accesses(),
+            AnyWorkload::TptIsolationProbe(w) => w.dependent_accesses(),
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{AccessMode, AnyWorkload, Gups, GupsConfig, MemOper, SysbenchMem, SysbenchMemConfig};
 use super::{ForkBench, ForkBenchConfig, Lmbench, LmbenchConfig, LmbenchOp, LmbenchTest};
-use super::{TlbBench, TlbBenchConfig};
+use super::{TlbBench, TlbBenchConfig, TptIsolationProbe, TptIsolationProbeConfig};
 use crate::units::{format_size, parse_size, SizeError};
 use std::fmt;
 use std::str::FromStr;
@@ -129,10 +129,24 @@ const LMBENCH_PARAMS: &[ParamInfo] = &[
     },
 ];
 
+const TPT_PROBE_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        key: "pages",
+        default: "64",
+        help: "4K pages mapped and written before probing, 1 to 1048576",
+    },
+    ParamInfo {
+        key: "probes",
+        default: "256",
+        help: "foreign probes, each on a random page; level cycles 1 (leaf) to 4, read and write alternate",
+    },
+];
+
 /// Largest fork count: every fork takes a new 32-bit pid.
 const MAX_FORKS: u64 = u32::MAX as u64;
 const FORKS_RANGE: &str = "must be at most 4294967295 (each fork takes a new 32-bit pid)";
 const PROCS_RANGE: &str = "a ring has 2 to 2048 processes (lat_ctx's MAXPROC)";
+const PAGES_RANGE: &str = "must be 1 to 1048576 pages of 4K";
 
 /// The workloads by name; private so the catalog, parser and builder cannot disagree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,15 +156,17 @@ enum Kind {
     TlbBench,
     ForkBench,
     Lmbench,
+    TptIsolationProbe,
 }
 
 impl Kind {
-    const ALL: [Kind; 5] = [
+    const ALL: [Kind; 6] = [
         Kind::SysbenchMem,
         Kind::Gups,
         Kind::TlbBench,
         Kind::ForkBench,
         Kind::Lmbench,
+        Kind::TptIsolationProbe,
     ];
 
     const fn name(self) -> &'static str {
@@ -160,6 +176,7 @@ impl Kind {
             Kind::TlbBench => "tlb-bench",
             Kind::ForkBench => "fork-bench",
             Kind::Lmbench => "lmbench",
+            Kind::TptIsolationProbe => "tpt-isolation-probe",
         }
     }
 
@@ -180,6 +197,9 @@ impl Kind {
             Kind::Lmbench => {
                 "lmbench 3 OS latencies: fork+exit and fork+exec (lat_proc), page faults (lat_pagefault), mmap+munmap (lat_mmap), context switches (lat_ctx)"
             }
+            Kind::TptIsolationProbe => {
+                "TPT isolation: a malicious guest points its devirt tables, at every level, at another VM's host frame and reads/writes through them; tag_violations counts the refusals, foreign_accesses must be 0 (needs --paging tpt)"
+            }
         }
     }
 
@@ -190,6 +210,7 @@ impl Kind {
             Kind::TlbBench => TLB_BENCH_PARAMS,
             Kind::ForkBench => FORK_BENCH_PARAMS,
             Kind::Lmbench => LMBENCH_PARAMS,
+            Kind::TptIsolationProbe => TPT_PROBE_PARAMS,
         }
     }
 
@@ -296,6 +317,7 @@ pub enum WorkloadConfig {
     TlbBench(TlbBenchConfig),
     ForkBench(ForkBenchConfig),
     Lmbench(LmbenchConfig),
+    TptIsolationProbe(TptIsolationProbeConfig),
 }
 
 impl WorkloadConfig {
@@ -306,6 +328,7 @@ impl WorkloadConfig {
             WorkloadConfig::TlbBench(_) => Kind::TlbBench,
             WorkloadConfig::ForkBench(_) => Kind::ForkBench,
             WorkloadConfig::Lmbench(_) => Kind::Lmbench,
+            WorkloadConfig::TptIsolationProbe(_) => Kind::TptIsolationProbe,
         }
     }
 
@@ -359,6 +382,12 @@ impl WorkloadConfig {
                         FORKS_RANGE,
                     ));
                 }
+            }
+            WorkloadConfig::TptIsolationProbe(c) => {
+                if !(1..=TptIsolationProbeConfig::MAX_PAGES).contains(&c.pages) {
+                    return Err(out_of_range(workload, "pages", c.pages.to_string(), PAGES_RANGE));
+                }
+                check_count("probes", c.probes)?;
             }
             WorkloadConfig::Lmbench(c) => {
                 check_count("iters", c.iters)?;
@@ -416,7 +445,8 @@ fn out_of_range(
 /// A parsed, validated workload spec with every parameter filled in.
 ///
 /// Written `NAME[:key=value,...]`, e.g. `sysbench-mem:block=4G,mode=rnd`, `gups:table=1G`,
-/// `tlb-bench:size=64M,accesses=1000000`, `fork-bench:rss=1G`, `lmbench:op=ctxsw,procs=8`.
+/// `tlb-bench:size=64M,accesses=1000000`, `fork-bench:rss=1G`, `lmbench:op=ctxsw,procs=8`,
+/// `tpt-isolation-probe:pages=64,probes=256`.
 /// It serializes as its canonical string.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -460,6 +490,10 @@ impl WorkloadSpec {
                 forks: values.count("forks")?,
             }),
             Kind::Lmbench => WorkloadConfig::Lmbench(parse_lmbench(&values)?),
+            Kind::TptIsolationProbe => WorkloadConfig::TptIsolationProbe(TptIsolationProbeConfig {
+                pages: values.count("pages")?,
+                probes: values.count("probes")?,
+            }),
         };
         WorkloadSpec::new(config)
     }
@@ -520,6 +554,9 @@ impl WorkloadSpec {
                 let op = c.test.op().name();
                 format!("{name}:op={op}{own},iters={}", c.iters)
             }
+            WorkloadConfig::TptIsolationProbe(c) => {
+                format!("{name}:pages={},probes={}", c.pages, c.probes)
+            }
         }
     }
 
@@ -532,6 +569,7 @@ impl WorkloadSpec {
             WorkloadConfig::TlbBench(c) => c.size,
             WorkloadConfig::ForkBench(c) => c.rss,
             WorkloadConfig::Lmbench(c) => c.footprint(),
+            WorkloadConfig::TptIsolationProbe(c) => c.bytes(),
         }
     }
 
@@ -543,6 +581,7 @@ impl WorkloadSpec {
             WorkloadConfig::TlbBench(c) => c.accesses,
             WorkloadConfig::ForkBench(_) => 0,
             WorkloadConfig::Lmbench(c) => c.total_accesses().unwrap_or(u64::MAX),
+            WorkloadConfig::TptIsolationProbe(_) => 0,
         }
     }
 
@@ -554,6 +593,9 @@ impl WorkloadSpec {
             WorkloadConfig::TlbBench(c) => AnyWorkload::TlbBench(TlbBench::new(c, seed)),
             WorkloadConfig::ForkBench(c) => AnyWorkload::ForkBench(ForkBench::new(c, seed)),
             WorkloadConfig::Lmbench(c) => AnyWorkload::Lmbench(Lmbench::new(c, seed)),
+            WorkloadConfig::TptIsolationProbe(c) => {
+                AnyWorkload::TptIsolationProbe(TptIsolationProbe::new(c, seed))
+            }
         }
     }
 }
@@ -904,6 +946,9 @@ mod tests {
             "lmbench:op=ctxsw,procs=2048,ws=16G,iters=3",
             "lmbench:op=ctxsw,ws=0,procs=3",
             "lmbench:op=ctxsw,procs=2,ws=56T",
+            "tpt-isolation-probe",
+            "tpt-isolation-probe:probes=1,pages=1048576",
+            "tpt-isolation-probe:pages=1",
         ] {
             let spec = WorkloadSpec::parse(text).unwrap();
             let canonical = spec.canonical();
@@ -991,6 +1036,7 @@ mod tests {
             "lmbench:op=mmap,size=2M,iters=3",
             "lmbench:op=ctxsw,procs=3,iters=4",
             "lmbench:op=ctxsw,procs=3,ws=12K,iters=4",
+            "tpt-isolation-probe:pages=2,probes=9",
         ] {
             let spec = WorkloadSpec::parse(text).unwrap();
             let mut w = spec.build(5);
@@ -1024,10 +1070,10 @@ mod tests {
     fn unknown_workload_lists_the_valid_names() {
         assert_eq!(
             err("stream"),
-            r#"unknown workload "stream"; valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench"#
+            r#"unknown workload "stream"; valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench, tpt-isolation-probe"#
         );
         assert!(
-            err("").contains("valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench")
+            err("").contains("valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench, tpt-isolation-probe")
         );
         assert!(err("GUPS:table=1G").starts_with(r#"unknown workload "GUPS""#));
     }
@@ -1180,6 +1226,53 @@ mod tests {
     }
 
     #[test]
+    fn tpt_isolation_probe_defaults_and_errors() {
+        let s = WorkloadSpec::parse("tpt-isolation-probe").unwrap();
+        assert_eq!(
+            s.config(),
+            &WorkloadConfig::TptIsolationProbe(TptIsolationProbeConfig::default())
+        );
+        assert_eq!(s.canonical(), "tpt-isolation-probe:pages=64,probes=256");
+        assert_eq!(s.footprint_bytes(), 64 << 12);
+        assert_eq!(s.measured_accesses_total(), 0);
+        let s = WorkloadSpec::parse("tpt-isolation-probe:probes=5,pages=3").unwrap();
+        assert_eq!(s.canonical(), "tpt-isolation-probe:pages=3,probes=5");
+        assert_eq!(s.build(0).measured_accesses_total(), 0);
+
+        let pages = "is out of range: must be 1 to 1048576 pages of 4K";
+        assert_eq!(
+            err("tpt-isolation-probe:pages=0"),
+            format!("tpt-isolation-probe pages=0 {pages}")
+        );
+        assert_eq!(
+            err("tpt-isolation-probe:pages=1048577"),
+            format!("tpt-isolation-probe pages=1048577 {pages}")
+        );
+        assert_eq!(
+            err("tpt-isolation-probe:pages=4K"),
+            r#"invalid number "4K" for tpt-isolation-probe pages: expected a decimal integer, e.g. 1000000"#
+        );
+        assert_eq!(
+            err("tpt-isolation-probe:probes=0"),
+            "tpt-isolation-probe probes=0 is out of range: must be at least 1"
+        );
+        assert_eq!(
+            err("tpt-isolation-probe:level=1"),
+            r#"unknown parameter "level" for tpt-isolation-probe; valid parameters: pages, probes"#
+        );
+        assert_eq!(
+            err("tpt-isolation-probe:pages"),
+            r#"malformed parameter "pages" for tpt-isolation-probe: expected key=value, e.g. tpt-isolation-probe:pages=64"#
+        );
+        assert_eq!(
+            err("tpt-isolation-probe:probes=1,probes=2"),
+            r#"duplicate parameter "probes" for tpt-isolation-probe: give each parameter at most once"#
+        );
+        let bad = WorkloadConfig::TptIsolationProbe(TptIsolationProbeConfig { pages: 0, probes: 1 });
+        assert!(WorkloadSpec::new(bad).is_err());
+    }
+
+    #[test]
     fn lmbench_needs_a_valid_op() {
         let ops = "fork-exit, fork-exec, page-fault, mmap, ctxsw";
         assert_eq!(
@@ -1327,7 +1420,7 @@ mod tests {
 
         #[test]
         fn fork_and_lmbench_specs_never_panic(
-            text in "(fork-bench|lmbench)(:((op|rss|forks|size|procs|ws|iters|k)?=?(fork-exit|fork-exec|page-fault|mmap|ctxsw|[0-9]{0,21}[kKmMgGtT]?|[0-9a-zA-Z-]{0,12}),?){0,6})?"
+            text in "(fork-bench|lmbench|tpt-isolation-probe)(:((op|rss|forks|size|procs|ws|iters|pages|probes|k)?=?(fork-exit|fork-exec|page-fault|mmap|ctxsw|[0-9]{0,21}[kKmMgGtT]?|[0-9a-zA-Z-]{0,12}),?){0,6})?"
         ) {
             check_never_panics(&text);
         }
