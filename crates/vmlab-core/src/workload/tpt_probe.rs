@@ -5,8 +5,8 @@
 //! is built. The measured phase is `probes` [`Op::ForeignProbe`]s: each time the guest
 //! kernel points the devirt entry at one level on the path of a random page of the buffer
 //! at another VM's host frame, and the process reads or writes that page through it. The
-//! level cycles 1 (leaf), 2, 3, 4 and the access alternates read and write (so levels 1
-//! and 3 are probed by reads, 2 and 4 by writes). TPT's ownership tags must refuse every such access: the report's
+//! level cycles 1 (leaf), 2, 3, 4 and the access alternates read and write, flipping phase
+//! every full cycle, so every level is probed by reads and by writes. TPT's ownership tags must refuse every such access: the report's
 //! `tag_violations` counts the refusals and `foreign_accesses` (accesses that reached the
 //! foreign frame) must stay 0. Only meaningful under `--paging tpt`; elsewhere the first
 //! probe is a configuration error.
@@ -92,7 +92,7 @@ impl Workload for TptIsolationProbe {
         let op = Op::ForeignProbe {
             va: Gva::new(BUFFER_BASE.raw() + page * PAGE),
             level: (self.done % u64::from(LEVELS)) as u8 + 1,
-            write: self.done % 2 == 1,
+            write: (self.done + self.done / 4) % 2 == 1,
         };
         self.done += 1;
         Some(op)
@@ -150,7 +150,7 @@ mod tests {
             writes.push(write);
         }
         assert_eq!(levels, [1, 2, 3, 4, 1, 2]);
-        assert_eq!(writes, [false, true, false, true, false, true]);
+        assert_eq!(writes, [false, true, false, true, true, false]);
         assert_eq!(w.measured_accesses_total(), 0);
         assert_eq!(w.instructions_per_access(), 0.0);
         assert!(!w.dependent_accesses());
@@ -175,9 +175,9 @@ mod tests {
                     .iter()
                     .filter(|op| matches!(op, Op::ForeignProbe { level: l, write: w, .. } if *l == level && *w == write))
                     .count();
-                // Levels cycle with period 4 and writes with period 2, so the odd
-                // levels read and the even ones write.
-                let expected = if (level % 2 == 0) == write { 250 } else { 0 };
+                // Levels cycle with period 4 and the read/write phase flips every cycle,
+                // so each level gets as many reads as writes.
+                let expected = 125;
                 assert_eq!(n, expected, "level {level} write {write}");
             }
         }
