@@ -25,9 +25,10 @@ pub fn render(runs: &[RunReport]) -> String {
         );
     }
     let forks = runs.iter().any(|r| r.forks > 0);
+    let w = runs.iter().map(|r| r.paging.len()).max().unwrap_or(6).max(8);
     let _ = write!(
         out,
-        "{:<8} {:>10} {:>7} {:>9} {:>10} {:>9} {:>20} {:>9} {:>7}",
+        "{:<w$} {:>10} {:>7} {:>9} {:>10} {:>9} {:>20} {:>9} {:>7}",
         "paging", "time (s)", "ratio", "ns/acc", "miss/kacc", "refs/walk", "walk refs l2/llc/mem", "exits", "bound"
     );
     let _ = writeln!(out, "{}", if forks { format!(" {:>10}", "us/fork") } else { String::new() });
@@ -41,7 +42,7 @@ pub fn render(runs: &[RunReport]) -> String {
         };
         let _ = write!(
             out,
-            "{:<8} {:>10.3} {:>7.2} {:>9} {:>10} {:>9.2} {:>20} {:>9} {:>7}",
+            "{:<w$} {:>10.3} {:>7.2} {:>9} {:>10} {:>9.2} {:>20} {:>9} {:>7}",
             r.paging,
             r.seconds,
             r.seconds / first.seconds.max(f64::MIN_POSITIVE),
