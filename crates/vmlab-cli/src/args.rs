@@ -47,7 +47,7 @@ pub struct RunArgs {
     /// tlb-bench:size=64M. `vmlab list` shows every workload and parameter.
     #[arg(long, short = 'w', value_name = "SPEC")]
     pub workload: String,
-    /// Paging schemes to compare, comma-separated: native, nested, shadow, tpt, tpt-prototype.
+    /// Paging schemes to compare, comma-separated: native, nested, shadow, pv, tpt, tpt-prototype.
     #[arg(long, short = 'p', value_name = "SCHEMES", default_value = "native,nested", value_delimiter = ',')]
     pub paging: Vec<String>,
     #[command(flatten)]

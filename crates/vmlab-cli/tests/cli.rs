@@ -178,7 +178,7 @@ fn invalid_size_suffix_is_rejected() {
 fn unknown_paging_scheme_lists_valid_schemes() {
     let mut args = vec!["run"];
     args.extend(run_args(TLB_64M, "native,agile"));
-    expect_usage_error(&args, &["agile", "native", "nested", "shadow", "tpt", "tpt-prototype"]);
+    expect_usage_error(&args, &["agile", "native", "nested", "shadow", "pv", "tpt", "tpt-prototype"]);
 }
 
 #[test]
@@ -519,7 +519,7 @@ fn list_json_has_workloads_schemes_and_profiles() {
     for w in ["sysbench-mem", "gups", "tlb-bench"] {
         assert!(workloads.iter().any(|n| n == w), "workloads: {workloads:?}");
     }
-    assert_eq!(names("schemes"), vec!["native", "nested", "shadow", "tpt", "tpt-prototype"]);
+    assert_eq!(names("schemes"), vec!["native", "nested", "shadow", "pv", "tpt", "tpt-prototype"]);
     assert!(names("profiles").iter().any(|n| n == "skylake"));
     // Workload parameters come with their keys.
     let tlb = value["workloads"].as_array().unwrap().iter().find(|w| w["name"] == "tlb-bench").unwrap();
@@ -537,7 +537,7 @@ fn bench_json_reports_a_positive_rate_per_scheme() {
     let value: Value = serde_json::from_str(&stdout).expect("bench --json is JSON");
     let rows = value["bench"].as_array().expect("'bench' is an array");
     let names: Vec<&str> = rows.iter().map(|r| r["paging"].as_str().unwrap()).collect();
-    assert_eq!(names, vec!["native", "nested", "shadow", "tpt", "tpt-prototype"], "one entry per scheme");
+    assert_eq!(names, vec!["native", "nested", "shadow", "pv", "tpt", "tpt-prototype"], "one entry per scheme");
     for row in rows {
         let rate = row["accesses_per_second"].as_f64().expect("accesses_per_second is a number");
         assert!(rate > 0.0 && rate.is_finite(), "{row}");

@@ -81,6 +81,8 @@ impl Profile {
             ExitReason::Cr3Load => v.cr3_load,
             ExitReason::Invlpg => v.invlpg,
             ExitReason::TptSwitch => v.tpt_switch,
+            ExitReason::Hypercall => v.hypercall,
+            ExitReason::PvBounce => v.pv_bounce,
         }
     }
 

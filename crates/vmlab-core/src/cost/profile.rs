@@ -98,6 +98,8 @@ pub struct VirtSection {
     pub cr3_load: f64,
     pub invlpg: f64,
     pub tpt_switch: f64,
+    pub hypercall: f64,
+    pub pv_bounce: f64,
 }
 
 /// Costs of the kernel's own work, in cycles.
@@ -182,6 +184,8 @@ impl Profile {
             ("virt.cr3_load", self.virt.cr3_load),
             ("virt.invlpg", self.virt.invlpg),
             ("virt.tpt_switch", self.virt.tpt_switch),
+            ("virt.hypercall", self.virt.hypercall),
+            ("virt.pv_bounce", self.virt.pv_bounce),
             ("tags.per_fill", self.tags.per_fill),
             ("kernel.page_fault", self.kernel.page_fault),
             ("kernel.clear_page_4k", self.kernel.clear_page_4k),

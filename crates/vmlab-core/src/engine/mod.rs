@@ -353,6 +353,7 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
         page_faults: kernel.page_faults,
         tag_checks: mmu.tag_checks,
         tag_violations: mmu.tag_violations,
+        hypercalls: exits.get(crate::hv::ExitReason::Hypercall),
         foreign_accesses: sys.foreign_accesses(),
         forks: kernel.forks,
         cow_faults: kernel.cow_faults,

@@ -20,10 +20,16 @@ pub enum ExitReason {
     /// The TPT prototype: a hypercall switching a TPT process between its host-address
     /// tables and the kernel's nested paging.
     TptSwitch,
+    /// Paravirtual paging: a hypercall (mmu_update or a multicall of them, a CR3 switch, a
+    /// TLB flush).
+    Hypercall,
+    /// Paravirtual paging: a system call or fault of the guest bouncing through the
+    /// hypervisor (a 64-bit PV kernel runs in ring 3).
+    PvBounce,
 }
 
 impl ExitReason {
-    pub const ALL: [ExitReason; 7] = [
+    pub const ALL: [ExitReason; 9] = [
         ExitReason::EptViolation,
         ExitReason::WriteProtect,
         ExitReason::ShadowFault,
@@ -31,6 +37,8 @@ impl ExitReason {
         ExitReason::Cr3Load,
         ExitReason::Invlpg,
         ExitReason::TptSwitch,
+        ExitReason::Hypercall,
+        ExitReason::PvBounce,
     ];
 
     /// The name used in reports and JSON (`exits_by_reason`).
@@ -43,6 +51,8 @@ impl ExitReason {
             ExitReason::Cr3Load => "cr3_load",
             ExitReason::Invlpg => "invlpg",
             ExitReason::TptSwitch => "tpt_switch",
+            ExitReason::Hypercall => "hypercall",
+            ExitReason::PvBounce => "pv_bounce",
         }
     }
 }

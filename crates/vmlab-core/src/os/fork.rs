@@ -21,6 +21,7 @@ impl Kernel {
         pv.mm_created(child_pgd, false);
         let levels = self.config.levels;
         let mut copied = Vec::new();
+        pv.lazy_mmu_begin();
         for vma in parent.vmas.iter() {
             tables::for_each_leaf(pv, parent.pgd, levels, vma.start, vma.end, &mut |pv, leaf: LeafEntry| {
                 let mut entry = leaf.entry;
@@ -37,6 +38,7 @@ impl Kernel {
             pv.set_entry(leaf.slot.level, table, leaf.slot.index, leaf.entry);
             self.phys.get(leaf.frame());
         }
+        pv.lazy_mmu_end();
         self.counters.fork_table_pages += self.counters.table_pages - tables_before + 1;
         self.counters.ptes_copied += copied.len() as u64;
         if !copied.is_empty() {

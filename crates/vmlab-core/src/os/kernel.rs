@@ -289,12 +289,14 @@ impl Kernel {
         self.proc_mut(current)?.vmas.protect_range(start, end, writable);
         let mut changed = false;
         if !writable {
+            pv.lazy_mmu_begin();
             tables::for_each_leaf(pv, pgd, self.config.levels, start, end, &mut |pv, leaf: LeafEntry| {
                 if leaf.entry & X86::WRITE != 0 {
                     pv.set_entry(leaf.slot.level, leaf.slot.table, leaf.slot.index, leaf.entry & !X86::WRITE);
                     changed = true;
                 }
             });
+            pv.lazy_mmu_end();
         }
         if changed {
             self.flush_range(pv, start, len / crate::addr::PAGE_SIZE);

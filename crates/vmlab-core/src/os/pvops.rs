@@ -32,4 +32,8 @@ pub trait PvOps {
     /// A new address space with top-level table `pgd`; `devirt` when its process runs with
     /// Translation Pass-Through (its tables get host-address copies). Most backends ignore it.
     fn mm_created(&mut self, _pgd: Gfn, _devirt: bool) {}
+    /// Linux's arch_enter/leave_lazy_mmu_mode around loops of entry updates (fork's copy,
+    /// munmap's zap, mprotect): a paravirtual backend may batch the updates between them.
+    fn lazy_mmu_begin(&mut self) {}
+    fn lazy_mmu_end(&mut self) {}
 }

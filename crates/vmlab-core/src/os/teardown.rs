@@ -16,10 +16,12 @@ impl Kernel {
         let Ok(process) = self.proc(pid) else { return false };
         let pgd = process.pgd;
         let mut zapped = Vec::new();
+        pv.lazy_mmu_begin();
         tables::for_each_leaf(pv, pgd, self.config.levels, start, end, &mut |pv, leaf: LeafEntry| {
             pv.get_and_clear(leaf.slot.level, leaf.slot.table, leaf.slot.index);
             zapped.push(leaf);
         });
+        pv.lazy_mmu_end();
         for leaf in &zapped {
             if self.phys.put(leaf.frame(), leaf.size()) {
                 self.counters.frames_freed += leaf.size().frames();
@@ -83,12 +85,14 @@ impl Kernel {
     pub(super) fn destroy_mm<P: PvOps + ?Sized>(&mut self, pv: &mut P, pgd: Gfn, vmas: &VmaList) {
         let levels = self.config.levels;
         let mut zapped = Vec::new();
+        pv.lazy_mmu_begin();
         for vma in vmas.iter() {
             tables::for_each_leaf(pv, pgd, levels, vma.start, vma.end, &mut |pv, leaf: LeafEntry| {
                 pv.get_and_clear(leaf.slot.level, leaf.slot.table, leaf.slot.index);
                 zapped.push(leaf);
             });
         }
+        pv.lazy_mmu_end();
         for leaf in &zapped {
             if self.phys.put(leaf.frame(), leaf.size()) {
                 self.counters.frames_freed += leaf.size().frames();

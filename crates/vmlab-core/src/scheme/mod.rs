@@ -21,7 +21,7 @@ use crate::os::{ImageRegion, Kernel, KernelConfig, OsError, Pid, PvOps, ThpPolic
 use crate::hv::shadow::{Ctx as ShadowCtx, ShadowConfig, ShadowMmu};
 use native::NativePvOps;
 use shadow::ShadowPvOps;
-use tpt::{Devirt, TptPvOps};
+use tpt::{Devirt, DevirtMode, TptPvOps};
 use nested::NestedPvOps;
 
 /// How guest-virtual addresses become host-physical ones.
@@ -40,10 +40,14 @@ pub enum Paging {
     /// The TPT artifact's Intel prototype: the same tables, walked without tag checks (no
     /// tagging hardware), and about 3 exits per user<->kernel round trip of a TPT process.
     TptPrototype,
+    /// Xen-style paravirtual direct paging: guest tables hold machine frames (1D walks);
+    /// every update is a validated hypercall, batched in lazy-MMU sections; CR3 loads and
+    /// flushes are hypercalls; system calls and faults bounce through the hypervisor.
+    Pv,
 }
 
 impl Paging {
-    pub const ALL: [Paging; 5] = [Paging::Native, Paging::Nested, Paging::Shadow, Paging::Tpt, Paging::TptPrototype];
+    pub const ALL: [Paging; 6] = [Paging::Native, Paging::Nested, Paging::Shadow, Paging::Pv, Paging::Tpt, Paging::TptPrototype];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -52,6 +56,7 @@ impl Paging {
             Paging::Shadow => "shadow",
             Paging::Tpt => "tpt",
             Paging::TptPrototype => "tpt-prototype",
+            Paging::Pv => "pv",
         }
     }
 
@@ -62,6 +67,7 @@ impl Paging {
             Paging::Shadow => "KVM shadow MMU: 1D walks of shadow tables; guest table writes, CR3 loads, INVLPG trap",
             Paging::Tpt => "Translation Pass-Through: guest-built GVA->HPA tables, 1D walks with memory-tag checks",
             Paging::TptPrototype => "TPT's Intel prototype: 1D walks without tags, ~3 exits per kernel entry of a TPT process",
+            Paging::Pv => "Xen PV direct paging: 1D walks of machine-frame tables; updates are batched hypercalls",
         }
     }
 
@@ -160,7 +166,7 @@ impl System {
         if config.paging.is_virtualized() && config.guest_memory > config.host_memory {
             return Err(SimError::Config("guest_memory exceeds host_memory".into()));
         }
-        if config.paging.is_tpt() && config.guest_pages > config.backing.host_pages {
+        if (config.paging.is_tpt() || config.paging == Paging::Pv) && config.guest_pages > config.backing.host_pages {
             return Err(SimError::Config("TPT maps a guest page with one devirt entry: guest pages of 2m need host pages of 2m or 1g".into()));
         }
         mmu.set_tag_reads(config.tag_reads);
@@ -170,10 +176,15 @@ impl System {
                 let kernel = Kernel::boot(kernel_config, &mut NativePvOps { mem: &mut mem, mmu: &mut mmu })?;
                 (None, None, kernel)
             }
-            Paging::Tpt | Paging::TptPrototype => {
+            Paging::Tpt | Paging::TptPrototype | Paging::Pv => {
                 kernel_config.memory = config.guest_memory;
                 let mut vm = Vm::new(&mut mem, config.guest_memory, config.levels, config.backing)?;
-                let mut state = Devirt::new(config.paging == Paging::TptPrototype);
+                let mode = match config.paging {
+                    Paging::Tpt => DevirtMode::Tpt,
+                    Paging::TptPrototype => DevirtMode::Prototype,
+                    _ => DevirtMode::Pv,
+                };
+                let mut state = Devirt::new(mode);
                 let mut pv = TptPvOps { mem: &mut mem, mmu: &mut mmu, vm: &mut vm, devirt: &mut state, error: None };
                 let kernel = Kernel::boot(kernel_config, &mut pv);
                 if let Some(e) = pv.error {
@@ -353,7 +364,7 @@ impl System {
                 let vm = self.vm.as_mut()?;
                 kernel.lookup(&mut NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None }, pid, va)
             }
-            Paging::Shadow | Paging::Tpt | Paging::TptPrototype => {
+            Paging::Shadow | Paging::Tpt | Paging::TptPrototype | Paging::Pv => {
                 // Read the guest's tables directly: a lookup must not trap or back memory.
                 let vm = self.vm.as_mut()?;
                 kernel.lookup(&mut NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None }, pid, va)
@@ -433,6 +444,13 @@ impl System {
     /// and returning costs about 3 exits: the switches between its host-address tables and
     /// the kernel's nested paging are hypercalls (tpt-mechanism.md, section 1).
     fn kernel_round_trip(&mut self) {
+        if self.paging == Paging::Pv {
+            // A 64-bit PV kernel runs in ring 3: system calls and faults enter Xen first.
+            if let Some(vm) = self.vm.as_mut() {
+                vm.record_exit(crate::hv::ExitReason::PvBounce);
+            }
+            return;
+        }
         if self.paging != Paging::TptPrototype {
             return;
         }
@@ -457,7 +475,7 @@ impl System {
                 }
                 Ok(result?)
             }
-            Paging::Tpt | Paging::TptPrototype => {
+            Paging::Tpt | Paging::TptPrototype | Paging::Pv => {
                 let vm = self.vm.as_mut().expect("TPT has a VM");
                 let devirt = self.devirt.as_mut().expect("TPT has devirt state");
                 let mut pv = TptPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, devirt, error: None };

@@ -25,11 +25,31 @@ use crate::hw::pte::{EntryFormat, X86, FRAME_MASK};
 use crate::os::PvOps;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-/// The guest's TPT state: which address spaces run with TPT and the devirt copies.
+/// Which scheme keeps host-address copies of the guest's tables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DevirtMode {
+    /// TPT with memory tags: the chosen process walks its copies with tag checks.
+    #[default]
+    Tpt,
+    /// The TPT Intel prototype: no tagging hardware, plain 1D walks of the copies.
+    Prototype,
+    /// Xen-style paravirtual direct paging: every address space's tables hold machine
+    /// frames, and every update is a validated hypercall (batched in lazy-MMU sections).
+    /// The copies are those machine-frame tables; the guest-physical view the kernel reads
+    /// stands in for Xen's machine-to-physical table.
+    Pv,
+}
+
+/// Updates one PV multicall carries (Linux's lazy-MMU batching of mmu_update).
+pub const PV_BATCH: u32 = 32;
+
+/// The guest's TPT (or PV) state: which address spaces have copies, and the copies.
 #[derive(Default)]
 pub struct Devirt {
-    /// The Intel prototype: no tagging hardware, so TPT processes walk plain 1D roots.
-    prototype: bool,
+    mode: DevirtMode,
+    /// PV: inside a lazy-MMU section, and updates queued for the next multicall.
+    lazy: bool,
+    pending: u32,
     /// Guest table frame -> the host frame of its devirt copy.
     copies: FxHashMap<u64, Hfn>,
     /// Top-level tables of TPT address spaces.
@@ -52,8 +72,8 @@ pub struct DevirtStats {
 }
 
 impl Devirt {
-    pub fn new(prototype: bool) -> Devirt {
-        Devirt { prototype, ..Devirt::default() }
+    pub fn new(mode: DevirtMode) -> Devirt {
+        Devirt { mode, ..Devirt::default() }
     }
 
     pub fn stats(&self) -> &DevirtStats {
@@ -82,6 +102,26 @@ pub struct TptPvOps<'a> {
 }
 
 impl TptPvOps<'_> {
+    fn hypercall(&mut self) {
+        self.vm.record_exit(crate::hv::ExitReason::Hypercall);
+    }
+
+    /// PV: one validated table update: its own hypercall, or a place in the next multicall.
+    fn pv_update(&mut self) {
+        if self.devirt.mode != DevirtMode::Pv {
+            return;
+        }
+        if self.devirt.lazy {
+            self.devirt.pending += 1;
+            if self.devirt.pending == PV_BATCH {
+                self.hypercall();
+                self.devirt.pending = 0;
+            }
+        } else {
+            self.hypercall();
+        }
+    }
+
     fn note<T>(&mut self, result: Result<T, HvError>) -> Option<T> {
         match result {
             Ok(v) => Some(v),
@@ -158,6 +198,7 @@ impl PvOps for TptPvOps<'_> {
         if let Some(host) = self.host_entry(level, entry) {
             self.mem.write_u64(copy.addr_at(index as u64 * 8), host);
             self.devirt.stats.dual_writes += 1;
+            self.pv_update();
         }
     }
 
@@ -171,6 +212,7 @@ impl PvOps for TptPvOps<'_> {
             old |= self.mem.read_u64(copy_at) & (X86::ACCESSED_BIT | X86::DIRTY_BIT);
             self.mem.write_u64(copy_at, 0);
             self.devirt.stats.dual_writes += 1;
+            self.pv_update();
         }
         old
     }
@@ -203,23 +245,47 @@ impl PvOps for TptPvOps<'_> {
 
     fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) {
         let root = match (self.devirt.is_tpt(pgd), self.devirt.copy_of(pgd)) {
-            (true, Some(copy)) if self.devirt.prototype => Root::OneD { cr3: copy.addr() },
+            (true, Some(copy)) if self.devirt.mode != DevirtMode::Tpt => Root::OneD { cr3: copy.addr() },
             (true, Some(copy)) => Root::Tagged { cr3: copy.addr() },
             _ => Root::TwoD { guest_cr3: pgd.addr(), eptp: self.vm.eptp() },
         };
         self.mmu.set_root(root, pcid as u64, flush);
+        if self.devirt.mode == DevirtMode::Pv {
+            self.hypercall(); // the CR3 switch (mmuext_op new_baseptr)
+        }
     }
 
     fn invlpg(&mut self, va: Gva) {
         self.mmu.invlpg(va);
+        if self.devirt.mode == DevirtMode::Pv {
+            self.hypercall();
+        }
     }
 
     fn flush_tlb(&mut self) {
         self.mmu.flush_current();
+        if self.devirt.mode == DevirtMode::Pv {
+            self.hypercall();
+        }
+    }
+
+    fn lazy_mmu_begin(&mut self) {
+        self.devirt.lazy = true;
+    }
+
+    fn lazy_mmu_end(&mut self) {
+        self.devirt.lazy = false;
+        if self.devirt.pending > 0 {
+            self.devirt.pending = 0;
+            if self.devirt.mode == DevirtMode::Pv {
+                self.hypercall();
+            }
+        }
     }
 
     fn mm_created(&mut self, pgd: Gfn, devirt: bool) {
-        if devirt {
+        // Under PV every address space is paravirtualized.
+        if devirt || self.devirt.mode == DevirtMode::Pv {
             self.devirt.pgds.insert(pgd.raw());
             if self.devirt.copy_of(pgd).is_none() {
                 self.new_copy(pgd);

@@ -95,6 +95,8 @@ pub struct RunReport {
     /// Memory-tag checks (TPT): frames checked, and checks that refused a translation.
     pub tag_checks: u64,
     pub tag_violations: u64,
+    /// Paravirtual hypercalls (mmu_update multicalls, CR3 switches, flushes).
+    pub hypercalls: u64,
     /// Accesses that reached a host frame the VM does not own (the isolation probe's
     /// verdict: must be 0), over the whole run.
     pub foreign_accesses: u64,

@@ -1,0 +1,74 @@
+//! Paravirtual direct paging: hypercalls, batching, and bounces through the hypervisor.
+
+use vmlab_core::addr::{Gva, PageSize};
+use vmlab_core::cost::Profile;
+use vmlab_core::hv::vm::BackingConfig;
+use vmlab_core::hv::ExitReason;
+use vmlab_core::hw::mmu::Root;
+use vmlab_core::scheme::{Paging, System, SystemConfig};
+
+const REGION: u64 = 0x4000_0000_00;
+const PAGE: u64 = 4096;
+
+fn va(page: u64) -> Gva {
+    Gva::new(REGION + page * PAGE)
+}
+
+fn pv() -> System {
+    let profile = Profile::builtin("skylake").unwrap();
+    System::new(&SystemConfig {
+        paging: Paging::Pv,
+        levels: 4,
+        host_memory: 16 << 30,
+        guest_memory: 4 << 30,
+        guest_pages: PageSize::Size4K,
+        pcid: true,
+        shadow: None,
+        tag_reads: false,
+        backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 1 },
+        tlb: profile.tlb.clone(),
+        memory: profile.memory.clone(),
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_demand_fault_bounces_once_and_validates_its_pte_write() {
+    let mut sys = pv();
+    sys.mmap(va(0), 64 * PAGE, true).unwrap();
+    sys.access(va(0), true).unwrap(); // builds the upper levels
+    assert!(matches!(sys.mmu().root(), Root::OneD { .. }));
+    let before = sys.exits();
+    sys.access(va(1), true).unwrap();
+    let d = sys.exits().since(&before);
+    assert_eq!((d.get(ExitReason::PvBounce), d.get(ExitReason::Hypercall)), (1, 1));
+}
+
+#[test]
+fn fork_batches_its_updates_into_multicalls_of_32() {
+    let mut sys = pv();
+    sys.mmap(va(0), 256 * PAGE, true).unwrap();
+    for page in 0..256 {
+        sys.access(va(page), true).unwrap();
+    }
+    let before = sys.exits();
+    sys.fork().unwrap();
+    let d = sys.exits().since(&before);
+    // 256 write-protections in the parent, 256 entries and 3 table links in the child:
+    // 515 updates in one lazy-MMU section = 17 multicalls, then the parent's TLB flush.
+    assert_eq!(d.get(ExitReason::Hypercall), 515_u64.div_ceil(32) + 1);
+    assert_eq!(d.get(ExitReason::PvBounce), 1, "the fork system call");
+}
+
+#[test]
+fn every_address_space_is_paravirtualized_and_cr3_loads_are_hypercalls() {
+    let mut sys = pv();
+    sys.mmap(va(0), PAGE, true).unwrap();
+    sys.access(va(0), true).unwrap();
+    let child = sys.fork().unwrap();
+    let before = sys.exits();
+    sys.switch_to(child).unwrap();
+    assert!(matches!(sys.mmu().root(), Root::OneD { .. }), "forked children too");
+    let d = sys.exits().since(&before);
+    assert_eq!((d.get(ExitReason::PvBounce), d.get(ExitReason::Hypercall)), (1, 1));
+}
