@@ -347,7 +347,8 @@ impl Mmu {
             }
             Root::Tagged { cr3 } => {
                 self.counters.tag_fills += 1;
-                let mut tables = TaggedTables { mem, memory: &mut self.memory, counters: &mut self.counters, reads: self.tag_reads, va, write };
+                let host = HostTables { mem, memory: &mut self.memory };
+                let mut tables = TaggedTables { host, counters: &mut self.counters, reads: self.tag_reads, va, write };
                 let mut refs = 0;
                 let leaf = walk::<X86, _>(&mut tables, Some(&mut self.guest_caches), Dimension::Guest, cr3.raw(), va, levels, self.tag, write, &mut refs);
                 tables.counters.guest_refs += refs;
@@ -645,8 +646,7 @@ fn probe<F: crate::hw::pte::EntryFormat>(mem: &HostMemory, root: u64, addr: u64,
 /// Host-address tables built by a guest (TPT): each table frame is tag-checked before its
 /// entry is read, so a table in someone else's memory is never read.
 struct TaggedTables<'a> {
-    mem: &'a mut HostMemory,
-    memory: &'a mut MemoryHierarchy,
+    host: HostTables<'a>,
     counters: &'a mut MmuCounters,
     reads: bool,
     va: u64,
@@ -657,9 +657,9 @@ impl TaggedTables<'_> {
     fn check(&mut self, hfn: u64) -> Result<(), Fault> {
         self.counters.tag_checks += 1;
         if self.reads {
-            self.memory.access(Hpa::new(self.mem.tags().entry_addr(hfn)), Requester::Tag);
+            self.host.memory.access(Hpa::new(self.host.mem.tags().entry_addr(hfn)), Requester::Tag);
         }
-        if self.mem.tags().owned(hfn) {
+        if self.host.mem.tags().owned(hfn) {
             Ok(())
         } else {
             self.counters.tag_violations += 1;
@@ -675,11 +675,10 @@ impl TableMemory for TaggedTables<'_> {
     }
     #[inline]
     fn read(&mut self, at: Hpa) -> u64 {
-        self.memory.access(at, Requester::Walk);
-        self.mem.read_u64(at)
+        self.host.read(at)
     }
     fn set_bits(&mut self, at: Hpa, bits: u64) {
-        self.mem.or_u64(at, bits)
+        self.host.set_bits(at, bits)
     }
 }
 
