@@ -264,8 +264,8 @@ impl Mmu {
     pub fn access(&mut self, mem: &mut HostMemory, va: Gva, write: bool) -> Result<Hpa, Fault> {
         self.counters.accesses += 1;
         let hpa = match self.l1_lookup(va.raw(), write) {
-            Some(hpa) => hpa,
-            None => self.l1_miss(mem, va.raw(), write)?,
+            Ok(hpa) => hpa,
+            Err(l1_found) => self.l1_miss(mem, va.raw(), write, l1_found)?,
         };
         self.memory.access(hpa, Requester::Data);
         Ok(hpa)
@@ -273,24 +273,40 @@ impl Mmu {
 
     /// Translate without side effects on caches or counters is not offered: a walk sets A/D
     /// bits. For checks, see [`crate::hw::mmu::reference_translate`].
+    /// On a miss, `Err` has bit `i` set for each page size `i` whose L1 DTLB held an entry
+    /// for `va` (unusable for this access): the other sizes' L1 DTLBs hold none.
     #[inline]
-    fn l1_lookup(&mut self, va: u64, write: bool) -> Option<Hpa> {
+    fn l1_lookup(&mut self, va: u64, write: bool) -> Result<Hpa, u8> {
+        let mut found = 0;
         for size in PageSize::ALL {
             if self.sizes_in_use & (1 << size.index()) == 0 {
                 continue;
             }
             if let Some(value) = self.l1[size.index()].lookup(tlb_key(va, size, self.tag)) {
                 if usable(value, write) {
-                    return Some(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
+                    return Ok(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
                 }
+                found |= 1 << size.index();
             }
         }
-        None
+        Err(found)
+    }
+
+    /// Fill the L1 DTLB of `size`; `l1_found` is what [`Self::l1_lookup`] reported, so an
+    /// entry known to be absent is inserted without searching for it.
+    #[inline]
+    fn l1_fill(&mut self, size: PageSize, key: u64, value: u64, l1_found: u8) {
+        let l1 = &mut self.l1[size.index()];
+        if l1_found & (1 << size.index()) != 0 {
+            l1.fill(key, value);
+        } else {
+            l1.fill_absent(key, value);
+        }
     }
 
     #[cold]
     #[inline(never)]
-    fn l1_miss(&mut self, mem: &mut HostMemory, va: u64, write: bool) -> Result<Hpa, Fault> {
+    fn l1_miss(&mut self, mem: &mut HostMemory, va: u64, write: bool, l1_found: u8) -> Result<Hpa, Fault> {
         self.counters.l1_tlb_misses += 1;
         let mut found_unusable = false;
         for size in PageSize::ALL {
@@ -303,7 +319,7 @@ impl Mmu {
                 if usable(value, write) {
                     self.counters.stlb_hits += 1;
                     // The L1 probe of this size missed, or found this same entry unusable.
-                    self.l1[size.index()].fill(key, value);
+                    self.l1_fill(size, key, value, l1_found);
                     return Ok(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
                 }
                 found_unusable = true;
@@ -325,13 +341,12 @@ impl Mmu {
         self.sizes_in_use |= 1 << size.index();
         let second_level = if size == PageSize::Size1G { &mut self.stlb_1g } else { &mut self.stlb };
         if found_unusable {
-            self.l1[size.index()].fill(key, value);
             second_level.fill(key, value);
         } else {
-            // Nothing usable was cached, and nothing at all for this key in the STLB probes.
-            self.l1[size.index()].fill(key, value);
+            // Nothing at all for this key in the STLB probes.
             second_level.fill_absent(key, value);
         }
+        self.l1_fill(size, key, value, l1_found);
         Ok(Hpa::new(base | (va & (size.bytes() - 1))))
     }
 
@@ -717,6 +732,7 @@ struct Nested<'a> {
 impl Nested<'_> {
     /// GPA -> HPA through the nested TLB, or an EPT walk.
     fn translate(&mut self, gpa: u64, write: bool) -> Result<Leaf, Fault> {
+        let mut found = 0u8;
         for size in PageSize::ALL {
             if *self.nested_sizes_in_use & (1 << size.index()) == 0 {
                 continue;
@@ -726,13 +742,20 @@ impl Nested<'_> {
                     self.counters.nested_tlb_hits += 1;
                     return Ok(Leaf { base: value & FRAME_MASK, size, perms: Perms::from_bits(value) });
                 }
+                found |= 1 << size.index();
             }
         }
         self.counters.nested_tlb_misses += 1;
         let mut tables = HostTables { mem: self.mem, memory: self.memory };
         let leaf = walk::<Ept, _>(&mut tables, Some(self.ept_caches), Dimension::Ept, self.eptp.raw(), gpa, self.levels, 0, write, &mut self.counters.ept_refs)?;
         *self.nested_sizes_in_use |= 1 << leaf.size.index();
-        self.nested_tlb.fill(tlb_key(gpa, leaf.size, 0), tlb_value(leaf.base, leaf.perms, write));
+        let (key, value) = (tlb_key(gpa, leaf.size, 0), tlb_value(leaf.base, leaf.perms, write));
+        if found & (1 << leaf.size.index()) != 0 {
+            self.nested_tlb.fill(key, value);
+        } else {
+            // The probe of this size missed, or the size was not in use: no entry to replace.
+            self.nested_tlb.fill_absent(key, value);
+        }
         Ok(leaf)
     }
 }
