@@ -22,7 +22,7 @@ use crate::addr::{Gpa, Gva, Hpa, PageSize};
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
 use crate::hw::cache::{MemoryConfig, MemoryHierarchy, Requester};
 use crate::hw::frames::HostMemory;
-use crate::hw::prefetch::{Lookahead, Next};
+use crate::hw::prefetch::{Lookahead, Next, Tables};
 use crate::hw::pte::{EntryFormat, Ept, Perms, X86, FRAME_MASK};
 use crate::hw::walker::{walk, Dimension, Fault, Leaf, TableMemory, WalkCaches, TAG_SHIFT};
 
@@ -439,7 +439,7 @@ impl Mmu {
         }
         match self.root {
             Root::None => Next::Done,
-            Root::OneD { cr3 } | Root::Tagged { cr3 } => match probe::<X86>(mem, cr3.raw(), va, self.levels, Some) {
+            Root::OneD { cr3 } | Root::Tagged { cr3 } => match self.probe_leaf::<X86>(mem, Tables::Guest, cr3.raw(), va, Some) {
                 Probe::Entry(at) => {
                     self.prefetch_entry(mem, at);
                     Next::GuestLeaf { at }
@@ -452,7 +452,7 @@ impl Mmu {
             },
             Root::TwoD { guest_cr3, eptp } => {
                 let to_host = |gpa| self.guest_table_to_host(mem, gpa, eptp, false);
-                match probe::<X86>(mem, guest_cr3.raw(), va, self.levels, to_host) {
+                match self.probe_leaf::<X86>(mem, Tables::Guest, guest_cr3.raw(), va, to_host) {
                     Probe::Entry(gpa) => match self.guest_table_to_host(mem, gpa, eptp, true) {
                         Some(at) => {
                             self.prefetch_entry(mem, at);
@@ -496,7 +496,7 @@ impl Mmu {
 
     /// Walk the EPT for the data address `gpa` down to its leaf-level entry and prefetch it.
     fn lookahead_ept(&self, mem: &HostMemory, gpa: u64, eptp: Hpa) -> Next {
-        match probe::<Ept>(mem, eptp.raw(), gpa, self.levels, Some) {
+        match self.probe_leaf::<Ept>(mem, Tables::Ept, eptp.raw(), gpa, Some) {
             Probe::Entry(at) => {
                 self.prefetch_entry(mem, at);
                 Next::EptLeaf { at, gpa }
@@ -507,6 +507,22 @@ impl Mmu {
             }
             Probe::Fault => Next::Done,
         }
+    }
+
+    /// [`probe`] for `addr` in `tables` rooted at `root`, starting at the leaf-level table
+    /// remembered for its 2 MiB region if there is one (and remembering the one found).
+    #[inline]
+    fn probe_leaf<F: EntryFormat>(&self, mem: &HostMemory, tables: Tables, root: u64, addr: u64, to_host: impl Fn(u64) -> Option<u64>) -> Probe {
+        let region = addr >> PageSize::Size2M.shift();
+        let index = (addr >> PageSize::Size4K.shift()) & 0x1ff;
+        if let Some(table) = self.lookahead.leaf_table(tables, root, region) {
+            return Probe::Entry(table + index * 8);
+        }
+        let end = probe::<F>(mem, root, addr, self.levels, to_host);
+        if let Probe::Entry(at) = end {
+            self.lookahead.remember_leaf_table(tables, root, region, at - index * 8);
+        }
+        end
     }
 
     /// Prefetch a table entry the walk will read, and the cache sets its line maps to.
@@ -527,7 +543,7 @@ impl Mmu {
         if let (Some(hfn), false) = (known, leaf) {
             return Some(hfn << PageSize::Size4K.shift() | offset);
         }
-        let hpa = match probe::<Ept>(mem, eptp.raw(), gpa, self.levels, Some) {
+        let hpa = match self.probe_leaf::<Ept>(mem, Tables::Ept, eptp.raw(), gpa, Some) {
             Probe::Entry(at) => {
                 if leaf {
                     self.prefetch_entry(mem, at);
@@ -564,6 +580,7 @@ impl Mmu {
     /// INVLPG: drop the translations of `va` of the current tag at every page size, and the
     /// paging-structure cache entries covering it.
     pub fn invlpg(&mut self, va: Gva) {
+        self.lookahead.forget_leaf_tables();
         for size in PageSize::ALL {
             let key = tlb_key(va.raw(), size, self.tag);
             self.l1[size.index()].invalidate(key);
@@ -579,6 +596,7 @@ impl Mmu {
 
     /// Drop every translation and guest walk-cache entry of one tag (CR3 load without PCID).
     pub fn flush_tag(&mut self, tag: u64) {
+        self.lookahead.forget_leaf_tables();
         let keep = |key: u64, _| (key >> TAG_SHIFT) & ((1 << (SIZE_TAG_SHIFT - TAG_SHIFT)) - 1) != tag;
         self.l1.iter_mut().for_each(|c| c.retain(keep));
         self.stlb.retain(keep);
@@ -597,6 +615,7 @@ impl Mmu {
     /// Drop everything derived from the EPT (INVEPT, after the hypervisor removes or
     /// downgrades an EPT mapping): GPA->HPA caches, EPT walk caches and combined TLB entries.
     pub fn invept(&mut self) {
+        self.lookahead.forget_leaf_tables();
         self.nested_tlb.flush();
         self.ept_caches.flush();
         self.l1.iter_mut().for_each(TranslationCache::flush);

@@ -45,6 +45,15 @@ const RING: usize = 64;
 const CURSORS: usize = 4;
 /// Remembered guest table frames (direct-mapped).
 const TABLE_FRAMES: usize = 4096;
+/// Remembered leaf-level tables (direct-mapped).
+const LEAF_TABLES: usize = 4096;
+/// Which tables a remembered leaf table belongs to (part of its key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tables {
+    /// The guest's (or native) tables: addresses in their table space.
+    Guest = 1,
+    Ept = 2,
+}
 
 /// Look-ahead state kept between prefetch stages. Only a hint: whatever it holds (even
 /// something stale after the tables changed) affects which host lines get prefetched, never
@@ -59,6 +68,15 @@ pub struct Lookahead {
     /// Guest-physical frame -> host frame of guest table pages, as the EPT mapped them
     /// when last looked up: `(gfn + 1, hfn)`, `0` when empty.
     table_frames: Box<[Cell<(u64, u64)>]>,
+    /// (tables, root, 2 MiB region) -> address of the leaf-level table covering it, as a
+    /// functional walk found it: `(key, table | generation)` with the generation in the low
+    /// 12 bits (tables are page-aligned). A hash of the key is stored, and only a matching
+    /// generation counts, so a lookup gives at worst a stale hint.
+    leaf_tables: Box<[Cell<(u64, u64)>]>,
+    /// Bumped whenever table changes are announced (TLB and paging-structure invalidation):
+    /// remembered leaf tables from before are ignored, as the paging-structure caches'
+    /// entries are dropped.
+    generation: Cell<u64>,
 }
 
 impl Default for Lookahead {
@@ -68,6 +86,8 @@ impl Default for Lookahead {
             head: Cell::new(0),
             cursors: Default::default(),
             table_frames: (0..TABLE_FRAMES).map(|_| Cell::new((0, 0))).collect(),
+            leaf_tables: (0..LEAF_TABLES).map(|_| Cell::new((0, 0))).collect(),
+            generation: Cell::new(1),
         }
     }
 }
@@ -117,6 +137,36 @@ impl Lookahead {
         self.table_frames[Self::frame_slot(gfn)].set((gfn + 1, hfn));
     }
 
+    /// The leaf-level table covering 2 MiB region `region` of `tables` rooted at `root`, as
+    /// last found since the latest [`Self::forget_leaf_tables`].
+    #[inline]
+    pub fn leaf_table(&self, tables: Tables, root: u64, region: u64) -> Option<u64> {
+        let key = Self::leaf_key(tables, root, region);
+        let (stored, value) = self.leaf_tables[(key >> 52) as usize % LEAF_TABLES].get();
+        (stored == key && value & 0xfff == self.generation.get() & 0xfff).then_some(value & !0xfff)
+    }
+
+    /// Remember that `table` is the leaf-level table of `region` of `tables` at `root`.
+    #[inline]
+    pub fn remember_leaf_table(&self, tables: Tables, root: u64, region: u64, table: u64) {
+        let key = Self::leaf_key(tables, root, region);
+        let value = (table & !0xfff) | (self.generation.get() & 0xfff);
+        self.leaf_tables[(key >> 52) as usize % LEAF_TABLES].set((key, value));
+    }
+
+    /// Forget every remembered leaf table (tables may have changed).
+    #[inline]
+    pub fn forget_leaf_tables(&self) {
+        self.generation.set(self.generation.get() + 1);
+    }
+
+    #[inline]
+    fn leaf_key(tables: Tables, root: u64, region: u64) -> u64 {
+        let mixed = (root >> 12).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ region.wrapping_mul(0xc2b2_ae3d_27d4_eb4f) ^ tables as u64;
+        // One more multiply so the index bits depend on every input bit.
+        mixed.wrapping_mul(0x1656_67b1_9e37_79f9) | 1
+    }
+
     #[inline]
     fn frame_slot(gfn: u64) -> usize {
         (gfn.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize % TABLE_FRAMES
@@ -156,5 +206,18 @@ mod tests {
         assert_eq!(l.table_frame(0), Some(7));
         assert_eq!(l.table_frame(5), Some(9));
         assert_eq!(l.table_frame(6), None);
+    }
+
+    #[test]
+    fn leaf_tables_are_keyed_and_forgotten() {
+        let l = Lookahead::default();
+        assert_eq!(l.leaf_table(Tables::Guest, 0x1000, 3), None);
+        l.remember_leaf_table(Tables::Guest, 0x1000, 3, 0x7000);
+        assert_eq!(l.leaf_table(Tables::Guest, 0x1000, 3), Some(0x7000));
+        assert_eq!(l.leaf_table(Tables::Ept, 0x1000, 3), None);
+        assert_eq!(l.leaf_table(Tables::Guest, 0x2000, 3), None);
+        assert_eq!(l.leaf_table(Tables::Guest, 0x1000, 4), None);
+        l.forget_leaf_tables();
+        assert_eq!(l.leaf_table(Tables::Guest, 0x1000, 3), None);
     }
 }
