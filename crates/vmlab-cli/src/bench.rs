@@ -58,7 +58,7 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
     } else {
         for row in &rows {
             println!(
-                "{:<8} {:>8.2} M simulated accesses/s ({} accesses in {:.2} s)",
+                "{:<13} {:>8.2} M simulated accesses/s ({} accesses in {:.2} s)",
                 row["paging"].as_str().unwrap_or("?"),
                 row["accesses_per_second"].as_f64().unwrap_or(0.0) / 1e6,
                 row["accesses"],
