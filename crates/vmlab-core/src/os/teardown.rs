@@ -15,12 +15,20 @@ impl Kernel {
     pub(super) fn zap_range<P: PvOps + ?Sized>(&mut self, pv: &mut P, pid: Pid, start: Gva, end: Gva) -> bool {
         let Ok(process) = self.proc(pid) else { return false };
         let pgd = process.pgd;
+        self.zap_leaves(pv, pgd, &[(start, end)])
+    }
+
+    /// Clear every present leaf under `pgd` in the `ranges` (one lazy-MMU section) and drop
+    /// the page references; returns whether any entry was cleared.
+    fn zap_leaves<P: PvOps + ?Sized>(&mut self, pv: &mut P, pgd: Gfn, ranges: &[(Gva, Gva)]) -> bool {
         let mut zapped = Vec::new();
         pv.lazy_mmu_begin();
-        tables::for_each_leaf(pv, pgd, self.config.levels, start, end, &mut |pv, leaf: LeafEntry| {
-            pv.get_and_clear(leaf.slot.level, leaf.slot.table, leaf.slot.index);
-            zapped.push(leaf);
-        });
+        for &(start, end) in ranges {
+            tables::for_each_leaf(pv, pgd, self.config.levels, start, end, &mut |pv, leaf: LeafEntry| {
+                pv.get_and_clear(leaf.slot.level, leaf.slot.table, leaf.slot.index);
+                zapped.push(leaf);
+            });
+        }
         pv.lazy_mmu_end();
         for leaf in &zapped {
             if self.phys.put(leaf.frame(), leaf.size()) {
@@ -31,8 +39,8 @@ impl Kernel {
     }
 
     /// Free the page tables of `pid` reachable from `[start, end)` whose span holds no
-    /// remaining VMA (after munmap), clearing the entries that pointed at them. Flushes the TLB if any went, since
-    /// the paging-structure caches may hold them.
+    /// remaining VMA (after munmap), clearing the entries that pointed at them. Flushes the
+    /// TLB if any went, since the paging-structure caches may hold them.
     pub(super) fn free_empty_tables<P: PvOps + ?Sized>(&mut self, pv: &mut P, pid: Pid, start: Gva, end: Gva) {
         let Ok(process) = self.proc(pid) else { return };
         let (pgd, vmas) = (process.pgd, process.vmas.clone());
@@ -83,22 +91,9 @@ impl Kernel {
 
     /// Tear down an address space that no CPU runs any more: its pages and its tables.
     pub(super) fn destroy_mm<P: PvOps + ?Sized>(&mut self, pv: &mut P, pgd: Gfn, vmas: &VmaList) {
-        let levels = self.config.levels;
-        let mut zapped = Vec::new();
-        pv.lazy_mmu_begin();
-        for vma in vmas.iter() {
-            tables::for_each_leaf(pv, pgd, levels, vma.start, vma.end, &mut |pv, leaf: LeafEntry| {
-                pv.get_and_clear(leaf.slot.level, leaf.slot.table, leaf.slot.index);
-                zapped.push(leaf);
-            });
-        }
-        pv.lazy_mmu_end();
-        for leaf in &zapped {
-            if self.phys.put(leaf.frame(), leaf.size()) {
-                self.counters.frames_freed += leaf.size().frames();
-            }
-        }
-        self.free_subtree(pv, pgd, levels);
+        let ranges: Vec<(Gva, Gva)> = vmas.iter().map(|v| (v.start, v.end)).collect();
+        self.zap_leaves(pv, pgd, &ranges);
+        self.free_subtree(pv, pgd, self.config.levels);
     }
 
     /// The current process exits; `next` runs after it (the parent collecting it, say).
