@@ -140,6 +140,18 @@ pub struct System {
     foreign_accesses: u64,
 }
 
+/// Keep the first hypervisor error a pv-ops backend meets (pv-ops cannot fail; the caller
+/// checks the slot afterwards) and hand back the value of a success.
+fn stash<T>(slot: &mut Option<HvError>, result: Result<T, HvError>) -> Option<T> {
+    match result {
+        Ok(v) => Some(v),
+        Err(e) => {
+            slot.get_or_insert(e);
+            None
+        }
+    }
+}
+
 /// Exits per user<->kernel round trip of a TPT process in the Intel prototype (about 3:
 /// tpt-mechanism.md, section 1).
 const TPT_PROTOTYPE_EXITS_PER_ROUND_TRIP: u32 = 3;

@@ -20,13 +20,8 @@ pub struct NestedPvOps<'a> {
 
 impl NestedPvOps<'_> {
     fn host_addr(&mut self, table: Gfn, index: usize) -> Option<Hpa> {
-        match self.vm.touch(self.mem, table) {
-            Ok(hfn) => Some(hfn.addr_at(index as u64 * 8)),
-            Err(e) => {
-                self.error.get_or_insert(e);
-                None
-            }
-        }
+        let hfn = self.vm.touch(self.mem, table);
+        super::stash(&mut self.error, hfn).map(|hfn| hfn.addr_at(index as u64 * 8))
     }
 }
 
@@ -34,8 +29,8 @@ impl NestedPvOps<'_> {
     /// The guest kernel writes every 4 KiB frame of a page: each unbacked one traps once.
     fn write_frames(&mut self, frame: Gfn, size: PageSize) {
         for offset in 0..size.frames() {
-            if let Err(e) = self.vm.touch(self.mem, Gfn::new(frame.raw() + offset)) {
-                self.error.get_or_insert(e);
+            let touched = self.vm.touch(self.mem, Gfn::new(frame.raw() + offset));
+            if super::stash(&mut self.error, touched).is_none() {
                 return;
             }
         }

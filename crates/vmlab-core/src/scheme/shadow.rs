@@ -26,9 +26,7 @@ impl ShadowPvOps<'_> {
     }
 
     fn note(&mut self, result: Result<(), HvError>) {
-        if let Err(e) = result {
-            self.error.get_or_insert(e);
-        }
+        super::stash(&mut self.error, result);
     }
 
     /// The guest's first touch of a frame faults in the shadow tables (its direct map) and
@@ -38,13 +36,8 @@ impl ShadowPvOps<'_> {
             return Some(hfn);
         }
         self.vm.record_exit(ExitReason::ShadowFault);
-        match self.vm.back(self.mem, gfn) {
-            Ok(hfn) => Some(hfn),
-            Err(e) => {
-                self.error.get_or_insert(e);
-                None
-            }
-        }
+        let backed = self.vm.back(self.mem, gfn);
+        super::stash(&mut self.error, backed)
     }
 
     fn entry_addr(&mut self, table: Gfn, index: usize) -> Option<Hpa> {

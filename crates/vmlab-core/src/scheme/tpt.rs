@@ -123,13 +123,7 @@ impl TptPvOps<'_> {
     }
 
     fn note<T>(&mut self, result: Result<T, HvError>) -> Option<T> {
-        match result {
-            Ok(v) => Some(v),
-            Err(e) => {
-                self.error.get_or_insert(e);
-                None
-            }
-        }
+        super::stash(&mut self.error, result)
     }
 
     fn guest_addr(&mut self, table: Gfn, index: usize) -> Option<Hpa> {
