@@ -82,6 +82,11 @@ pub struct SimArgs {
     /// Seed of the workload's random numbers (and of host fragmentation).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Back all guest memory before the workload starts, as the TPT artifact's
+    /// `echo 1 > /sys/kernel/devirt` does (its EPT violations count in set-up; slow with
+    /// 4k host pages). No effect under native paging.
+    #[arg(long)]
+    pub pretouch: bool,
 }
 
 #[derive(Args)]
@@ -152,6 +157,7 @@ pub struct SimOptions {
     pub accesses: u64,
     pub warmup: u64,
     pub seed: u64,
+    pub pretouch: bool,
 }
 
 impl SimArgs {
@@ -167,6 +173,7 @@ impl SimArgs {
             accesses: self.accesses,
             warmup: self.warmup,
             seed: self.seed,
+            pretouch: self.pretouch,
         })
     }
 }

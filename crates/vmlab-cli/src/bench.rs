@@ -23,6 +23,7 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
             accesses: args.accesses,
             warmup: 0,
             seed: 1,
+            pretouch: false,
         };
         let (mut started, mut ended) = (None, None);
         let report = engine::run(&config, &mut |p| {

@@ -22,6 +22,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
             accesses: sim.accesses,
             warmup: sim.warmup,
             seed: sim.seed,
+            pretouch: sim.pretouch,
         };
         let mut progress = RunProgress::new(paging.name());
         let report = engine::run(&config, &mut |p| progress.update(p));

@@ -524,7 +524,7 @@ fn list_json_has_workloads_schemes_and_profiles() {
     // Workload parameters come with their keys.
     let tlb = value["workloads"].as_array().unwrap().iter().find(|w| w["name"] == "tlb-bench").unwrap();
     let keys: Vec<&str> = tlb["params"].as_array().unwrap().iter().map(|p| p["key"].as_str().unwrap()).collect();
-    assert_eq!(keys, vec!["size", "accesses"]);
+    assert_eq!(keys, vec!["size", "accesses", "tpt_task"]);
 }
 
 // ---------------------------------------------------------------------------------------

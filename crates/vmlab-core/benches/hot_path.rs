@@ -70,6 +70,8 @@ fn system_with_region(paging: Paging, region: u64) -> System {
             fragmentation: 0.0,
             seed: 1,
         },
+        program: "test",
+        tpt_task: Some("test"),
         tlb: profile.tlb.clone(),
         memory: profile.memory.clone(),
     })

@@ -19,6 +19,7 @@ fn config(workload: &str, paging: Paging) -> RunConfig {
         accesses: 50_000,
         warmup: 10_000,
         seed: 7,
+        pretouch: false,
     }
 }
 
@@ -127,6 +128,8 @@ fn memory_is_page_tables_not_data() {
         shadow: None,
         tag_reads: false,
         backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 0 },
+        program: "test",
+        tpt_task: Some("test"),
         tlb: profile.tlb.clone(),
         memory: profile.memory.clone(),
     })
@@ -138,4 +141,55 @@ fn memory_is_page_tables_not_data() {
     }
     assert_eq!(sys.host_memory().table_pages(), 515);
     assert_eq!(sys.kernel().frames_in_use(), 262_144 + 515);
+}
+
+#[test]
+fn pretouch_backs_all_guest_memory_before_set_up() {
+    for paging in [Paging::Nested, Paging::Tpt] {
+        let mut c = config("sysbench-mem:block=16M,mode=rnd", paging);
+        c.host_pages = PageSize::Size1G;
+        c.pretouch = true;
+        let r = go(&c);
+        let guest = c.profile.machine.guest_memory;
+        // One EPT violation per 1 GiB backing page, and none later: the buffer's first
+        // touches find memory backed.
+        assert_eq!(r.setup.vm_exits, guest >> 30, "{paging:?}");
+        assert_eq!(r.setup.backed_bytes["1g"], guest);
+        assert!(r.pretouch);
+    }
+    let mut c = config("sysbench-mem:block=16M,mode=rnd", Paging::Native);
+    c.pretouch = true;
+    assert_eq!(go(&c).setup.vm_exits, 0, "nothing to back without a hypervisor");
+}
+
+#[test]
+fn host_remaps_are_counted_and_costed_in_the_measured_phase() {
+    let mut c = config("host-remap:size=16M,accesses=40000,every=1000", Paging::Tpt);
+    c.accesses = 0;
+    let tpt = go(&c);
+    c.paging = Paging::Nested;
+    let nested = go(&c);
+    let p = &c.profile.virt;
+    for r in [&tpt, &nested] {
+        assert_eq!((r.remap.remaps, r.remap.global_flushes, r.remap.frames_moved), (40, 40, 40), "{}", r.paging);
+    }
+    assert_eq!((tpt.remap.tag_updates, tpt.remap.gfn_to_hfn_updates, tpt.remap.devirt_fixups), (80, 40, 40));
+    assert_eq!((nested.remap.tag_updates, nested.remap.devirt_fixups), (0, 0));
+    let host = 40.0 * (p.host_remap + p.remap_copy_4k + p.global_flush);
+    assert!((nested.cycles_breakdown.exits - host).abs() < 1e-6);
+    assert!((tpt.cycles_breakdown.exits - host - 80.0 * p.tag_update).abs() < 1e-6);
+    assert!((tpt.cycles_breakdown.kernel - 40.0 * (p.remap_notify + p.devirt_fixup)).abs() < 1e-6);
+    assert_eq!(tpt.tag_violations, 0);
+}
+
+#[test]
+fn tpt_task_narrows_which_program_runs_with_tpt() {
+    let run = |spec: &str| go(&config(spec, Paging::Tpt));
+    let marked = run("sysbench-mem:block=16M,mode=rnd");
+    assert!(marked.tag_checks > 0 && marked.ept_walk_refs == 0, "the workload's own program is marked by default");
+    let unmarked = run("sysbench-mem:block=16M,mode=rnd,tpt_task=none");
+    assert_eq!(unmarked.workload, "sysbench-mem:block=16M,oper=write,mode=rnd,events=1,tpt_task=none");
+    assert!(unmarked.tag_checks == 0 && unmarked.ept_walk_refs > 0, "nothing marked: nested paging");
+    let nested = go(&config("sysbench-mem:block=16M,mode=rnd", Paging::Nested));
+    assert_eq!(unmarked.walk_refs, nested.walk_refs);
 }

@@ -28,6 +28,8 @@ fn system_with(paging: Paging, guest_pages: PageSize, pcid: bool, shadow: Option
         shadow,
         tag_reads: false,
         backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 1 },
+        program: "test",
+        tpt_task: Some("test"),
         tlb: profile.tlb.clone(),
         memory: profile.memory.clone(),
     })
@@ -135,7 +137,7 @@ fn exec_replaces_the_address_space() {
     }
     let child = sys.fork().unwrap();
     sys.switch_to(child).unwrap();
-    sys.exec(&vmlab_core::os::SMALL_IMAGE).unwrap();
+    sys.exec(&vmlab_core::os::HELLO).unwrap();
     assert_eq!(frame_of(&mut sys, child, 0), None);
     // 16 + 4 + 8 image pages, faulted in by the program's first touches.
     let image_pages = 28;

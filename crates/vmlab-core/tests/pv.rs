@@ -26,6 +26,8 @@ fn pv() -> System {
         shadow: None,
         tag_reads: false,
         backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 1 },
+        program: "test",
+        tpt_task: Some("test"),
         tlb: profile.tlb.clone(),
         memory: profile.memory.clone(),
     })

@@ -27,6 +27,8 @@ fn shadow_system(unsync: bool, bypass_not_present: bool, tlb: Option<TlbConfig>)
         shadow: Some(ShadowConfig { unsync, bypass_not_present, budget_pages: 100_000 }),
         tag_reads: false,
         backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 1 },
+        program: "test",
+        tpt_task: Some("test"),
         tlb: tlb.unwrap_or(profile.tlb.clone()),
         memory: profile.memory.clone(),
     })

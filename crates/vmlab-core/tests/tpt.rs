@@ -21,6 +21,11 @@ fn tpt(tlb: Option<TlbConfig>) -> System {
 }
 
 fn tpt_scheme(paging: Paging, tlb: Option<TlbConfig>) -> System {
+    tpt_marked(paging, tlb, Some("test"))
+}
+
+/// A system whose first process runs program "test", with TPT's mark on `tpt_task`.
+fn tpt_marked(paging: Paging, tlb: Option<TlbConfig>, tpt_task: Option<&'static str>) -> System {
     let profile = Profile::builtin("skylake").unwrap();
     System::new(&SystemConfig {
         paging,
@@ -32,6 +37,8 @@ fn tpt_scheme(paging: Paging, tlb: Option<TlbConfig>) -> System {
         shadow: None,
         tag_reads: false,
         backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 1 },
+        program: "test",
+        tpt_task,
         tlb: tlb.unwrap_or(profile.tlb.clone()),
         memory: profile.memory.clone(),
     })
@@ -146,4 +153,100 @@ proptest! {
             prop_assert_eq!(Some(hpa.frame()), sys.host_frame(gfn));
         }
     }
+}
+
+#[test]
+fn a_host_remap_moves_the_page_and_the_guest_fixes_its_devirt_entry() {
+    let mut sys = tpt(None);
+    sys.mmap(va(0), 8 * PAGE, true).unwrap();
+    for page in 0..8 {
+        sys.access(va(page), true).unwrap();
+    }
+    let (gfn, _, _) = sys.kernel_lookup(0, va(3)).unwrap();
+    let old = sys.host_frame(gfn).unwrap();
+    let dirty_before = devirt_leaf(&sys, va(3)) & X86::DIRTY_BIT;
+    sys.host_remap(va(3)).unwrap();
+    let new = sys.host_frame(gfn).unwrap();
+    assert_ne!(new, old);
+    let leaf = devirt_leaf(&sys, va(3));
+    assert_eq!(Hpa::new(leaf & FRAME_MASK).frame(), new, "the devirt entry names the new frame");
+    assert_eq!(leaf & X86::DIRTY_BIT, dirty_before, "hardware-set bits survive the fix-up");
+    assert!(sys.host_memory().tags().owned(new.raw()) && !sys.host_memory().tags().owned(old.raw()));
+    let r = sys.remap_counters();
+    assert_eq!(
+        (r.remaps, r.frames_moved, r.tag_updates, r.global_flushes, r.gfn_to_hfn_updates, r.guest_notifications, r.devirt_fixups),
+        (1, 1, 2, 1, 1, 1, 1)
+    );
+    // The flush dropped the old translation: the next access walks the fixed tables to the
+    // new frame, and no tag check fails.
+    assert_eq!(sys.mmu().cached_translation(va(3)), None);
+    let hpa = sys.access(va(3), false).unwrap();
+    assert_eq!(hpa.frame(), new);
+    assert_eq!(sys.mmu().counters().tag_violations, 0);
+}
+
+#[test]
+fn a_remap_fixes_only_tpt_entries_and_nested_paging_needs_no_fix_up() {
+    // A copy-on-write page shared with a forked child: the child runs on nested paging, so
+    // only the parent's devirt entry names the frame.
+    let mut sys = tpt(None);
+    sys.mmap(va(0), PAGE, true).unwrap();
+    sys.access(va(0), true).unwrap();
+    let child = sys.fork().unwrap();
+    sys.host_remap(va(0)).unwrap();
+    assert_eq!(sys.remap_counters().devirt_fixups, 1);
+    let (gfn, _, _) = sys.kernel_lookup(0, va(0)).unwrap();
+    let new = sys.host_frame(gfn).unwrap();
+    sys.switch_to(child).unwrap();
+    assert_eq!(sys.access(va(0), false).unwrap().frame(), new, "the child reaches the new frame through the EPT");
+
+    let mut nested = tpt_scheme(Paging::Nested, None);
+    nested.mmap(va(0), PAGE, true).unwrap();
+    nested.access(va(0), true).unwrap();
+    nested.host_remap(va(0)).unwrap();
+    let r = nested.remap_counters();
+    assert_eq!((r.remaps, r.global_flushes, r.tag_updates, r.gfn_to_hfn_updates, r.devirt_fixups), (1, 1, 0, 0, 0));
+    let (gfn, _, _) = nested.kernel_lookup(0, va(0)).unwrap();
+    assert_eq!(nested.access(va(0), false).unwrap().frame(), nested.host_frame(gfn).unwrap());
+}
+
+#[test]
+fn remapping_is_refused_where_it_is_not_modeled() {
+    for paging in [Paging::Shadow, Paging::Pv, Paging::TptPrototype] {
+        let mut sys = tpt_scheme(paging, None);
+        sys.mmap(va(0), PAGE, true).unwrap();
+        sys.access(va(0), true).unwrap();
+        let err = sys.host_remap(va(0)).unwrap_err().to_string();
+        assert!(err.contains("nested and tpt"), "{paging:?}: {err}");
+    }
+    let mut sys = tpt(None);
+    assert!(sys.host_remap(va(5)).unwrap_err().to_string().contains("not mapped"));
+}
+
+#[test]
+fn the_mark_enables_tpt_for_the_next_exec_of_that_program_only() {
+    // Marked for "hello": the first process ("test") runs on nested paging.
+    let mut sys = tpt_marked(Paging::Tpt, None, Some("hello"));
+    assert!(matches!(sys.mmu().root(), Root::TwoD { .. }));
+    assert!(!sys.kernel().process(0).unwrap().devirt);
+    let first = sys.fork().unwrap();
+    sys.switch_to(first).unwrap();
+    sys.exec(&vmlab_core::os::HELLO).unwrap();
+    assert!(sys.kernel().process(first).unwrap().devirt, "the next exec of hello runs with TPT");
+    assert!(matches!(sys.mmu().root(), Root::Tagged { .. }));
+    assert_eq!(sys.kernel().tpt_task(), None, "the mark is used up");
+    sys.exit(0).unwrap();
+    let second = sys.fork().unwrap();
+    sys.switch_to(second).unwrap();
+    sys.exec(&vmlab_core::os::HELLO).unwrap();
+    assert!(!sys.kernel().process(second).unwrap().devirt);
+    assert!(matches!(sys.mmu().root(), Root::TwoD { .. }));
+    // A TPT process that execs another program leaves TPT.
+    let mut sys = tpt(None);
+    assert!(sys.kernel().process(0).unwrap().devirt);
+    sys.exec(&vmlab_core::os::HELLO).unwrap();
+    assert!(!sys.kernel().process(0).unwrap().devirt);
+    // Outside TPT the mark means nothing.
+    let sys = tpt_marked(Paging::Nested, None, Some("test"));
+    assert!(!sys.kernel().process(0).unwrap().devirt);
 }

@@ -13,7 +13,7 @@
 //! is the sum of its references' latencies (in-order walk); write-backs are free.
 
 use crate::cost::profile::Profile;
-use crate::hv::{ExitCounters, ExitReason};
+use crate::hv::{ExitCounters, ExitReason, RemapCounters};
 use crate::hw::cache::MemLevel;
 use crate::os::KernelCounters;
 
@@ -35,6 +35,8 @@ pub struct Events {
     pub exits: ExitCounters,
     /// What the kernel did in the interval.
     pub kernel: KernelCounters,
+    /// Host remapping of guest pages in the interval.
+    pub remap: RemapCounters,
 }
 
 /// Cycles by resource, and the total.
@@ -102,6 +104,18 @@ impl Profile {
             + syscalls as f64 * c.syscall
     }
 
+    /// Cycles of host remapping: the hypervisor's share (moves, copies, tag updates, global
+    /// flushes) and the guest kernel's (TPT's notifications and devirt fix-ups).
+    pub fn remap_cycles(&self, r: &RemapCounters) -> (f64, f64) {
+        let v = &self.virt;
+        let host = r.remaps as f64 * v.host_remap
+            + r.frames_moved as f64 * v.remap_copy_4k
+            + r.tag_updates as f64 * v.tag_update
+            + r.global_flushes as f64 * v.global_flush;
+        let guest = r.guest_notifications as f64 * v.remap_notify + r.devirt_fixups as f64 * v.devirt_fixup;
+        (host, guest)
+    }
+
     /// Turn events into cycles.
     pub fn cycles(&self, e: &Events, dependent: bool) -> CycleBreakdown {
         let served = |counts: &[u64; 4]| -> f64 {
@@ -115,8 +129,9 @@ impl Profile {
         };
         // Tag checks sit on the fill path: they add to the walk's latency.
         let walk_latency = e.stlb_hits as f64 * self.latency.stlb_hit + served(&e.walk_served) + tag_cycles;
-        let exits = e.exits.iter().map(|(r, n)| n as f64 * self.exit_cost(r)).sum();
-        let kernel = self.kernel_cycles(&e.kernel);
+        let (remap_host, remap_guest) = self.remap_cycles(&e.remap);
+        let exits = e.exits.iter().map(|(r, n)| n as f64 * self.exit_cost(r)).sum::<f64>() + remap_host;
+        let kernel = self.kernel_cycles(&e.kernel) + remap_guest;
         if dependent {
             let data = served(&e.data_served);
             let total = compute + data + walk_latency + exits + kernel;

@@ -100,6 +100,16 @@ pub struct VirtSection {
     pub tpt_switch: f64,
     pub hypercall: f64,
     pub pv_bounce: f64,
+    /// Host remapping of a guest page: the hypervisor's work per move (the interrupted vCPU's
+    /// round trip, unmapping and remapping the p2m entry), copying per 4 KiB frame moved,
+    /// per memory-tag update, and per global TLB flush.
+    pub host_remap: f64,
+    pub remap_copy_4k: f64,
+    pub tag_update: f64,
+    pub global_flush: f64,
+    /// TPT: the guest's notification of a move, and per devirt entry it rewrites.
+    pub remap_notify: f64,
+    pub devirt_fixup: f64,
 }
 
 /// Costs of the kernel's own work, in cycles.
@@ -186,6 +196,12 @@ impl Profile {
             ("virt.tpt_switch", self.virt.tpt_switch),
             ("virt.hypercall", self.virt.hypercall),
             ("virt.pv_bounce", self.virt.pv_bounce),
+            ("virt.host_remap", self.virt.host_remap),
+            ("virt.remap_copy_4k", self.virt.remap_copy_4k),
+            ("virt.tag_update", self.virt.tag_update),
+            ("virt.global_flush", self.virt.global_flush),
+            ("virt.remap_notify", self.virt.remap_notify),
+            ("virt.devirt_fixup", self.virt.devirt_fixup),
             ("tags.per_fill", self.tags.per_fill),
             ("kernel.page_fault", self.kernel.page_fault),
             ("kernel.clear_page_4k", self.kernel.clear_page_4k),

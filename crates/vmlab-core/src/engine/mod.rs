@@ -12,7 +12,7 @@ use crate::cost::{Events, Profile};
 use crate::hv::shadow::ShadowConfig;
 use crate::hw::tags::TagCheckCost;
 use crate::hv::vm::BackingConfig;
-use crate::hv::ExitCounters;
+use crate::hv::{ExitCounters, RemapCounters};
 use crate::hw::cache::{MemoryStats, Requester};
 use crate::hw::mmu::MmuCounters;
 use crate::os::KernelCounters;
@@ -35,6 +35,9 @@ pub struct RunConfig {
     /// Accesses to run before measuring (ignored when the whole phase is simulated).
     pub warmup: u64,
     pub seed: u64,
+    /// Back all guest memory before set-up (TPT's `echo 1 > /sys/kernel/devirt`); its
+    /// exits count in set-up.
+    pub pretouch: bool,
 }
 
 /// The phase a progress report is about.
@@ -81,11 +84,18 @@ struct Snapshot {
     memory: MemoryStats,
     exits: ExitCounters,
     kernel: KernelCounters,
+    remap: RemapCounters,
 }
 
 impl Snapshot {
     fn take(sys: &System) -> Snapshot {
-        Snapshot { mmu: *sys.mmu().counters(), memory: *sys.mmu().memory().stats(), exits: sys.exits(), kernel: *sys.kernel().counters() }
+        Snapshot {
+            mmu: *sys.mmu().counters(),
+            memory: *sys.mmu().memory().stats(),
+            exits: sys.exits(),
+            kernel: *sys.kernel().counters(),
+            remap: sys.remap_counters(),
+        }
     }
 }
 
@@ -122,9 +132,14 @@ pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<Run
             budget_pages: ShadowConfig::kvm_default(profile.machine.guest_memory >> crate::addr::PAGE_SHIFT).budget_pages,
         }),
         backing: BackingConfig { host_pages: config.host_pages, fragmentation: config.fragmentation, seed: config.seed },
+        program: config.workload.program(),
+        tpt_task: config.workload.tpt_task(),
         tlb: profile.tlb.clone(),
         memory: profile.memory.clone(),
     })?;
+    if config.pretouch {
+        system.pretouch_guest_memory()?;
+    }
     // Dispatch on the workload once; each arm runs a loop monomorphized for its type.
     match config.workload.build(config.seed) {
         AnyWorkload::SysbenchMem(w) => drive(w, &mut system, config, progress),
@@ -133,6 +148,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<Run
         AnyWorkload::ForkBench(w) => drive(w, &mut system, config, progress),
         AnyWorkload::Lmbench(w) => drive(w, &mut system, config, progress),
         AnyWorkload::TptIsolationProbe(w) => drive(w, &mut system, config, progress),
+        AnyWorkload::HostRemap(w) => drive(w, &mut system, config, progress),
     }
 }
 
@@ -192,8 +208,9 @@ fn os_op(sys: &mut System, op: Op, progress: &mut dyn FnMut(Progress)) -> Result
             sys.fork()?;
         }
         Op::Switch { pid } => sys.switch_to(pid)?,
-        Op::Exec => sys.exec(&crate::os::SMALL_IMAGE)?,
+        Op::Exec => sys.exec(&crate::os::HELLO)?,
         Op::Exit { next } => sys.exit(next)?,
+        Op::HostRemap { va } => sys.host_remap(va)?,
         Op::ForeignProbe { va, level, write } => {
             sys.tpt_foreign_access(va, level, write)?;
         }
@@ -277,6 +294,7 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
     let memory = iv.after.memory.since(&iv.before.memory);
     let exits = iv.after.exits.since(&iv.before.exits);
     let kernel = iv.after.kernel.since(&iv.before.kernel);
+    let remap = iv.after.remap.since(&iv.before.remap);
     let events = Events {
         accesses: simulated,
         instructions: simulated as f64 * w.instructions_per_access(),
@@ -287,6 +305,7 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
         tag_fills: mmu.tag_fills,
         exits,
         kernel,
+        remap,
     };
     let breakdown = profile.cycles(&events, w.dependent_accesses());
     let per_access = |x: f64| if simulated == 0 { 0.0 } else { x / simulated as f64 };
@@ -326,6 +345,7 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
         guest_pages: config.guest_pages.name(),
         host_pages: if config.paging.is_virtualized() { config.host_pages.name() } else { "-" },
         seed: config.seed,
+        pretouch: config.pretouch,
         accesses_simulated: simulated,
         accesses_warmup: warmup,
         accesses_total: total,
@@ -361,6 +381,7 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
         page_table_pages: kernel_now.table_pages_peak,
         us_per_fork: (kernel.forks > 0).then(|| cycles / (ghz * 1e3) / kernel.forks as f64),
         os: kernel,
+        remap,
         setup,
         structures: sys.mmu().structure_stats().into_iter().map(|(name, hits, misses)| StructureStats { name, hits, misses }).collect(),
     }

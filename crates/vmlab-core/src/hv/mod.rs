@@ -2,8 +2,10 @@
 //! EPT itself), and exit accounting.
 
 pub mod exits;
+pub mod remap;
 pub mod shadow;
 pub mod vm;
 
 pub use exits::{ExitCounters, ExitReason};
+pub use remap::{Moved, RemapCounters};
 pub use vm::{BackingConfig, Vm};

@@ -7,6 +7,7 @@
 
 use crate::addr::{Gfn, Gpa, Hfn, Hpa, PageSize};
 use crate::hv::exits::{ExitCounters, ExitReason};
+use crate::hv::remap::RemapCounters;
 use crate::hw::frames::{HostMemory, OutOfMemory};
 use crate::hw::pte::{EntryFormat, Ept, FRAME_MASK};
 use crate::hw::walker::level_shift;
@@ -28,6 +29,8 @@ pub struct BackingConfig {
 pub enum HvError {
     #[error("guest-physical address {0:?} is outside the VM's memory; raise guest_memory in the machine profile")]
     OutsideGuest(Gpa),
+    #[error("guest-physical address {0:?} is not backed by the host, so there is nothing to remap")]
+    NotBacked(Gpa),
     #[error(transparent)]
     OutOfMemory(#[from] OutOfMemory),
 }
@@ -42,6 +45,7 @@ pub struct Vm {
     ept_table_pages: u64,
     /// Backing pages by size index, in 4 KiB frames.
     backed_frames: [u64; 3],
+    remaps: RemapCounters,
 }
 
 impl Vm {
@@ -56,6 +60,7 @@ impl Vm {
             exits: ExitCounters::default(),
             ept_table_pages: 1,
             backed_frames: [0; 3],
+            remaps: RemapCounters::default(),
         })
     }
 
@@ -74,6 +79,15 @@ impl Vm {
 
     pub fn ept_table_pages(&self) -> u64 {
         self.ept_table_pages
+    }
+
+    /// What host remapping did so far.
+    pub fn remap_counters(&self) -> &RemapCounters {
+        &self.remaps
+    }
+
+    pub fn remap_counters_mut(&mut self) -> &mut RemapCounters {
+        &mut self.remaps
     }
 
     /// Host memory backing the guest, in 4 KiB frames, by backing page size (4K, 2M, 1G).
@@ -180,8 +194,8 @@ impl Vm {
         unit < self.backing.fragmentation
     }
 
-    /// Install an EPT leaf mapping the page at `gpa` (aligned to `size`) to `hfn`.
-    fn map(&mut self, mem: &mut HostMemory, gpa: Gpa, hfn: Hfn, size: PageSize) -> Result<(), HvError> {
+    /// Install (or replace) the EPT leaf mapping the page at `gpa` (aligned to `size`) to `hfn`.
+    pub(super) fn map(&mut self, mem: &mut HostMemory, gpa: Gpa, hfn: Hfn, size: PageSize) -> Result<(), HvError> {
         let gpa = gpa.raw();
         let mut table = self.eptp.addr().raw();
         for level in (size.leaf_level() + 1..=self.levels).rev() {

@@ -226,6 +226,22 @@ impl HostMemory {
         }
     }
 
+    /// The 512 entries of a frame with table contents (None: it reads as all zeros).
+    pub fn table_entries(&self, frame: Hfn) -> Option<&[u64; ENTRIES_PER_TABLE]> {
+        self.slot(frame).map(|slot| &self.pages[slot])
+    }
+
+    /// Give frame `to` the table contents of frame `from` (none if `from` has none): a page
+    /// copy, as far as the simulator keeps page contents.
+    pub fn copy_contents(&mut self, from: Hfn, to: Hfn) {
+        self.drop_contents(to);
+        if let Some(src) = self.slot(from) {
+            let dst = self.materialize(to);
+            let page = self.pages[src];
+            self.pages[dst] = page;
+        }
+    }
+
     /// Forget a frame's table contents (it reads as zeros again).
     pub fn drop_contents(&mut self, frame: Hfn) {
         if let Some(slot) = self.index.remove(frame.raw()) {

@@ -13,6 +13,16 @@ pub struct ImageRegion {
     pub writable: bool,
 }
 
+/// A program as exec sees it: its name (what TPT's task_name matches) and its image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Program {
+    pub name: &'static str,
+    pub image: &'static [ImageRegion],
+}
+
+/// lmbench's `/tmp/hello`, which `lat_proc exec` runs: the small image below.
+pub const HELLO: Program = Program { name: "hello", image: &SMALL_IMAGE };
+
 /// A small static program as the loader maps it: text (read-only, read at start-up), data and
 /// stack (written at start-up). Sizes of a minimal static binary (a few pages each), not
 /// measured; the probe's fork+exec cost covers the kernel's work.
@@ -23,21 +33,22 @@ pub const SMALL_IMAGE: [ImageRegion; 3] = [
 ];
 
 impl Kernel {
-    /// The current process execs `image`: a new address space replaces the old one, which is
-    /// torn down. The caller then touches the image as the starting program does (the
-    /// touches are the program's own accesses, through the MMU).
-    pub fn exec<P: PvOps + ?Sized>(&mut self, pv: &mut P, image: &[ImageRegion]) -> Result<(), OsError> {
+    /// The current process execs `program`: a new address space replaces the old one, which
+    /// is torn down. The new one runs with TPT if TPT's mark names the program. The caller
+    /// then touches the image as the starting program does (the touches are the program's
+    /// own accesses, through the MMU).
+    pub fn exec<P: PvOps + ?Sized>(&mut self, pv: &mut P, program: &Program) -> Result<(), OsError> {
         let mut vmas = VmaList::default();
-        for r in image {
+        for r in program.image {
             vmas.insert(Vma { start: r.start, end: Gva::new(r.start.raw() + r.len), writable: r.writable })
                 .map_err(|existing| OsError::Overlap { start: r.start, len: r.len, existing: existing.start })?;
         }
         let pgd = self.alloc_table(pv, self.config.levels)?;
-        // The image is not the program TPT was enabled for (the artifact's task_name).
-        pv.mm_created(pgd, false);
+        let devirt = self.take_tpt_mark(program.name);
+        pv.mm_created(pgd, devirt);
         let current = self.current;
         let process = self.proc_mut(current)?;
-        process.devirt = false;
+        process.devirt = devirt;
         let old_pgd = std::mem::replace(&mut process.pgd, pgd);
         let old_vmas = std::mem::replace(&mut process.vmas, vmas);
         let pcid = process.pcid;

@@ -27,9 +27,13 @@ pub struct KernelConfig {
     pub thp: ThpPolicy,
     /// Tag TLB entries with a PCID per address space, so a context switch need not flush.
     pub pcid: bool,
-    /// The first process runs with Translation Pass-Through (the workload's own process under
-    /// `--paging tpt`). Forked children do not inherit it, as in the TPT artifact.
-    pub devirt_init: bool,
+    /// The program the first process runs (as if exec'd at boot).
+    pub program: &'static str,
+    /// Translation Pass-Through's mark (the artifact's `/sys/kernel/mm/devirt/task_name`):
+    /// the next exec of a program of this name, the first process's included, runs with
+    /// TPT, and the mark is used up. Forked children do not inherit TPT; threads would share
+    /// it with their address space (the model has no threads). `None` outside TPT.
+    pub tpt_task: Option<&'static str>,
 }
 
 /// A process identifier. The first process is 0; every fork takes the next number.
@@ -140,6 +144,8 @@ pub struct Kernel {
     pub(super) procs: Vec<Option<Process>>,
     pub(super) current: Pid,
     pub(super) counters: KernelCounters,
+    /// TPT's mark, until an exec of that program uses it.
+    pub(super) tpt_task: Option<&'static str>,
 }
 
 impl Kernel {
@@ -151,12 +157,34 @@ impl Kernel {
             procs: Vec::new(),
             current: 0,
             counters: KernelCounters::default(),
+            tpt_task: config.tpt_task,
         };
         let pgd = kernel.alloc_table(pv, config.levels)?;
-        pv.mm_created(pgd, config.devirt_init);
-        kernel.procs.push(Some(Process { pid: 0, parent: None, pgd, vmas: VmaList::default(), pcid: kernel.pcid_for(0), devirt: config.devirt_init }));
+        let devirt = kernel.take_tpt_mark(config.program);
+        pv.mm_created(pgd, devirt);
+        kernel.procs.push(Some(Process { pid: 0, parent: None, pgd, vmas: VmaList::default(), pcid: kernel.pcid_for(0), devirt }));
         pv.write_cr3(pgd, kernel.pcid_for(0), true);
         Ok(kernel)
+    }
+
+    /// Set TPT's mark: the next exec of `program` runs with TPT (`echo NAME >
+    /// /sys/kernel/mm/devirt/task_name`).
+    pub fn set_tpt_task(&mut self, program: Option<&'static str>) {
+        self.tpt_task = program;
+    }
+
+    /// The mark, if an exec has not used it yet.
+    pub fn tpt_task(&self) -> Option<&'static str> {
+        self.tpt_task
+    }
+
+    /// Whether an exec of `program` runs with TPT; if so the mark is used up.
+    pub(super) fn take_tpt_mark(&mut self, program: &'static str) -> bool {
+        let marked = self.tpt_task == Some(program);
+        if marked {
+            self.tpt_task = None;
+        }
+        marked
     }
 
     pub fn config(&self) -> &KernelConfig {

@@ -11,6 +11,6 @@ pub mod pvops;
 pub mod tables;
 mod teardown;
 
-pub use exec::{ImageRegion, SMALL_IMAGE};
+pub use exec::{ImageRegion, Program, HELLO, SMALL_IMAGE};
 pub use kernel::{Kernel, KernelConfig, KernelCounters, OsError, Pid, Process, ThpPolicy};
 pub use pvops::PvOps;

@@ -17,7 +17,7 @@ use crate::hw::cache::MemoryConfig;
 use crate::hw::frames::HostMemory;
 use crate::hw::mmu::{Mmu, TlbConfig};
 use crate::hw::walker::{Dimension, Fault};
-use crate::os::{ImageRegion, Kernel, KernelConfig, OsError, Pid, PvOps, ThpPolicy};
+use crate::os::{Kernel, KernelConfig, OsError, Pid, Program, PvOps, ThpPolicy};
 use crate::hv::shadow::{Ctx as ShadowCtx, ShadowConfig, ShadowMmu};
 use native::NativePvOps;
 use shadow::ShadowPvOps;
@@ -105,6 +105,10 @@ pub struct SystemConfig {
     /// TPT: read memory-tag entries through the cache hierarchy on every check.
     pub tag_reads: bool,
     pub backing: BackingConfig,
+    /// The program the first process runs, and TPT's mark (which program's next exec runs
+    /// with TPT: see [`KernelConfig::tpt_task`]); the mark is ignored outside TPT.
+    pub program: &'static str,
+    pub tpt_task: Option<&'static str>,
     pub tlb: TlbConfig,
     pub memory: MemoryConfig,
 }
@@ -174,7 +178,7 @@ impl System {
             )));
         }
         let thp = if config.guest_pages == PageSize::Size2M { ThpPolicy::Always } else { ThpPolicy::Never };
-        let mut kernel_config = KernelConfig { memory: config.host_memory, levels: config.levels, thp, pcid: config.pcid, devirt_init: config.paging.is_tpt() };
+        let mut kernel_config = KernelConfig { memory: config.host_memory, levels: config.levels, thp, pcid: config.pcid, program: config.program, tpt_task: config.tpt_task.filter(|_| config.paging.is_tpt()) };
         if config.paging.is_virtualized() && config.guest_memory > config.host_memory {
             return Err(SimError::Config("guest_memory exceeds host_memory".into()));
         }
@@ -301,6 +305,64 @@ impl System {
         Ok(reached)
     }
 
+    /// The host moves the page backing what `va` maps in the running process (migration,
+    /// compaction): the hypervisor copies it, updates the p2m and the memory tags, and
+    /// flushes every TLB; under TPT it refreshes `gfn_to_hfn` and notifies the guest, which
+    /// rewrites the devirt entries that named the old page. Modeled under nested paging and
+    /// TPT; the TPT prototype pins guest memory (tpt-mechanism.md, section 1), and shadow
+    /// and PV tables would need their own invalidation, which is not modeled.
+    pub fn host_remap(&mut self, va: Gva) -> Result<(), SimError> {
+        if !matches!(self.paging, Paging::Nested | Paging::Tpt) {
+            return Err(SimError::Config(format!(
+                "host remapping is modeled under nested and tpt paging, not {} ({})",
+                self.paging.name(),
+                match self.paging {
+                    Paging::Native => "no hypervisor",
+                    Paging::TptPrototype => "the prototype pins guest memory",
+                    _ => "its host-frame tables would need their own invalidation",
+                }
+            )));
+        }
+        let pid = self.kernel.current();
+        let (first, size, _) = self.kernel_lookup(pid, va).ok_or_else(|| {
+            SimError::Config(format!("host remap of {va:?}: the page is not mapped and touched in process {pid}"))
+        })?;
+        let gfn = Gfn::new(first.raw() + ((va.raw() & (size.bytes() - 1)) >> crate::addr::PAGE_SHIFT));
+        let tpt = self.paging == Paging::Tpt;
+        let vm = self.vm.as_mut().expect("virtualized schemes have a VM");
+        let moved = vm.remap(&mut self.mem, gfn, tpt)?;
+        // A tag (or EPT) change is visible to every CPU only after a global flush.
+        self.mmu.flush_all();
+        let mut counters = *vm.remap_counters();
+        counters.global_flushes += 1;
+        if let (true, Some(devirt)) = (tpt, self.devirt.as_mut()) {
+            counters.guest_notifications += 1;
+            counters.devirt_fixups += devirt.fix_up(&mut self.mem, &moved);
+        }
+        *vm.remap_counters_mut() = counters;
+        Ok(())
+    }
+
+    /// Back all guest memory before the workload runs, as `echo 1 > /sys/kernel/devirt` does
+    /// in the TPT artifact (the guest touches every frame, so `gfn_to_hfn` is full and no
+    /// devirt entry is copied from an empty slot). Each backing page is one EPT violation.
+    /// Without a hypervisor there is nothing to back.
+    pub fn pretouch_guest_memory(&mut self) -> Result<(), SimError> {
+        let Some(vm) = self.vm.as_mut() else { return Ok(()) };
+        let mut gfn = 0;
+        while gfn < vm.guest_frames() {
+            vm.touch(&mut self.mem, Gfn::new(gfn))?;
+            let size = vm.backing_page(&self.mem, Gfn::new(gfn)).expect("just backed");
+            gfn = (gfn | (size.frames() - 1)) + 1;
+        }
+        Ok(())
+    }
+
+    /// What host remapping did so far (zero without a hypervisor).
+    pub fn remap_counters(&self) -> crate::hv::RemapCounters {
+        self.vm.as_ref().map(|vm| *vm.remap_counters()).unwrap_or_default()
+    }
+
     /// Isolation-probe accesses that reached a frame the VM does not own.
     pub fn foreign_accesses(&self) -> u64 {
         self.foreign_accesses
@@ -353,12 +415,12 @@ impl System {
         self.with_pvops(|k, pv| k.exit(pv, next))
     }
 
-    /// The running process execs `image`, then starts: it reads its text and writes its data
-    /// and stack, page by page, through the MMU.
-    pub fn exec(&mut self, image: &[ImageRegion]) -> Result<(), SimError> {
+    /// The running process execs `program`, then starts: it reads its text and writes its
+    /// data and stack, page by page, through the MMU.
+    pub fn exec(&mut self, program: &Program) -> Result<(), SimError> {
         self.kernel_round_trip();
-        self.with_pvops(|k, pv| k.exec(pv, image))?;
-        for region in image {
+        self.with_pvops(|k, pv| k.exec(pv, program))?;
+        for region in program.image {
             for offset in (0..region.len).step_by(crate::addr::PAGE_SIZE as usize) {
                 self.access(Gva::new(region.start.raw() + offset), region.writable)?;
             }

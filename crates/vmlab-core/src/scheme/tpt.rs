@@ -18,6 +18,7 @@
 //!   tree has no split tables).
 
 use crate::addr::{Gfn, Gva, Hfn, Hpa, PageSize};
+use crate::hv::remap::Moved;
 use crate::hv::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
 use crate::hw::mmu::{Mmu, Root};
@@ -83,6 +84,31 @@ impl Devirt {
     /// The devirt copy of guest table `table`, if it has one.
     pub fn copy_of(&self, table: Gfn) -> Option<Hfn> {
         self.copies.get(&table.raw()).copied()
+    }
+
+    /// The guest's answer to the host's notification that a backing page moved: every
+    /// devirt entry naming a frame of the old page is rewritten to name the new one (flags
+    /// and hardware-set A/D bits kept). Returns how many entries changed. Linux would find
+    /// them through its reverse map of the guest frame; the simulator scans the copies,
+    /// which finds the same entries (only leaf entries can name a guest page's host frame;
+    /// upper-level entries name other copies).
+    pub fn fix_up(&mut self, mem: &mut HostMemory, moved: &Moved) -> u64 {
+        let mut fixed = Vec::new();
+        for &copy in self.copies.values() {
+            let Some(entries) = mem.table_entries(copy) else { continue };
+            for (index, &entry) in entries.iter().enumerate() {
+                if !X86::is_present(entry) {
+                    continue;
+                }
+                if let Some(new) = moved.relocate(Hpa::new(entry & FRAME_MASK).frame()) {
+                    fixed.push((copy.addr_at(index as u64 * 8), (entry & !FRAME_MASK) | new.addr().raw()));
+                }
+            }
+        }
+        for &(at, entry) in &fixed {
+            mem.write_u64(at, entry);
+        }
+        fixed.len() as u64
     }
 
     /// Whether the address space with top-level table `pgd` runs with TPT.

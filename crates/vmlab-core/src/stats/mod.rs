@@ -64,6 +64,8 @@ pub struct RunReport {
     pub guest_pages: &'static str,
     pub host_pages: &'static str,
     pub seed: u64,
+    /// All guest memory was backed before set-up (`--pretouch`).
+    pub pretouch: bool,
     pub accesses_simulated: u64,
     pub accesses_warmup: u64,
     pub accesses_total: u64,
@@ -110,6 +112,8 @@ pub struct RunReport {
     pub us_per_fork: Option<f64>,
     /// Every kernel counter of the measured phase.
     pub os: KernelCounters,
+    /// Host remapping of guest pages in the measured phase (`host-remap` workload).
+    pub remap: crate::hv::RemapCounters,
     pub setup: SetupReport,
     pub structures: Vec<StructureStats>,
 }

@@ -19,6 +19,7 @@
 
 mod fork_bench;
 mod gups;
+mod host_remap;
 mod lmbench;
 mod spec;
 mod sysbench;
@@ -27,6 +28,7 @@ mod tpt_probe;
 
 pub use fork_bench::{ForkBench, ForkBenchConfig};
 pub use gups::{Gups, GupsConfig};
+pub use host_remap::{HostRemap, HostRemapConfig};
 pub use lmbench::{Lmbench, LmbenchConfig, LmbenchOp, LmbenchTest};
 pub use crate::units::{format_size, parse_size, SizeError};
 pub use spec::{catalog, ParamInfo, WorkloadConfig, WorkloadError, WorkloadInfo, WorkloadSpec};
@@ -74,6 +76,9 @@ pub enum Op {
     Exec,
     /// The running process exits; `next` runs after it (e.g. the parent in waitpid).
     Exit { next: u32 },
+    /// The host moves the page backing `va` in the running process to another host page
+    /// (migration, compaction): see `System::host_remap`. Nested and tpt paging only.
+    HostRemap { va: Gva },
     /// TPT's isolation probe: the guest kernel points the devirt entry at `level` (1 = leaf)
     /// on the path of `va` at another VM's host frame, and the process accesses `va` through
     /// it. Only under `--paging tpt`; `va` must be mapped and touched.
@@ -110,6 +115,7 @@ pub enum AnyWorkload {
     ForkBench(ForkBench),
     Lmbench(Lmbench),
     TptIsolationProbe(TptIsolationProbe),
+    HostRemap(HostRemap),
 }
 
 impl Workload for AnyWorkload {
@@ -121,6 +127,7 @@ impl Workload for AnyWorkload {
             AnyWorkload::ForkBench(w) => w.next_op(),
             AnyWorkload::Lmbench(w) => w.next_op(),
             AnyWorkload::TptIsolationProbe(w) => w.next_op(),
+            AnyWorkload::HostRemap(w) => w.next_op(),
         }
     }
 
@@ -132,6 +139,7 @@ impl Workload for AnyWorkload {
             AnyWorkload::ForkBench(w) => w.measured_accesses_total(),
             AnyWorkload::Lmbench(w) => w.measured_accesses_total(),
             AnyWorkload::TptIsolationProbe(w) => w.measured_accesses_total(),
+            AnyWorkload::HostRemap(w) => w.measured_accesses_total(),
         }
     }
 
@@ -143,6 +151,7 @@ impl Workload for AnyWorkload {
             AnyWorkload::ForkBench(w) => w.instructions_per_access(),
             AnyWorkload::Lmbench(w) => w.instructions_per_access(),
             AnyWorkload::TptIsolationProbe(w) => w.instructions_per_access(),
+            AnyWorkload::HostRemap(w) => w.instructions_per_access(),
         }
     }
 
@@ -154,6 +163,7 @@ impl Workload for AnyWorkload {
             AnyWorkload::ForkBench(w) => w.dependent_accesses(),
             AnyWorkload::Lmbench(w) => w.dependent_accesses(),
             AnyWorkload::TptIsolationProbe(w) => w.dependent_accesses(),
+            AnyWorkload::HostRemap(w) => w.dependent_accesses(),
         }
     }
 }

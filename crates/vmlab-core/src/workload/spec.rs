@@ -3,7 +3,7 @@
 
 use super::{AccessMode, AnyWorkload, Gups, GupsConfig, MemOper, SysbenchMem, SysbenchMemConfig};
 use super::{ForkBench, ForkBenchConfig, Lmbench, LmbenchConfig, LmbenchOp, LmbenchTest};
-use super::{TlbBench, TlbBenchConfig, TptIsolationProbe, TptIsolationProbeConfig};
+use super::{HostRemap, HostRemapConfig, TlbBench, TlbBenchConfig, TptIsolationProbe, TptIsolationProbeConfig};
 use crate::units::{format_size, parse_size, SizeError};
 use std::fmt;
 use std::str::FromStr;
@@ -41,7 +41,7 @@ pub fn catalog() -> Vec<WorkloadInfo> {
         .map(|kind| WorkloadInfo {
             name: kind.name(),
             summary: kind.summary(),
-            params: kind.params().to_vec(),
+            params: kind.params().iter().copied().chain([TPT_TASK_PARAM]).collect(),
         })
         .collect()
 }
@@ -142,6 +142,24 @@ const TPT_PROBE_PARAMS: &[ParamInfo] = &[
     },
 ];
 
+const HOST_REMAP_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        key: "size",
+        default: "64M",
+        help: "buffer read at random 8-byte words, 4K to 64T in multiples of 4K",
+    },
+    ParamInfo {
+        key: "accesses",
+        default: "1000000",
+        help: "independent random reads in the measured phase",
+    },
+    ParamInfo {
+        key: "every",
+        default: "10000",
+        help: "reads between two host moves of a random page of the buffer (nested and tpt paging)",
+    },
+];
+
 /// Largest fork count: every fork takes a new 32-bit pid.
 const MAX_FORKS: u64 = u32::MAX as u64;
 const FORKS_RANGE: &str = "must be at most 4294967295 (each fork takes a new 32-bit pid)";
@@ -157,16 +175,18 @@ enum Kind {
     ForkBench,
     Lmbench,
     TptIsolationProbe,
+    HostRemap,
 }
 
 impl Kind {
-    const ALL: [Kind; 6] = [
+    const ALL: [Kind; 7] = [
         Kind::SysbenchMem,
         Kind::Gups,
         Kind::TlbBench,
         Kind::ForkBench,
         Kind::Lmbench,
         Kind::TptIsolationProbe,
+        Kind::HostRemap,
     ];
 
     const fn name(self) -> &'static str {
@@ -177,6 +197,7 @@ impl Kind {
             Kind::ForkBench => "fork-bench",
             Kind::Lmbench => "lmbench",
             Kind::TptIsolationProbe => "tpt-isolation-probe",
+            Kind::HostRemap => "host-remap",
         }
     }
 
@@ -200,6 +221,9 @@ impl Kind {
             Kind::TptIsolationProbe => {
                 "TPT isolation: a malicious guest points its devirt tables, at every level, at another VM's host frame and reads/writes through them; tag_violations counts the refusals, foreign_accesses must be 0 (needs --paging tpt)"
             }
+            Kind::HostRemap => {
+                "host page migration under a running program: random reads while the host moves a page every `every` reads (p2m, tags, global flush, TPT's devirt fix-up; nested and tpt paging)"
+            }
         }
     }
 
@@ -211,6 +235,7 @@ impl Kind {
             Kind::ForkBench => FORK_BENCH_PARAMS,
             Kind::Lmbench => LMBENCH_PARAMS,
             Kind::TptIsolationProbe => TPT_PROBE_PARAMS,
+            Kind::HostRemap => HOST_REMAP_PARAMS,
         }
     }
 
@@ -318,6 +343,7 @@ pub enum WorkloadConfig {
     ForkBench(ForkBenchConfig),
     Lmbench(LmbenchConfig),
     TptIsolationProbe(TptIsolationProbeConfig),
+    HostRemap(HostRemapConfig),
 }
 
 impl WorkloadConfig {
@@ -329,6 +355,7 @@ impl WorkloadConfig {
             WorkloadConfig::ForkBench(_) => Kind::ForkBench,
             WorkloadConfig::Lmbench(_) => Kind::Lmbench,
             WorkloadConfig::TptIsolationProbe(_) => Kind::TptIsolationProbe,
+            WorkloadConfig::HostRemap(_) => Kind::HostRemap,
         }
     }
 
@@ -382,6 +409,11 @@ impl WorkloadConfig {
                         FORKS_RANGE,
                     ));
                 }
+            }
+            WorkloadConfig::HostRemap(c) => {
+                check_size("size", c.size)?;
+                check_count("accesses", c.accesses)?;
+                check_count("every", c.every)?;
             }
             WorkloadConfig::TptIsolationProbe(c) => {
                 if !(1..=TptIsolationProbeConfig::MAX_PAGES).contains(&c.pages) {
@@ -452,7 +484,21 @@ fn out_of_range(
 #[serde(try_from = "String", into = "String")]
 pub struct WorkloadSpec {
     config: WorkloadConfig,
+    /// `tpt_task=NAME` as given: one of the workload's programs, or [`NO_TPT_TASK`].
+    tpt_task: Option<&'static str>,
 }
+
+/// The key every workload takes: which of its programs runs with TPT under `--paging tpt`.
+pub const TPT_TASK_KEY: &str = "tpt_task";
+/// `tpt_task=none`: TPT is on in the guest but no program is marked (all on nested paging).
+pub const NO_TPT_TASK: &str = "none";
+
+/// The catalog entry of `tpt_task`, shown with every workload.
+const TPT_TASK_PARAM: ParamInfo = ParamInfo {
+    key: TPT_TASK_KEY,
+    default: "its own",
+    help: "--paging tpt: the program whose next exec runs with TPT (the artifact's task_name): the workload's own (sysbench, gups, lat_proc, ...), hello (lmbench fork-exec's child) or none",
+};
 
 impl WorkloadSpec {
     /// Parses and validates a spec string, filling defaults. Never panics.
@@ -465,7 +511,8 @@ impl WorkloadSpec {
             name: clip(name),
             valid: join(Kind::ALL.iter().map(|k| k.name())),
         })?;
-        let values = Values::split(kind, params)?;
+        let (tpt_task, params) = split_tpt_task(kind, params)?;
+        let values = Values::split(kind, params.as_deref())?;
         let config = match kind {
             Kind::SysbenchMem => WorkloadConfig::SysbenchMem(SysbenchMemConfig {
                 block: values.size("block")?,
@@ -494,14 +541,74 @@ impl WorkloadSpec {
                 pages: values.count("pages")?,
                 probes: values.count("probes")?,
             }),
+            Kind::HostRemap => WorkloadConfig::HostRemap(HostRemapConfig {
+                size: values.size("size")?,
+                accesses: values.count("accesses")?,
+                every: values.count("every")?,
+            }),
         };
-        WorkloadSpec::new(config)
+        let mut spec = WorkloadSpec::new(config)?;
+        if let Some(task) = tpt_task {
+            spec = spec.with_tpt_task(task)?;
+        }
+        Ok(spec)
+    }
+
+    /// The same workload with TPT's mark on `program` (one of [`Self::programs`], or
+    /// [`NO_TPT_TASK`]).
+    pub fn with_tpt_task(mut self, program: &str) -> Result<WorkloadSpec, WorkloadError> {
+        let valid = self.programs().into_iter().chain([NO_TPT_TASK]);
+        let task = valid.clone().find(|p| *p == program).ok_or_else(|| WorkloadError::InvalidChoice {
+            workload: self.name(),
+            key: TPT_TASK_KEY,
+            value: clip(program),
+            valid: join(valid),
+        })?;
+        self.tpt_task = Some(task);
+        Ok(self)
+    }
+
+    /// The program the workload's first process runs (what `tpt_task` names by default).
+    pub fn program(&self) -> &'static str {
+        match self.config {
+            WorkloadConfig::SysbenchMem(_) => "sysbench",
+            WorkloadConfig::Gups(_) => "gups",
+            WorkloadConfig::TlbBench(_) => "tlb-bench",
+            WorkloadConfig::ForkBench(_) => "fork-bench",
+            WorkloadConfig::Lmbench(c) => match c.test {
+                LmbenchTest::ForkExit | LmbenchTest::ForkExec => "lat_proc",
+                LmbenchTest::PageFault { .. } => "lat_pagefault",
+                LmbenchTest::Mmap { .. } => "lat_mmap",
+                LmbenchTest::Ctxsw { .. } => "lat_ctx",
+            },
+            WorkloadConfig::TptIsolationProbe(_) => "tpt-isolation-probe",
+            WorkloadConfig::HostRemap(_) => "host-remap",
+        }
+    }
+
+    /// Every program the workload runs: its own, and what its processes exec.
+    pub fn programs(&self) -> Vec<&'static str> {
+        let mut out = vec![self.program()];
+        if let WorkloadConfig::Lmbench(LmbenchConfig { test: LmbenchTest::ForkExec, .. }) = self.config {
+            out.push(crate::os::HELLO.name);
+        }
+        out
+    }
+
+    /// TPT's mark under `--paging tpt`: the program whose next exec runs with TPT. By
+    /// default the workload's own program, so its first process is a TPT process.
+    pub fn tpt_task(&self) -> Option<&'static str> {
+        match self.tpt_task {
+            None => Some(self.program()),
+            Some(NO_TPT_TASK) => None,
+            Some(program) => Some(program),
+        }
     }
 
     /// A spec for parameters built in code, checked like parsed ones.
     pub fn new(config: WorkloadConfig) -> Result<WorkloadSpec, WorkloadError> {
         config.validate()?;
-        Ok(WorkloadSpec { config })
+        Ok(WorkloadSpec { config, tpt_task: None })
     }
 
     /// The workload's name, e.g. `sysbench-mem`.
@@ -517,6 +624,14 @@ impl WorkloadSpec {
     /// The name and every parameter with its value, sizes in their shortest exact unit:
     /// parsing it gives back this spec.
     pub fn canonical(&self) -> String {
+        let own = self.own_canonical();
+        match self.tpt_task {
+            Some(task) => format!("{own},{TPT_TASK_KEY}={task}"),
+            None => own,
+        }
+    }
+
+    fn own_canonical(&self) -> String {
         let name = self.name();
         match self.config {
             WorkloadConfig::SysbenchMem(c) => format!(
@@ -557,6 +672,9 @@ impl WorkloadSpec {
             WorkloadConfig::TptIsolationProbe(c) => {
                 format!("{name}:pages={},probes={}", c.pages, c.probes)
             }
+            WorkloadConfig::HostRemap(c) => {
+                format!("{name}:size={},accesses={},every={}", format_size(c.size), c.accesses, c.every)
+            }
         }
     }
 
@@ -570,6 +688,7 @@ impl WorkloadSpec {
             WorkloadConfig::ForkBench(c) => c.rss,
             WorkloadConfig::Lmbench(c) => c.footprint(),
             WorkloadConfig::TptIsolationProbe(c) => c.bytes(),
+            WorkloadConfig::HostRemap(c) => c.size,
         }
     }
 
@@ -582,6 +701,7 @@ impl WorkloadSpec {
             WorkloadConfig::ForkBench(_) => 0,
             WorkloadConfig::Lmbench(c) => c.total_accesses().unwrap_or(u64::MAX),
             WorkloadConfig::TptIsolationProbe(_) => 0,
+            WorkloadConfig::HostRemap(c) => c.accesses,
         }
     }
 
@@ -596,6 +716,7 @@ impl WorkloadSpec {
             WorkloadConfig::TptIsolationProbe(c) => {
                 AnyWorkload::TptIsolationProbe(TptIsolationProbe::new(c, seed))
             }
+            WorkloadConfig::HostRemap(c) => AnyWorkload::HostRemap(HostRemap::new(c, seed)),
         }
     }
 }
@@ -673,6 +794,24 @@ fn parse_lmbench(values: &Values<'_>) -> Result<LmbenchConfig, WorkloadError> {
     })
 }
 
+/// Takes `tpt_task=NAME` (which every workload accepts) out of a spec's parameters; returns
+/// its value and the other parameters.
+fn split_tpt_task(kind: Kind, params: Option<&str>) -> Result<(Option<&str>, Option<String>), WorkloadError> {
+    let Some(params) = params else { return Ok((None, None)) };
+    let (mut task, mut rest) = (None, Vec::new());
+    for item in params.split(',') {
+        match item.split_once('=') {
+            Some((TPT_TASK_KEY, value)) if !value.is_empty() => {
+                if task.replace(value).is_some() {
+                    return Err(WorkloadError::DuplicateKey { workload: kind.name(), key: TPT_TASK_KEY });
+                }
+            }
+            _ => rest.push(item),
+        }
+    }
+    Ok((task, Some(rest.join(",")).filter(|_| !rest.is_empty())))
+}
+
 fn join<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
     items.into_iter().collect::<Vec<_>>().join(", ")
 }
@@ -705,7 +844,7 @@ impl<'a> Values<'a> {
                 WorkloadError::UnknownKey {
                     workload,
                     key: clip(key),
-                    valid: join(keys.iter().map(|p| p.key)),
+                    valid: join(keys.iter().map(|p| p.key).chain([TPT_TASK_KEY])),
                 }
             })?;
             if given[slot].is_some() {
@@ -927,6 +1066,23 @@ mod tests {
     }
 
     #[test]
+    fn tpt_task_names_one_of_the_workloads_programs() {
+        let s = WorkloadSpec::parse("sysbench-mem").unwrap();
+        assert_eq!((s.program(), s.tpt_task()), ("sysbench", Some("sysbench")));
+        let s = WorkloadSpec::parse("lmbench:op=fork-exec,tpt_task=hello").unwrap();
+        assert_eq!(s.tpt_task(), Some("hello"));
+        assert_eq!(s.canonical(), "lmbench:op=fork-exec,iters=100,tpt_task=hello");
+        assert_eq!(WorkloadSpec::parse(&s.canonical()).unwrap(), s);
+        assert_eq!(WorkloadSpec::parse("gups:tpt_task=none").unwrap().tpt_task(), None);
+        assert_eq!(
+            err("sysbench-mem:tpt_task=hello"),
+            "invalid value \"hello\" for sysbench-mem tpt_task; valid values: sysbench, none"
+        );
+        assert!(err("gups:tpt_task=gups,tpt_task=none").contains("duplicate parameter \"tpt_task\""));
+        assert!(err("gups:bogus=1").ends_with("valid parameters: table, updates, tpt_task"));
+    }
+
+    #[test]
     fn canonical_round_trips() {
         for text in [
             "sysbench-mem:block=4G,mode=rnd",
@@ -1000,7 +1156,8 @@ mod tests {
                         let mut in_catalog = catalog_keys.iter();
                         assert!(keys.iter().all(|k| in_catalog.any(|c| c == k)), "{keys:?}");
                     }
-                    _ => assert_eq!(keys, catalog_keys),
+                    // Every catalog key but tpt_task, which appears only when given.
+                    _ => assert_eq!(keys, catalog_keys[..catalog_keys.len() - 1]),
                 }
             }
             assert!(!info.summary.is_empty() && info.params.iter().all(|p| !p.help.is_empty()));
@@ -1070,10 +1227,10 @@ mod tests {
     fn unknown_workload_lists_the_valid_names() {
         assert_eq!(
             err("stream"),
-            r#"unknown workload "stream"; valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench, tpt-isolation-probe"#
+            r#"unknown workload "stream"; valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench, tpt-isolation-probe, host-remap"#
         );
         assert!(
-            err("").contains("valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench, tpt-isolation-probe")
+            err("").contains("valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench, tpt-isolation-probe, host-remap")
         );
         assert!(err("GUPS:table=1G").starts_with(r#"unknown workload "GUPS""#));
     }
@@ -1082,11 +1239,11 @@ mod tests {
     fn unknown_key_lists_the_valid_keys() {
         assert_eq!(
             err("sysbench-mem:size=4G"),
-            r#"unknown parameter "size" for sysbench-mem; valid parameters: block, oper, mode, events"#
+            r#"unknown parameter "size" for sysbench-mem; valid parameters: block, oper, mode, events, tpt_task"#
         );
         assert_eq!(
             err("gups:block=1G"),
-            r#"unknown parameter "block" for gups; valid parameters: table, updates"#
+            r#"unknown parameter "block" for gups; valid parameters: table, updates, tpt_task"#
         );
     }
 
@@ -1217,7 +1374,7 @@ mod tests {
         );
         assert_eq!(
             err("fork-bench:size=1G"),
-            r#"unknown parameter "size" for fork-bench; valid parameters: rss, forks"#
+            r#"unknown parameter "size" for fork-bench; valid parameters: rss, forks, tpt_task"#
         );
         assert_eq!(
             err("fork-bench:rss"),
@@ -1258,7 +1415,7 @@ mod tests {
         );
         assert_eq!(
             err("tpt-isolation-probe:level=1"),
-            r#"unknown parameter "level" for tpt-isolation-probe; valid parameters: pages, probes"#
+            r#"unknown parameter "level" for tpt-isolation-probe; valid parameters: pages, probes, tpt_task"#
         );
         assert_eq!(
             err("tpt-isolation-probe:pages"),
@@ -1292,7 +1449,7 @@ mod tests {
         );
         assert_eq!(
             err("lmbench:op=mmap,stride=4K"),
-            r#"unknown parameter "stride" for lmbench; valid parameters: op, size, procs, ws, iters"#
+            r#"unknown parameter "stride" for lmbench; valid parameters: op, size, procs, ws, iters, tpt_task"#
         );
         assert_eq!(
             err("lmbench:op=mmap,op=ctxsw"),

@@ -91,6 +91,8 @@ impl Setup {
             shadow: None,
             tag_reads: false,
             backing: BackingConfig { host_pages: self.host_pages, fragmentation: self.fragmentation, seed: self.seed },
+            program: "test",
+            tpt_task: Some("test"),
             tlb: self.tlb.clone(),
             memory: self.memory.clone(),
         }
