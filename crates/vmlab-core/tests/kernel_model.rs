@@ -199,6 +199,9 @@ enum Step {
     DontNeed { page: u64, pages: u64 },
     Protect { page: u64, pages: u64, writable: bool },
     Map { page: u64, pages: u64 },
+    /// The host moves the page backing `page` of the running process (under nested and tpt
+    /// paging, where remapping is modeled; a no-op elsewhere, invisible to the guest).
+    Remap { page: u64 },
 }
 
 const PAGES: u64 = 96;
@@ -213,6 +216,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (0..PAGES, 1..16u64).prop_map(|(page, pages)| Step::DontNeed { page, pages }),
         1 => (0..PAGES, 1..16u64, any::<bool>()).prop_map(|(page, pages, writable)| Step::Protect { page, pages, writable }),
         1 => (0..PAGES, 1..16u64).prop_map(|(page, pages)| Step::Map { page, pages }),
+        1 => (0..PAGES).prop_map(|page| Step::Remap { page }),
     ]
 }
 
@@ -234,6 +238,10 @@ fn apply(sys: &mut System, s: &Step) -> String {
         Step::DontNeed { page, pages } => sys.madvise_dontneed(va(page), clamp(page, pages)),
         Step::Protect { page, pages, writable } => sys.mprotect(va(page), clamp(page, pages), writable),
         Step::Map { page, pages } => sys.mmap(va(page), clamp(page, pages), true),
+        Step::Remap { page } => {
+            let mapped = sys.kernel_lookup(sys.kernel().current(), va(page)).is_some();
+            if mapped && matches!(sys.paging(), Paging::Nested | Paging::Tpt) { sys.host_remap(va(page)) } else { Ok(()) }
+        }
     };
     format!("{:?}", result.err().map(|e| e.to_string()))
 }
