@@ -265,3 +265,38 @@ fn second_access_hits_the_tlb_and_translates_the_same() {
         }
     }
 }
+
+#[test]
+fn one_dimensional_schemes_walk_like_native_and_tpt_checks_every_frame() {
+    // (scheme, levels, guest page = host page, entries read). Shadow tables, PV's
+    // machine-frame tables and TPT's devirt copies are all walked in one dimension: one
+    // entry per level, no EPT reference, no GPA->HPA lookup.
+    let cases = [
+        (Paging::Shadow, 4, K4, 4),
+        (Paging::Shadow, 5, K4, 5),
+        (Paging::Pv, 4, K4, 4),
+        (Paging::Pv, 4, M2, 3),
+        (Paging::Pv, 5, K4, 5),
+        (Paging::Tpt, 4, K4, 4),
+        (Paging::Tpt, 4, M2, 3),
+        (Paging::Tpt, 5, K4, 5),
+        (Paging::TptPrototype, 4, K4, 4),
+        (Paging::TptPrototype, 5, M2, 4),
+    ];
+    for (paging, levels, pages, refs) in cases {
+        let mut system = Setup { levels, guest_pages: pages, host_pages: pages, ..Setup::new(paging) }.build();
+        let region = if levels == 5 { REGION_5LEVEL } else { REGION_4LEVEL };
+        system.mmap(Gva::new(region), 4 * MIB, true).unwrap();
+        for offset in OFFSETS {
+            let va = region + offset;
+            system.access(Gva::new(va), true).unwrap();
+            let (d, _) = measure(&mut system, va, false);
+            let what = format!("{paging:?} {levels}-level {pages}, va {va:#x}");
+            assert_eq!((d.walks, d.guest_refs, d.ept_refs), (1, refs, 0), "{what}");
+            assert_eq!(d.nested_tlb_hits + d.nested_tlb_misses, 0, "{what}");
+            // TPT checks the tag of every table frame it reads and of the data frame.
+            let checks = if paging == Paging::Tpt { refs + 1 } else { 0 };
+            assert_eq!((d.tag_fills, d.tag_checks, d.tag_violations), (u64::from(paging == Paging::Tpt), checks, 0), "{what}");
+        }
+    }
+}
