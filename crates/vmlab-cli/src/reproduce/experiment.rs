@@ -136,11 +136,11 @@ impl Metric {
         match self {
             Metric::Seconds => "time (s)",
             Metric::Slowdown => "slowdown over native (x)",
-            Metric::NsPerAccess => "ns per access",
-            Metric::CyclesPerAccess => "cycles per access",
+            Metric::NsPerAccess => "time per access (ns)",
+            Metric::CyclesPerAccess => "time per access (cycles)",
             Metric::UsPerFork => "time per fork (us)",
             Metric::UsPerIter => "time per iteration (us)",
-            Metric::WalkRefsPerWalk => "memory references per walk",
+            Metric::WalkRefsPerWalk => "references per walk (entries read)",
         }
     }
 

@@ -220,7 +220,7 @@ fn render(exp: &Experiment, plan: &Plan, rows: &[Row], quick: bool) -> String {
         out.push_str("slowdown: time over native's for the same workload, size and page sizes.\n");
     }
     if skipped {
-        out.push_str("n/a: not run: pv and the TPT schemes need host pages at least as large as guest pages.\n");
+        out.push_str("n/a: not run: pv and the TPT schemes map a guest page with one entry, so need host pages at least as large.\n");
     }
     out.push_str("Every counter of every run is in the JSON file (and in --json).\n");
     out
