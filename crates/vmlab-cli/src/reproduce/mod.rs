@@ -354,7 +354,9 @@ fn figure(exp: &Experiment, plan: &Plan, rows: &[Row], quick: bool) -> plot::Fig
             None => panels.push((key, vec![g])),
         }
     }
-    let series: Vec<String> = plan.schemes.iter().map(|p| p.name().to_string()).collect();
+    // A scheme's style is its place in Paging::ALL: the same colour in every figure.
+    let series: Vec<(String, usize)> =
+        plan.schemes.iter().map(|p| (p.name().to_string(), Paging::ALL.iter().position(|q| q == p).unwrap_or(0))).collect();
     let panels = panels
         .into_iter()
         .map(|(title, gs)| {
@@ -366,6 +368,9 @@ fn figure(exp: &Experiment, plan: &Plan, rows: &[Row], quick: bool) -> plot::Fig
                 .map(|&p| {
                     gs.iter()
                         .map(|g| {
+                            if rows.iter().any(|r| &r.job.group == *g && r.job.paging == p && r.job.skip.is_some()) {
+                                return Some("n/a".to_string());
+                            }
                             let v = value(rows, g, p, spec.metric)?;
                             let text = if spec.metric == Metric::Slowdown { format!("{v:.2}x") } else { plot::number(v) };
                             Some(match value(rows, g, p, Metric::Slowdown) {

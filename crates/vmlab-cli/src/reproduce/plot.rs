@@ -13,8 +13,9 @@ use std::fmt::Write;
 pub struct Figure {
     pub title: String,
     pub subtitle: String,
-    /// Series names, in legend order (the schemes).
-    pub series: Vec<String>,
+    /// Series names, in legend order (the schemes), each with its style: an index into the
+    /// palette, so that a scheme keeps its colour from figure to figure.
+    pub series: Vec<(String, usize)>,
     pub kind: Kind,
     pub panels: Vec<Panel>,
 }
@@ -33,7 +34,8 @@ pub struct Panel {
     pub y_log: bool,
     /// `values[series][point]`: a point per category or size; `None` where nothing ran.
     pub values: Vec<Vec<Option<f64>>>,
-    /// Text over each bar (`notes[series][point]`), shown when the panel has few bars.
+    /// Text over each bar (`notes[series][point]`), shown when the panel has few bars; where
+    /// a bar is missing (`None` value), its note (say, "n/a") is always shown.
     pub notes: Vec<Vec<Option<String>>>,
 }
 
@@ -77,12 +79,12 @@ impl Figure {
     }
 
     fn legend(&self, s: &mut String, y: f64) {
-        let widths: Vec<f64> = self.series.iter().map(|n| 34.0 + 7.5 * n.len() as f64 + 22.0).collect();
+        let widths: Vec<f64> = self.series.iter().map(|(n, _)| 34.0 + 7.5 * n.len() as f64 + 22.0).collect();
         let total: f64 = widths.iter().sum();
         let mut x = (WIDTH - total) / 2.0;
         s.push_str("<g class=\"legend\">\n");
-        for (i, name) in self.series.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
+        for (i, (name, style)) in self.series.iter().enumerate() {
+            let color = COLORS[style % COLORS.len()];
             match self.kind {
                 Kind::Bars => {
                     let _ = writeln!(s, r#"<rect x="{x:.1}" y="{:.1}" width="24" height="12" fill="{color}"/>"#, y - 10.0);
@@ -94,9 +96,9 @@ impl Figure {
                         y - 4.0,
                         x + 24.0,
                         y - 4.0,
-                        dash(i)
+                        dash(*style)
                     );
-                    marker(s, i, x + 12.0, y - 4.0, color);
+                    marker(s, *style, x + 12.0, y - 4.0, color);
                 }
             }
             let _ = writeln!(s, r#"<text x="{:.1}" y="{y:.1}" font-size="14">{}</text>"#, x + 32.0, esc(name));
@@ -107,7 +109,7 @@ impl Figure {
 }
 
 impl Panel {
-    fn render(&self, s: &mut String, kind: Kind, series: &[String], top: f64) {
+    fn render(&self, s: &mut String, kind: Kind, series: &[(String, usize)], top: f64) {
         let (x0, x1) = (LEFT, WIDTH - RIGHT);
         let (y0, y1) = (top + PLOT_TOP, top + PLOT_TOP + PLOT_HEIGHT);
         if let Some(t) = &self.title {
@@ -159,16 +161,28 @@ impl Panel {
         }
     }
 
-    fn bars(&self, s: &mut String, series: &[String], centers: &[f64], group: f64, y_of: &dyn Fn(f64) -> f64, base: f64) {
+    fn bars(&self, s: &mut String, series: &[(String, usize)], centers: &[f64], group: f64, y_of: &dyn Fn(f64) -> f64, base: f64) {
         let n = series.len().max(1) as f64;
         let bar = group * 0.8 / n;
         let bars = self.values.iter().flatten().filter(|v| v.is_some()).count();
-        for (i, name) in series.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
+        for (i, (name, style)) in series.iter().enumerate() {
+            let color = COLORS[style % COLORS.len()];
             let _ = writeln!(s, r#"<g class="series" data-series="{}" fill="{color}">"#, esc(name));
             for (j, c) in centers.iter().enumerate() {
-                let Some(v) = self.values.get(i).and_then(|p| p.get(j)).copied().flatten() else { continue };
                 let x = c - group * 0.4 + bar * i as f64;
+                let note = self.notes.get(i).and_then(|p| p.get(j)).cloned().flatten();
+                let Some(v) = self.values.get(i).and_then(|p| p.get(j)).copied().flatten() else {
+                    if let Some(note) = note {
+                        let _ = writeln!(
+                            s,
+                            r##"<text x="{:.1}" y="{:.1}" font-size="11" fill="#777" text-anchor="middle">{}</text>"##,
+                            x + bar / 2.0,
+                            base - 6.0,
+                            esc(&note)
+                        );
+                    }
+                    continue;
+                };
                 let y = y_of(v).min(base);
                 let _ = writeln!(
                     s,
@@ -179,7 +193,7 @@ impl Panel {
                     number(v)
                 );
                 if bars <= MAX_NOTED_BARS {
-                    if let Some(note) = self.notes.get(i).and_then(|p| p.get(j)).cloned().flatten() {
+                    if let Some(note) = note {
                         let _ = writeln!(
                             s,
                             r##"<text x="{:.1}" y="{:.1}" font-size="12" fill="#222" text-anchor="middle">{}</text>"##,
@@ -194,9 +208,9 @@ impl Panel {
         }
     }
 
-    fn lines(&self, s: &mut String, series: &[String], xs: &[f64], y_of: &dyn Fn(f64) -> f64) {
-        for (i, name) in series.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
+    fn lines(&self, s: &mut String, series: &[(String, usize)], xs: &[f64], y_of: &dyn Fn(f64) -> f64) {
+        for (i, (name, style)) in series.iter().enumerate() {
+            let color = COLORS[style % COLORS.len()];
             let _ = writeln!(s, r#"<g class="series" data-series="{}">"#, esc(name));
             let points: Vec<(f64, f64, f64)> = xs
                 .iter()
@@ -204,10 +218,10 @@ impl Panel {
                 .filter_map(|(j, x)| self.values.get(i).and_then(|p| p.get(j)).copied().flatten().map(|v| (*x, y_of(v), v)))
                 .collect();
             let path: Vec<String> = points.iter().map(|(x, y, _)| format!("{x:.1},{y:.1}")).collect();
-            let _ = writeln!(s, r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2.5"{}/>"#, path.join(" "), dash(i));
+            let _ = writeln!(s, r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2.5"{}/>"#, path.join(" "), dash(*style));
             for (x, y, v) in &points {
                 let _ = write!(s, "<g><title>{}: {}</title>", esc(name), number(*v));
-                marker(s, i, *x, *y, color);
+                marker(s, *style, *x, *y, color);
                 s.push_str("</g>\n");
             }
             s.push_str("</g>\n");
@@ -337,7 +351,7 @@ mod tests {
         let f = Figure {
             title: "a < b & c".into(),
             subtitle: String::new(),
-            series: vec!["x\"y".into()],
+            series: vec![("x\"y".into(), 0)],
             kind: Kind::Bars,
             panels: vec![Panel {
                 title: None,
