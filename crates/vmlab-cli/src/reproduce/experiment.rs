@@ -401,7 +401,7 @@ mod tests {
 
     #[test]
     fn unknown_names_list_the_valid_ones() {
-        let e = Experiment::load("nope").err().expect("unknown");
+        let e = Experiment::load("nope").expect_err("unknown");
         assert!(e.0.contains("tpt, pagetable, tlb, lmbench, hugepages"), "{}", e.0);
     }
 

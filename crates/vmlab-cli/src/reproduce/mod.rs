@@ -88,8 +88,11 @@ struct Row {
     native_seconds: Option<f64>,
 }
 
+/// What makes runs identical: workload, scheme, guest pages, and host pages when virtualized.
+type RunKey = (String, Paging, PageSize, Option<PageSize>);
+
 /// Native paging has no host page size: one run serves every host page size of a group.
-fn dedup_key(job: &Job) -> (String, Paging, PageSize, Option<PageSize>) {
+fn dedup_key(job: &Job) -> RunKey {
     let host = job.paging.is_virtualized().then_some(job.group.host_pages);
     (job.spec.canonical(), job.paging, job.group.guest_pages, host)
 }
@@ -100,7 +103,7 @@ fn run_all(
     plan: &Plan,
     profile: &Profile,
     threads: usize,
-) -> Result<BTreeMap<(String, Paging, PageSize, Option<PageSize>), RunReport>, CliError> {
+) -> Result<BTreeMap<RunKey, RunReport>, CliError> {
     let mut todo: Vec<&Job> = Vec::new();
     for job in plan.jobs.iter().filter(|j| j.skip.is_none()) {
         if !todo.iter().any(|t| dedup_key(t) == dedup_key(job)) {
@@ -145,7 +148,7 @@ fn run_all(
 }
 
 /// The plan's jobs in order, with their reports and native's time in their group.
-fn rows(plan: &Plan, reports: &BTreeMap<(String, Paging, PageSize, Option<PageSize>), RunReport>) -> Vec<Row> {
+fn rows(plan: &Plan, reports: &BTreeMap<RunKey, RunReport>) -> Vec<Row> {
     let report = |job: &Job| if job.skip.is_some() { None } else { reports.get(&dedup_key(job)).cloned() };
     plan.jobs
         .iter()
@@ -154,7 +157,7 @@ fn rows(plan: &Plan, reports: &BTreeMap<(String, Paging, PageSize, Option<PageSi
                 .jobs
                 .iter()
                 .find(|j| j.group == job.group && j.paging == Paging::Native)
-                .and_then(|j| report(j))
+                .and_then(&report)
                 .map(|r| r.seconds);
             Row { job: job.clone(), report: report(job), native_seconds }
         })
