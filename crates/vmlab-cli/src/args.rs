@@ -39,6 +39,19 @@ pub enum Command {
     List(ListArgs),
     /// Measure the simulator's own speed: simulated accesses per second of host time.
     Bench(BenchArgs),
+    /// Run a built-in experiment (experiments/*.toml): a table on stdout, CSV, JSON and an SVG figure in a directory.
+    #[command(after_help = "Examples:\n  \
+        vmlab reproduce --list                     the experiments, one line each, with how long they take\n  \
+        vmlab reproduce tpt                        the headline: sysbench-mem 4G rnd under every scheme\n  \
+        vmlab reproduce pagetable --quick          fork latency over resident sizes, fewer forks\n  \
+        vmlab reproduce tlb --out /tmp/tlb         write tlb.csv, tlb.json and tlb.svg to /tmp/tlb\n  \
+        vmlab reproduce tpt --quick --json         the runs as JSON, the shape of `vmlab run --json`\n  \
+        vmlab reproduce my-experiment.toml         an experiment file of your own (see experiments/)\n\n\
+        Each experiment crosses workloads (and sizes), guest and host page sizes and paging schemes;\n\
+        every combination is one `vmlab run` with the experiment's sample, run in parallel threads\n\
+        (the results do not depend on how many). The JSON file records the command line and the\n\
+        vmlab version, so a result can be rerun.")]
+    Reproduce(ReproduceArgs),
 }
 
 #[derive(Args)]
@@ -94,6 +107,28 @@ pub struct ListArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args)]
+pub struct ReproduceArgs {
+    /// Experiment: a built-in name (tpt, pagetable, tlb, lmbench, hugepages) or a path to a .toml file.
+    #[arg(value_name = "NAME", required_unless_present = "list")]
+    pub name: Option<String>,
+    /// Describe each built-in experiment in one line, and exit.
+    #[arg(long, conflicts_with_all = ["quick", "json", "out", "jobs"])]
+    pub list: bool,
+    /// The quick variant: shorter samples and fewer iterations, the same workloads, sizes and schemes.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print one JSON object {"runs": [...]} (as `vmlab run --json`) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Directory for NAME.csv, NAME.json and NAME.svg [default: results/NAME].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+    /// Runs to simulate at once [default: the number of CPUs].
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
 }
 
 #[derive(Args)]

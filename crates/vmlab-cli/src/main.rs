@@ -5,6 +5,7 @@ mod args;
 mod bench;
 mod list;
 mod progress;
+mod reproduce;
 mod run;
 mod table;
 
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
         args::Command::Run(a) => run::run(a),
         args::Command::List(a) => list::list(a),
         args::Command::Bench(a) => bench::bench(a),
+        args::Command::Reproduce(a) => reproduce::reproduce(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

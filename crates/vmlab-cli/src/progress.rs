@@ -43,3 +43,38 @@ impl RunProgress {
         let _ = self.label;
     }
 }
+
+/// Progress of a batch of runs done in parallel (`vmlab reproduce`): runs finished of all.
+pub struct CountProgress {
+    bar: Option<ProgressBar>,
+}
+
+impl CountProgress {
+    pub fn new(label: &str, total: u64) -> CountProgress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(total);
+            bar.set_style(
+                ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} runs ({elapsed})")
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+            bar.set_prefix(label.to_string());
+            bar.enable_steady_tick(std::time::Duration::from_millis(500));
+            bar
+        });
+        CountProgress { bar }
+    }
+
+    /// One more run finished (called from any thread).
+    pub fn inc(&self) {
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+        }
+    }
+
+    pub fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
