@@ -29,6 +29,7 @@
 //! In every policy an empty way is filled before anything is evicted.
 
 use crate::addr::Hpa;
+use crate::hw::hugepages::FixedVec;
 
 /// Replacement policy of one cache level: a modeling decision with large effects (page-table
 /// lines vs streaming or random data). See the module documentation for the exact semantics.
@@ -213,7 +214,9 @@ pub struct Cache {
     set_mask: u64,
     set_bits: u32,
     policy: Replacement,
-    sets: Box<[Set]>,
+    /// The tag array (2 MiB in a typical LLC, read at random: on huge pages, see
+    /// [`crate::hw::hugepages`]).
+    sets: FixedVec<Set>,
     /// DRRIP: the set index modulo this (a power of two) picks the set's dueling role;
     /// 0 when the cache has no leader sets.
     leader_stride: u64,
@@ -241,7 +244,7 @@ impl Cache {
             set_mask: sets as u64 - 1,
             set_bits: sets.trailing_zeros(),
             policy: cfg.replacement,
-            sets: vec![Set([EMPTY; MAX_WAYS as usize]); if ways == 0 { 0 } else { sets }].into_boxed_slice(),
+            sets: FixedVec::filled(if ways == 0 { 0 } else { sets }, Set([EMPTY; MAX_WAYS as usize])),
             leader_stride: (sets as u64).checked_div(leaders).unwrap_or(0),
             psel: PSEL_MID,
             brrip_fills: 0,

@@ -11,6 +11,7 @@
 //! is a multiply and, nearly always, one load from a table that stays in the host's caches.
 
 use crate::addr::{Hfn, Hpa, PageSize};
+use crate::hw::hugepages::{FixedVec, HUGE_PAGE};
 use crate::hw::tags::TagTable;
 
 /// Entries in one 4 KiB table page.
@@ -113,6 +114,46 @@ impl FrameIndex {
     }
 }
 
+/// Table pages per arena chunk: one host huge page (see [`crate::hw::hugepages`]).
+const CHUNK_PAGES: usize = HUGE_PAGE / std::mem::size_of::<TablePage>();
+
+/// The table pages, by slot: chunks of [`CHUNK_PAGES`] pages that never move once
+/// allocated, each on its own host huge page, since walks read them at random.
+struct Arena {
+    chunks: Vec<FixedVec<TablePage>>,
+}
+
+impl Arena {
+    fn new() -> Self {
+        Arena { chunks: Vec::new() }
+    }
+
+    /// Slots handed out so far.
+    fn len(&self) -> usize {
+        self.chunks.last().map_or(0, |last| (self.chunks.len() - 1) * CHUNK_PAGES + last.len())
+    }
+
+    #[inline]
+    fn page(&self, slot: usize) -> &TablePage {
+        &self.chunks[slot / CHUNK_PAGES][slot % CHUNK_PAGES]
+    }
+
+    #[inline]
+    fn page_mut(&mut self, slot: usize) -> &mut TablePage {
+        &mut self.chunks[slot / CHUNK_PAGES][slot % CHUNK_PAGES]
+    }
+
+    /// A new zeroed page; returns its slot.
+    fn push_zeroed(&mut self) -> usize {
+        if self.chunks.last().is_none_or(FixedVec::is_full) {
+            self.chunks.push(FixedVec::with_capacity(CHUNK_PAGES));
+        }
+        let slot = self.len();
+        self.chunks.last_mut().expect("a chunk with room").push([0; ENTRIES_PER_TABLE]);
+        slot
+    }
+}
+
 /// Out of host memory: the profile's `host_memory` is too small for the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("out of host memory: {size} allocation failed with {total_frames} frames of 4 KiB in total; raise host_memory in the machine profile")]
@@ -126,7 +167,7 @@ pub struct HostMemory {
     total_frames: u64,
     /// Frame number -> slot in `pages` of each frame with table contents.
     index: FrameIndex,
-    pages: Vec<TablePage>,
+    pages: Arena,
     free_slots: Vec<u32>,
     allocator: FrameAllocator,
     /// Memory tags: which frames belong to the VM (checked under TPT).
@@ -139,7 +180,7 @@ impl HostMemory {
         HostMemory {
             total_frames,
             index: FrameIndex::new(),
-            pages: Vec::new(),
+            pages: Arena::new(),
             free_slots: Vec::new(),
             allocator: FrameAllocator::new(total_frames),
             // The tag table occupies 16 bytes per frame right above RAM.
@@ -190,7 +231,7 @@ impl HostMemory {
     #[inline]
     pub fn read_u64(&self, addr: Hpa) -> u64 {
         match self.slot(addr.frame()) {
-            Some(slot) => self.pages[slot][entry_index(addr)],
+            Some(slot) => self.pages.page(slot)[entry_index(addr)],
             None => 0,
         }
     }
@@ -199,7 +240,7 @@ impl HostMemory {
     #[inline]
     pub fn prefetch(&self, addr: Hpa) {
         if let Some(slot) = self.slot(addr.frame()) {
-            crate::hw::prefetch::prefetch(&self.pages[slot][entry_index(addr)]);
+            crate::hw::prefetch::prefetch(&self.pages.page(slot)[entry_index(addr)]);
         }
     }
 
@@ -214,7 +255,7 @@ impl HostMemory {
                 self.materialize(addr.frame())
             }
         };
-        self.pages[slot][entry_index(addr)] = value;
+        self.pages.page_mut(slot)[entry_index(addr)] = value;
     }
 
     /// Set `bits` in the entry at `addr` (an atomic OR, as hardware A/D updates are).
@@ -228,7 +269,7 @@ impl HostMemory {
 
     /// The 512 entries of a frame with table contents (None: it reads as all zeros).
     pub fn table_entries(&self, frame: Hfn) -> Option<&[u64; ENTRIES_PER_TABLE]> {
-        self.slot(frame).map(|slot| &self.pages[slot])
+        self.slot(frame).map(|slot| self.pages.page(slot))
     }
 
     /// Give frame `to` the table contents of frame `from` (none if `from` has none): a page
@@ -237,8 +278,8 @@ impl HostMemory {
         self.drop_contents(to);
         if let Some(src) = self.slot(from) {
             let dst = self.materialize(to);
-            let page = self.pages[src];
-            self.pages[dst] = page;
+            let page = *self.pages.page(src);
+            *self.pages.page_mut(dst) = page;
         }
     }
 
@@ -258,12 +299,11 @@ impl HostMemory {
         assert!(frame.raw() < self.total_frames, "frame {frame:?} is outside host memory");
         let slot = match self.free_slots.pop() {
             Some(slot) => {
-                self.pages[slot as usize].fill(0);
+                self.pages.page_mut(slot as usize).fill(0);
                 slot
             }
             None => {
-                self.pages.push([0; ENTRIES_PER_TABLE]);
-                (self.pages.len() - 1) as u32
+                self.pages.push_zeroed() as u32
             }
         };
         self.index.insert(frame.raw(), slot);

@@ -3,6 +3,7 @@
 pub mod assoc;
 pub mod cache;
 pub mod frames;
+pub mod hugepages;
 pub mod mmu;
 pub mod prefetch;
 pub mod pte;
