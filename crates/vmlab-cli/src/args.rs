@@ -4,6 +4,7 @@ use crate::UsageError;
 use clap::{Args, Parser, Subcommand};
 use vmlab_core::addr::PageSize;
 use vmlab_core::cost::{Profile, DEFAULT_PROFILE};
+use vmlab_core::engine::RunConfig;
 use vmlab_core::scheme::Paging;
 use vmlab_core::workload::WorkloadSpec;
 
@@ -183,24 +184,16 @@ pub fn load_profile(name: &str) -> Result<Profile, UsageError> {
     Profile::from_toml(&text, name).map_err(|e| UsageError(e.to_string()))
 }
 
-/// Validated simulation options.
-pub struct SimOptions {
-    pub profile: Profile,
-    pub guest_pages: PageSize,
-    pub host_pages: PageSize,
-    pub fragmentation: f64,
-    pub accesses: u64,
-    pub warmup: u64,
-    pub seed: u64,
-    pub pretouch: bool,
-}
-
 impl SimArgs {
-    pub fn validate(&self) -> Result<SimOptions, UsageError> {
+    /// The run these options describe for `workload`, validated. Its `paging` is native;
+    /// callers comparing schemes set it per run.
+    pub fn run_config(&self, workload: WorkloadSpec) -> Result<RunConfig, UsageError> {
         if !(0.0..=1.0).contains(&self.fragmentation) {
             return Err(UsageError(format!("--fragmentation {} must be between 0 and 1", self.fragmentation)));
         }
-        Ok(SimOptions {
+        Ok(RunConfig {
+            workload,
+            paging: Paging::Native,
             profile: load_profile(&self.machine)?,
             guest_pages: parse_page_size("--guest-pages", &self.guest_pages, &[PageSize::Size4K, PageSize::Size2M])?,
             host_pages: parse_page_size("--host-pages", &self.host_pages, &PageSize::ALL)?,

@@ -9,21 +9,10 @@ use vmlab_core::stats::RunReport;
 pub fn run(args: RunArgs) -> Result<(), CliError> {
     let workload = parse_workload(&args.workload)?;
     let schemes = parse_schemes(&args.paging)?;
-    let sim = args.sim.validate()?;
+    let template = args.sim.run_config(workload.clone())?;
     let mut reports: Vec<RunReport> = Vec::new();
     for paging in schemes {
-        let config = RunConfig {
-            workload: workload.clone(),
-            paging,
-            profile: sim.profile.clone(),
-            guest_pages: sim.guest_pages,
-            host_pages: sim.host_pages,
-            fragmentation: sim.fragmentation,
-            accesses: sim.accesses,
-            warmup: sim.warmup,
-            seed: sim.seed,
-            pretouch: sim.pretouch,
-        };
+        let config = RunConfig { paging, ..template.clone() };
         let mut progress = RunProgress::new(paging.name());
         let report = engine::run(&config, &mut |p| progress.update(p));
         progress.finish();

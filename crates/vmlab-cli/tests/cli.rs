@@ -1,6 +1,9 @@
 //! Integration tests of the `vmlab` command line: usage errors, the JSON and table reports of
 //! `run`, `list`, `bench` and `--help`, all through the real binary on small workloads.
 
+mod common;
+
+use common::{vmlab, vmlab_ok};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -10,34 +13,6 @@ const SYSBENCH_64M: &str = "sysbench-mem:block=64M";
 const GUPS_16M: &str = "gups:table=16M,updates=20000";
 const SAMPLE: [&str; 4] = ["--accesses", "20000", "--warmup", "1000"];
 
-/// What one invocation of `vmlab` produced.
-struct Out {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `vmlab` with `args`; fails the test if anything in its output looks like a panic.
-fn vmlab(args: &[&str]) -> Out {
-    let output = assert_cmd::cargo::cargo_bin_cmd!("vmlab").args(args).output().expect("vmlab runs");
-    let out = Out {
-        code: output.status.code(),
-        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
-    };
-    for (name, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
-        assert!(!text.contains("panicked"), "vmlab {args:?} panicked; {name}:\n{text}");
-    }
-    out
-}
-
-/// Runs `vmlab` and expects success (status 0, nothing on stderr).
-fn vmlab_ok(args: &[&str]) -> String {
-    let out = vmlab(args);
-    assert_eq!(out.code, Some(0), "vmlab {args:?} failed; stderr:\n{}", out.stderr);
-    assert!(out.stderr.is_empty(), "vmlab {args:?} wrote to stderr:\n{}", out.stderr);
-    out.stdout
-}
 
 /// `vmlab run ARGS --json` plus the small sample options, parsed.
 fn run_json(args: &[&str]) -> Value {

@@ -4,6 +4,9 @@
 //! well-formed with one series per scheme) and for invariants between schemes, never for
 //! timings. The experiments run concurrently (one test each), each on two threads.
 
+mod common;
+
+use common::{vmlab, vmlab_ok};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -14,31 +17,6 @@ const CSV_HEADER: &str = "experiment,label,workload,size,scheme,guest_pages,host
 ns_per_access,cycles_per_access,us_per_fork,us_per_iter,tlb_misses,walks,walk_refs_per_walk,vm_exits,page_faults,\
 accesses_simulated,extrapolated";
 
-struct Out {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn vmlab(args: &[&str]) -> Out {
-    let output = assert_cmd::cargo::cargo_bin_cmd!("vmlab").args(args).output().expect("vmlab runs");
-    let out = Out {
-        code: output.status.code(),
-        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
-    };
-    for text in [&out.stdout, &out.stderr] {
-        assert!(!text.contains("panicked"), "vmlab {args:?} panicked:\n{text}");
-    }
-    out
-}
-
-fn vmlab_ok(args: &[&str]) -> String {
-    let out = vmlab(args);
-    assert_eq!(out.code, Some(0), "vmlab {args:?} failed; stderr:\n{}", out.stderr);
-    assert!(out.stderr.is_empty(), "vmlab {args:?} wrote to stderr:\n{}", out.stderr);
-    out.stdout
-}
 
 /// A fresh output directory for one test.
 fn out_dir(name: &str) -> PathBuf {

@@ -1,11 +1,13 @@
 //! Paravirtual direct paging: hypercalls, batching, and bounces through the hypervisor.
 
-use vmlab_core::addr::{Gva, PageSize};
-use vmlab_core::cost::Profile;
-use vmlab_core::hv::vm::BackingConfig;
+mod common;
+
+use common::Setup;
+
+use vmlab_core::addr::Gva;
 use vmlab_core::hv::ExitReason;
 use vmlab_core::hw::mmu::Root;
-use vmlab_core::scheme::{Paging, System, SystemConfig};
+use vmlab_core::scheme::{Paging, System};
 
 const REGION: u64 = 0x4000_0000_00;
 const PAGE: u64 = 4096;
@@ -15,23 +17,7 @@ fn va(page: u64) -> Gva {
 }
 
 fn pv() -> System {
-    let profile = Profile::builtin("skylake").unwrap();
-    System::new(&SystemConfig {
-        paging: Paging::Pv,
-        levels: 4,
-        host_memory: 16 << 30,
-        guest_memory: 4 << 30,
-        guest_pages: PageSize::Size4K,
-        pcid: true,
-        shadow: None,
-        tag_reads: false,
-        backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 1 },
-        program: "test",
-        tpt_task: Some("test"),
-        tlb: profile.tlb.clone(),
-        memory: profile.memory.clone(),
-    })
-    .unwrap()
+    Setup::skylake(Paging::Pv).build()
 }
 
 #[test]

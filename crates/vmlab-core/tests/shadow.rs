@@ -1,12 +1,14 @@
 //! Shadow paging's mechanisms, exit by exit.
 
-use vmlab_core::addr::{Gva, PageSize};
-use vmlab_core::cost::Profile;
+mod common;
+
+use common::Setup;
+
+use vmlab_core::addr::Gva;
 use vmlab_core::hv::shadow::ShadowConfig;
-use vmlab_core::hv::vm::BackingConfig;
 use vmlab_core::hv::ExitReason;
 use vmlab_core::hw::mmu::TlbConfig;
-use vmlab_core::scheme::{Paging, System, SystemConfig};
+use vmlab_core::scheme::{Paging, System};
 
 const REGION: u64 = 0x4000_0000_00;
 const PAGE: u64 = 4096;
@@ -16,23 +18,8 @@ fn va(page: u64) -> Gva {
 }
 
 fn shadow_system(unsync: bool, bypass_not_present: bool, tlb: Option<TlbConfig>) -> System {
-    let profile = Profile::builtin("skylake").unwrap();
-    System::new(&SystemConfig {
-        paging: Paging::Shadow,
-        levels: 4,
-        host_memory: 16 << 30,
-        guest_memory: 4 << 30,
-        guest_pages: PageSize::Size4K,
-        pcid: true,
-        shadow: Some(ShadowConfig { unsync, bypass_not_present, budget_pages: 100_000 }),
-        tag_reads: false,
-        backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 1 },
-        program: "test",
-        tpt_task: Some("test"),
-        tlb: tlb.unwrap_or(profile.tlb.clone()),
-        memory: profile.memory.clone(),
-    })
-    .unwrap()
+    let setup = Setup { shadow: Some(ShadowConfig { unsync, bypass_not_present, budget_pages: 100_000 }), ..Setup::skylake(Paging::Shadow) };
+    Setup { tlb: tlb.unwrap_or(setup.tlb.clone()), ..setup }.build()
 }
 
 /// A system whose guest already touched (backed) the frames the next faults will get, with

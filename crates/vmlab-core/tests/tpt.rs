@@ -1,13 +1,15 @@
 //! Translation Pass-Through: devirt copies, 1D tagged walks, and isolation.
 
+mod common;
+
+use common::Setup;
+
 use proptest::prelude::*;
-use vmlab_core::addr::{Gfn, Gva, Hpa, PageSize};
-use vmlab_core::cost::Profile;
-use vmlab_core::hv::vm::BackingConfig;
+use vmlab_core::addr::{Gfn, Gva, Hpa};
 use vmlab_core::hw::mmu::{Root, TlbConfig};
 use vmlab_core::hw::pte::{X86, FRAME_MASK};
 use vmlab_core::hw::walker::level_shift;
-use vmlab_core::scheme::{Paging, System, SystemConfig};
+use vmlab_core::scheme::{Paging, System};
 
 const REGION: u64 = 0x4000_0000_00;
 const PAGE: u64 = 4096;
@@ -26,23 +28,8 @@ fn tpt_scheme(paging: Paging, tlb: Option<TlbConfig>) -> System {
 
 /// A system whose first process runs program "test", with TPT's mark on `tpt_task`.
 fn tpt_marked(paging: Paging, tlb: Option<TlbConfig>, tpt_task: Option<&'static str>) -> System {
-    let profile = Profile::builtin("skylake").unwrap();
-    System::new(&SystemConfig {
-        paging,
-        levels: 4,
-        host_memory: 16 << 30,
-        guest_memory: 4 << 30,
-        guest_pages: PageSize::Size4K,
-        pcid: true,
-        shadow: None,
-        tag_reads: false,
-        backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 1 },
-        program: "test",
-        tpt_task,
-        tlb: tlb.unwrap_or(profile.tlb.clone()),
-        memory: profile.memory.clone(),
-    })
-    .unwrap()
+    let setup = Setup { tpt_task, ..Setup::skylake(paging) };
+    Setup { tlb: tlb.unwrap_or(setup.tlb.clone()), ..setup }.build()
 }
 
 /// The devirt leaf entry for `va`, walked in software from the running process's copy.

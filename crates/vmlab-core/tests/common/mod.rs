@@ -12,6 +12,7 @@ use vmlab_core::hv::BackingConfig;
 use vmlab_core::hw::cache::{CacheConfig, MemoryConfig, Replacement};
 use vmlab_core::hw::mmu::TlbConfig;
 use vmlab_core::hw::pte::{EntryFormat, Ept, Perms, FRAME_MASK, X86};
+use vmlab_core::hv::shadow::ShadowConfig;
 use vmlab_core::scheme::{Paging, System, SystemConfig};
 
 pub const GIB: u64 = 1 << 30;
@@ -58,6 +59,10 @@ pub struct Setup {
     pub host_pages: PageSize,
     pub fragmentation: f64,
     pub seed: u64,
+    /// The shadow MMU's options (None: KVM's defaults).
+    pub shadow: Option<ShadowConfig>,
+    /// TPT's mark; the first process runs program "test".
+    pub tpt_task: Option<&'static str>,
     pub tlb: TlbConfig,
     pub memory: MemoryConfig,
 }
@@ -75,9 +80,17 @@ impl Setup {
             host_pages: PageSize::Size4K,
             fragmentation: 0.0,
             seed: 1,
+            shadow: None,
+            tpt_task: Some("test"),
             tlb: TlbConfig::all_disabled(),
             memory: memory_disabled(),
         }
+    }
+
+    /// As [`Setup::new`], with the Skylake profile's TLBs, walk caches and data caches on.
+    pub fn skylake(paging: Paging) -> Setup {
+        let profile = skylake();
+        Setup { tlb: profile.tlb, memory: profile.memory, ..Setup::new(paging) }
     }
 
     pub fn config(&self) -> SystemConfig {
@@ -88,11 +101,11 @@ impl Setup {
             guest_memory: self.guest_memory,
             guest_pages: self.guest_pages,
             pcid: true,
-            shadow: None,
+            shadow: self.shadow,
             tag_reads: false,
             backing: BackingConfig { host_pages: self.host_pages, fragmentation: self.fragmentation, seed: self.seed },
             program: "test",
-            tpt_task: Some("test"),
+            tpt_task: self.tpt_task,
             tlb: self.tlb.clone(),
             memory: self.memory.clone(),
         }
