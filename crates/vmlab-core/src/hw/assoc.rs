@@ -269,7 +269,7 @@ impl TranslationCache {
 
     /// Hit: `Some(value)`, makes the entry most recently used and counts a hit.
     /// Miss: `None`, counts a miss. Disabled: `None`, counts nothing.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, key: u64) -> Option<u64> {
         if self.ways == 0 {
             return None;
