@@ -82,29 +82,146 @@ const EMPTY: u8 = u8::MAX;
 const LANES: usize = 16;
 type Lanes = [u8; LANES];
 
-/// A set-associative cache of `u64 -> u64` translations with per-set LRU replacement.
+/// One set of `G` groups of [`LANES`] ways, in one record: a lookup indexes the set once and
+/// then works on fixed-size arrays, with no per-access slice arithmetic or bounds checks.
 ///
-/// Each set keeps, for every way, an 8-bit fingerprint of its key (0 when the way is empty,
-/// never for a key) and its LRU rank (0 = most recent; the valid ways' ranks are always
-/// 0..valid), both padded to a multiple of 16 lanes so a lookup compares sixteen
-/// fingerprints at once and full keys only on a fingerprint match; and the keys with their
-/// values side by side.
+/// For every way: an 8-bit fingerprint of its key (0 when the way is empty, never for a
+/// key), its LRU rank (0 = most recent; the valid ways' ranks are always 0..valid; padding
+/// lanes beyond the cache's ways stay empty), and its key and value.
+#[derive(Clone, Copy, Debug)]
+struct Set<const G: usize> {
+    /// Bit `w` set when way `w` holds an entry.
+    valid: u64,
+    prints: [Lanes; G],
+    ranks: [Lanes; G],
+    entries: [[(u64, u64); LANES]; G],
+}
+
+impl<const G: usize> Set<G> {
+    /// A set with every way empty.
+    const VACANT: Self = Set { valid: 0, prints: [[0; LANES]; G], ranks: [[EMPTY; LANES]; G], entries: [[(0, 0); LANES]; G] };
+
+    /// Way holding a valid entry for `key`.
+    #[inline(always)]
+    fn find(&self, key: u64) -> Option<usize> {
+        let print = fingerprint(key);
+        for (g, lanes) in self.prints.iter().enumerate() {
+            // Empty ways and padding lanes hold 0, which no key's fingerprint is.
+            let mut candidates = crate::hw::simd::eq_mask_u8x16(lanes, print);
+            while candidates != 0 {
+                let lane = candidates.trailing_zeros() as usize;
+                if self.entries[g][lane].0 == key {
+                    return Some(g * LANES + lane);
+                }
+                candidates &= candidates - 1;
+            }
+        }
+        None
+    }
+
+    /// The value in `way`.
+    #[inline(always)]
+    fn value(&self, way: usize) -> u64 {
+        self.entries[way / LANES][way % LANES].1
+    }
+
+    /// Make `way` the most recently used: every way more recent than it ages by one (empty
+    /// ways, ranked [`EMPTY`], never do).
+    #[inline(always)]
+    fn touch(&mut self, way: usize) {
+        let rank = self.ranks[way / LANES][way % LANES];
+        for lanes in self.ranks.iter_mut() {
+            for r in lanes.iter_mut() {
+                *r += (*r < rank) as u8;
+            }
+        }
+        self.ranks[way / LANES][way % LANES] = 0;
+    }
+
+    /// Remove `way`: every way older than it gets one rank younger.
+    fn remove(&mut self, way: usize) {
+        let rank = self.ranks[way / LANES][way % LANES];
+        for lanes in self.ranks.iter_mut() {
+            for r in lanes.iter_mut() {
+                *r -= (*r > rank && *r != EMPTY) as u8;
+            }
+        }
+        self.ranks[way / LANES][way % LANES] = EMPTY;
+        self.prints[way / LANES][way % LANES] = 0;
+        self.valid &= !(1 << way);
+    }
+
+    /// An empty way among the first `ways`, else the least recently used one.
+    #[inline(always)]
+    fn victim(&self, ways: usize) -> usize {
+        let full = u64::MAX >> (64 - ways);
+        let empty = !self.valid & full;
+        if empty != 0 {
+            return empty.trailing_zeros() as usize;
+        }
+        // A full set's ranks are 0..ways, each once.
+        let oldest = (ways - 1) as u8;
+        for (g, lanes) in self.ranks.iter().enumerate() {
+            let at = crate::hw::simd::eq_mask_u8x16(lanes, oldest);
+            if at != 0 {
+                return g * LANES + at.trailing_zeros() as usize;
+            }
+        }
+        0
+    }
+
+    /// Put `key -> value` into `way` as the most recently used entry.
+    #[inline(always)]
+    fn put(&mut self, way: usize, key: u64, value: u64) {
+        self.entries[way / LANES][way % LANES] = (key, value);
+        self.prints[way / LANES][way % LANES] = fingerprint(key);
+        self.valid |= 1 << way;
+        self.touch(way);
+    }
+
+    /// Calls `f(way, key, value)` for each valid way.
+    fn for_each_valid(&self, mut f: impl FnMut(usize, u64, u64)) {
+        let mut valid = self.valid;
+        while valid != 0 {
+            let way = valid.trailing_zeros() as usize;
+            valid &= valid - 1;
+            let (key, value) = self.entries[way / LANES][way % LANES];
+            f(way, key, value);
+        }
+    }
+}
+
+/// The sets, by group count (1, 2 or 4: the ways rounded up to a power-of-two number of
+/// [`LANES`]), so each set's loops have constant bounds and unroll.
+#[derive(Clone, Debug)]
+enum Sets {
+    One(Box<[Set<1>]>),
+    Two(Box<[Set<2>]>),
+    Four(Box<[Set<4>]>),
+}
+
+/// Evaluates `$body` with `$sets` bound to the boxed sets of `$target` (a `&Sets` or
+/// `&mut Sets`), whatever their group count: the body is compiled once per count.
+macro_rules! with_sets {
+    ($target:expr, $sets:ident => $body:expr) => {
+        match $target {
+            Sets::One($sets) => $body,
+            Sets::Two($sets) => $body,
+            Sets::Four($sets) => $body,
+        }
+    };
+}
+
+/// A set-associative cache of `u64 -> u64` translations with per-set LRU replacement (see
+/// [`Set`] for what each set keeps). A lookup compares sixteen fingerprints at once and full
+/// keys only on a fingerprint match.
 #[derive(Clone, Debug)]
 pub struct TranslationCache {
-    /// Associativity; 0 when disabled (then all slices are empty).
+    /// Associativity; 0 when disabled (then there are no sets).
     ways: usize,
-    /// Groups of [`LANES`] lanes per set: 1, 2 or 4 (the ways rounded up; 0 when disabled).
-    groups: usize,
     /// `sets - 1`: the set index is `key & set_mask`.
     set_mask: u64,
-    /// Per set: bit `w` set when way `w` holds an entry.
-    valid: Box<[u64]>,
-    /// Key fingerprints, `groups` groups per set; 0 in empty ways and in padding lanes.
-    prints: Box<[Lanes]>,
-    /// LRU ranks, laid out like `prints`; [`EMPTY`] in empty ways and in padding lanes.
-    ranks: Box<[Lanes]>,
-    /// `(key, value)` of each way, `ways` per set.
-    entries: Box<[(u64, u64)]>,
+    sets: Sets,
     hits: u64,
     misses: u64,
 }
@@ -117,36 +234,24 @@ fn fingerprint(key: u64) -> u8 {
     print.max(1)
 }
 
-/// Calls `$self.$method::<G>($args)` with the set's group count `G` as a constant (1, 2 or
-/// 4; a cache with 33 to 48 ways is padded to 4 groups), so the lane loops unroll.
-macro_rules! by_groups {
-    ($self:ident . $method:ident ( $($arg:expr),* )) => {
-        match $self.groups {
-            1 => $self.$method::<1>($($arg),*),
-            2 => $self.$method::<2>($($arg),*),
-            _ => $self.$method::<4>($($arg),*),
-        }
-    };
-}
-
 impl TranslationCache {
     /// Builds an empty cache. Assumes `cfg` passed [`TranslationCacheConfig::validate`].
     pub fn new(cfg: &TranslationCacheConfig) -> Self {
         debug_assert!(cfg.validate("translation cache").is_ok(), "{cfg:?}");
         let (ways, sets) = if cfg.entries == 0 {
-            (0, 1)
+            (0, 0)
         } else {
             (cfg.ways as usize, (cfg.entries / cfg.ways) as usize)
         };
-        let groups = ways.div_ceil(LANES).next_power_of_two();
+        let sets = match ways.div_ceil(LANES).next_power_of_two() {
+            1 => Sets::One(vec![Set::VACANT; sets].into_boxed_slice()),
+            2 => Sets::Two(vec![Set::VACANT; sets].into_boxed_slice()),
+            _ => Sets::Four(vec![Set::VACANT; sets].into_boxed_slice()),
+        };
         Self {
             ways,
-            groups,
-            set_mask: sets as u64 - 1,
-            valid: vec![0; sets].into_boxed_slice(),
-            prints: vec![[0; LANES]; groups * sets].into_boxed_slice(),
-            ranks: vec![[EMPTY; LANES]; groups * sets].into_boxed_slice(),
-            entries: vec![(0, 0); ways * sets].into_boxed_slice(),
+            set_mask: (sets_len(&sets) as u64).wrapping_sub(1),
+            sets,
             hits: 0,
             misses: 0,
         }
@@ -162,87 +267,26 @@ impl TranslationCache {
         (key & self.set_mask) as usize
     }
 
-    #[inline(always)]
-    fn prints_of<const G: usize>(&self, set: usize) -> &[Lanes; G] {
-        self.prints[set * G..set * G + G].try_into().unwrap()
-    }
-
-    #[inline(always)]
-    fn ranks_of<const G: usize>(&mut self, set: usize) -> &mut [Lanes; G] {
-        (&mut self.ranks[set * G..set * G + G]).try_into().unwrap()
-    }
-
-    /// Way of `set` holding a valid entry for `key`.
-    #[inline(always)]
-    fn find<const G: usize>(&self, set: usize, key: u64) -> Option<usize> {
-        let print = fingerprint(key);
-        let entries = &self.entries[set * self.ways..(set + 1) * self.ways];
-        for (g, lanes) in self.prints_of::<G>(set).iter().enumerate() {
-            // Empty ways and padding lanes hold 0, which no key's fingerprint is.
-            let mut candidates = crate::hw::simd::eq_mask_u8x16(lanes, print);
-            while candidates != 0 {
-                let way = g * LANES + candidates.trailing_zeros() as usize;
-                if entries[way].0 == key {
-                    return Some(way);
-                }
-                candidates &= candidates - 1;
-            }
-        }
-        None
-    }
-
-    /// Make `way` of `set` the most recently used: every way more recent than it ages by one
-    /// (empty ways, ranked [`EMPTY`], never do).
-    #[inline(always)]
-    fn touch<const G: usize>(&mut self, set: usize, way: usize) {
-        let ranks = self.ranks_of::<G>(set);
-        let rank = ranks[way / LANES][way % LANES];
-        for lanes in ranks.iter_mut() {
-            for r in lanes.iter_mut() {
-                *r += (*r < rank) as u8;
-            }
-        }
-        ranks[way / LANES][way % LANES] = 0;
-    }
-
-    /// Remove `way` of `set`: every way older than it gets one rank younger.
-    fn remove(&mut self, set: usize, way: usize) {
-        let groups = &mut self.ranks[set * self.groups..(set + 1) * self.groups];
-        let rank = groups[way / LANES][way % LANES];
-        for lanes in groups.iter_mut() {
-            for r in lanes.iter_mut() {
-                *r -= (*r > rank && *r != EMPTY) as u8;
-            }
-        }
-        groups[way / LANES][way % LANES] = EMPTY;
-        self.prints[set * self.groups + way / LANES][way % LANES] = 0;
-        self.valid[set] &= !(1 << way);
-    }
-
     /// Hit: `Some(value)`, makes the entry most recently used and counts a hit.
     /// Miss: `None`, counts a miss. Disabled: `None`, counts nothing.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, key: u64) -> Option<u64> {
         if self.ways == 0 {
             return None;
         }
-        by_groups!(self.lookup_in(key))
-    }
-
-    #[inline(always)]
-    fn lookup_in<const G: usize>(&mut self, key: u64) -> Option<u64> {
-        let set = self.set_of(key);
-        match self.find::<G>(set, key) {
-            Some(way) => {
-                self.touch::<G>(set, way);
-                self.hits += 1;
-                Some(self.entries[set * self.ways + way].1)
-            }
-            None => {
-                self.misses += 1;
-                None
-            }
+        let index = self.set_of(key);
+        let found = with_sets!(&mut self.sets, sets => {
+            let set = &mut sets[index];
+            set.find(key).map(|way| {
+                set.touch(way);
+                set.value(way)
+            })
+        });
+        match found {
+            Some(_) => self.hits += 1,
+            None => self.misses += 1,
         }
+        found
     }
 
     /// Side-effect-free probe (no recency update, no counting), for tests and invariant checks.
@@ -251,60 +295,40 @@ impl TranslationCache {
         if self.ways == 0 {
             return None;
         }
-        let set = self.set_of(key);
-        let way = by_groups!(self.find(set, key))?;
-        Some(self.entries[set * self.ways + way].1)
+        let index = self.set_of(key);
+        with_sets!(&self.sets, sets => {
+            let set = &sets[index];
+            set.find(key).map(|way| set.value(way))
+        })
     }
 
     /// Inserts `key -> value` as the most recently used entry of its set, overwriting an
     /// existing entry for `key`, else taking an empty way, else evicting the LRU way.
     #[inline]
     pub fn fill(&mut self, key: u64, value: u64) {
-        if self.ways == 0 {
-            return;
-        }
-        by_groups!(self.fill_in(key, value, true))
+        self.fill_in(key, value, true)
     }
 
     /// Inserts `key -> value`, which the caller knows is not cached (it just missed), as the
     /// most recently used entry: [`Self::fill`] without the search for an existing entry.
     #[inline]
     pub fn fill_absent(&mut self, key: u64, value: u64) {
+        self.fill_in(key, value, false)
+    }
+
+    #[inline(always)]
+    fn fill_in(&mut self, key: u64, value: u64, search: bool) {
         if self.ways == 0 {
             return;
         }
-        by_groups!(self.fill_in(key, value, false))
-    }
-
-    #[inline(always)]
-    fn fill_in<const G: usize>(&mut self, key: u64, value: u64, search: bool) {
-        let set = self.set_of(key);
-        let existing = if search { self.find::<G>(set, key) } else { None };
-        debug_assert!(search || self.find::<G>(set, key).is_none(), "fill_absent of a cached key {key:#x}");
-        let way = existing.unwrap_or_else(|| self.victim::<G>(set));
-        self.entries[set * self.ways + way] = (key, value);
-        self.prints[set * G + way / LANES][way % LANES] = fingerprint(key);
-        self.valid[set] |= 1 << way;
-        self.touch::<G>(set, way);
-    }
-
-    /// An empty way of `set`, else its least recently used one.
-    #[inline(always)]
-    fn victim<const G: usize>(&mut self, set: usize) -> usize {
-        let full = u64::MAX >> (64 - self.ways);
-        let empty = !self.valid[set] & full;
-        if empty != 0 {
-            return empty.trailing_zeros() as usize;
-        }
-        // A full set's ranks are 0..ways, each once.
-        let oldest = (self.ways - 1) as u8;
-        for (g, lanes) in self.ranks_of::<G>(set).iter().enumerate() {
-            let at = crate::hw::simd::eq_mask_u8x16(lanes, oldest);
-            if at != 0 {
-                return g * LANES + at.trailing_zeros() as usize;
-            }
-        }
-        0
+        let (index, ways) = (self.set_of(key), self.ways);
+        with_sets!(&mut self.sets, sets => {
+            let set = &mut sets[index];
+            let existing = if search { set.find(key) } else { None };
+            debug_assert!(search || set.find(key).is_none(), "fill_absent of a cached key {key:#x}");
+            let way = existing.unwrap_or_else(|| set.victim(ways));
+            set.put(way, key, value);
+        })
     }
 
     /// Drops the entry for `key`, if present.
@@ -312,33 +336,43 @@ impl TranslationCache {
         if self.ways == 0 {
             return;
         }
-        let set = self.set_of(key);
-        if let Some(way) = by_groups!(self.find(set, key)) {
-            self.remove(set, way);
-        }
+        let index = self.set_of(key);
+        with_sets!(&mut self.sets, sets => {
+            let set = &mut sets[index];
+            if let Some(way) = set.find(key) {
+                set.remove(way);
+            }
+        })
     }
 
     /// Keeps only the entries for which `f(key, value)` is true (flush by PCID, invlpg of a
     /// large page, ...).
     pub fn retain(&mut self, mut f: impl FnMut(u64, u64) -> bool) {
-        for set in 0..self.valid.len() {
-            let mut valid = self.valid[set];
-            while valid != 0 {
-                let way = valid.trailing_zeros() as usize;
-                valid &= valid - 1;
-                let (key, value) = self.entries[set * self.ways + way];
-                if !f(key, value) {
-                    self.remove(set, way);
+        with_sets!(&mut self.sets, sets => {
+            for set in sets.iter_mut() {
+                let mut drop = 0u64;
+                set.for_each_valid(|way, key, value| {
+                    if !f(key, value) {
+                        drop |= 1 << way;
+                    }
+                });
+                // Removed in increasing way order, as the valid ways were visited.
+                while drop != 0 {
+                    set.remove(drop.trailing_zeros() as usize);
+                    drop &= drop - 1;
                 }
             }
-        }
+        })
     }
 
     /// Drops every entry. Hit and miss counts are kept.
     pub fn flush(&mut self) {
-        self.valid.fill(0);
-        self.prints.fill([0; LANES]);
-        self.ranks.fill([EMPTY; LANES]);
+        // Keys and values of empty ways are never read (their fingerprints are 0): they stay.
+        with_sets!(&mut self.sets, sets => sets.iter_mut().for_each(|set| {
+            set.valid = 0;
+            set.prints.fill([0; LANES]);
+            set.ranks.fill([EMPTY; LANES]);
+        }))
     }
 
     /// Lookups that hit since construction.
@@ -353,8 +387,12 @@ impl TranslationCache {
 
     /// Number of valid entries.
     pub fn occupancy(&self) -> usize {
-        self.valid.iter().map(|v| v.count_ones() as usize).sum()
+        with_sets!(&self.sets, sets => sets.iter().map(|s| s.valid.count_ones() as usize).sum())
     }
+}
+
+fn sets_len(sets: &Sets) -> usize {
+    with_sets!(sets, sets => sets.len())
 }
 
 #[cfg(test)]

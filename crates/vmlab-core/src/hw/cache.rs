@@ -272,24 +272,33 @@ impl Cache {
     /// false. A disabled level returns false and does nothing.
     #[inline]
     pub fn access(&mut self, line: u64) -> bool {
-        if self.ways == 0 {
-            return false;
+        match self.ways {
+            0 => false,
+            // A level of at most 8 ways (a typical L1D) keeps its other lanes empty, so only
+            // the first half of a set needs comparing and aging: half the vector work.
+            1..=8 => self.access_lanes::<8>(line),
+            _ => self.access_lanes::<16>(line),
         }
+    }
+
+    /// [`Self::access`] looking at the first `N` lanes of the set (`N >= ways`).
+    #[inline(always)]
+    fn access_lanes<const N: usize>(&mut self, line: u64) -> bool {
         let set = (line & self.set_mask) as usize;
         let tag = self.tag_of(line);
         let entries = &mut self.sets[set].0;
-        // Empty ways and unused lanes hold tag 0, which no line has, so all 16 lanes can be
+        // Empty ways and unused lanes hold tag 0, which no line has, so the lanes can be
         // compared at once.
-        let hits = tag_mask(entries, tag);
+        let hits = tag_mask::<N>(entries, tag);
         if hits != 0 {
             let way = hits.trailing_zeros() as usize;
             match self.policy {
-                Replacement::Lru => touch_lru(entries, way),
+                Replacement::Lru => touch_lru::<N>(entries, way),
                 Replacement::Srrip | Replacement::Drrip => entries[way] &= !STATE_MASK,
             }
             return true;
         }
-        self.on_miss(set, tag);
+        self.on_miss::<N>(set, tag);
         false
     }
 
@@ -298,7 +307,7 @@ impl Cache {
         if self.ways == 0 {
             return false;
         }
-        tag_mask(&self.sets[(line & self.set_mask) as usize].0, self.tag_of(line)) != 0
+        tag_mask::<16>(&self.sets[(line & self.set_mask) as usize].0, self.tag_of(line)) != 0
     }
 
     /// Prefetch (in the host) the set `line` maps to; no simulated effect.
@@ -316,8 +325,8 @@ impl Cache {
         self.brrip_fills = 0;
     }
 
-    #[inline]
-    fn on_miss(&mut self, set: usize, tag: u32) {
+    #[inline(always)]
+    fn on_miss<const N: usize>(&mut self, set: usize, tag: u32) {
         let insertion = match self.policy {
             Replacement::Lru => 0,
             Replacement::Srrip => RRPV_LONG,
@@ -330,15 +339,15 @@ impl Cache {
                 // The victim is the first empty way, else the oldest (ages are exact ranks, so
                 // aged `ways - 1`). Empty ways are aged 15 and valid ones below the number of
                 // valid ways, so the first way aged at least `ways - 1` is that victim either way.
-                let way = (age_at_least(entries, ways as u32 - 1) & way_mask).trailing_zeros() as usize;
+                let way = (age_at_least::<N>(entries, ways as u32 - 1) & way_mask).trailing_zeros() as usize;
                 // Every valid way is younger than the victim and ages by one (the victim's own
                 // age is overwritten).
-                age_younger_than(entries, STATE_MASK);
+                age_younger_than::<N>(entries, STATE_MASK);
                 entries[way] = tag;
             }
             Replacement::Srrip | Replacement::Drrip => {
-                let empty = tag_mask(entries, 0) & way_mask;
-                let way = if empty != 0 { empty.trailing_zeros() as usize } else { rrip_victim(entries, ways, way_mask) };
+                let empty = tag_mask::<N>(entries, 0) & way_mask;
+                let way = if empty != 0 { empty.trailing_zeros() as usize } else { rrip_victim::<N>(entries, way_mask) };
                 entries[way] = tag | insertion;
             }
         }
@@ -385,32 +394,35 @@ impl Cache {
     }
 }
 
+// The set helpers below look at the first `N` lanes only (8 or 16, at least the level's
+// ways): the others are empty and stay so.
+
 /// Bit `w` set for each lane whose tag part equals `tag` (with `tag == 0`: each empty way,
 /// and each lane beyond the level's ways).
 #[inline]
-fn tag_mask(entries: &[u32; MAX_WAYS as usize], tag: u32) -> u32 {
-    crate::hw::simd::masked_eq_mask_u32x16(entries, !STATE_MASK, tag)
+fn tag_mask<const N: usize>(entries: &[u32; MAX_WAYS as usize], tag: u32) -> u32 {
+    crate::hw::simd::masked_eq_mask_u32x16::<N>(entries, !STATE_MASK, tag)
 }
 
 /// Bit `w` set for each lane whose state equals `state` (empty lanes have state 15).
 #[inline]
-fn state_mask(entries: &[u32; MAX_WAYS as usize], state: u32) -> u32 {
-    crate::hw::simd::masked_eq_mask_u32x16(entries, STATE_MASK, state)
+fn state_mask<const N: usize>(entries: &[u32; MAX_WAYS as usize], state: u32) -> u32 {
+    crate::hw::simd::masked_eq_mask_u32x16::<N>(entries, STATE_MASK, state)
 }
 
 /// Bit `w` set for each lane whose state is at least `state`.
 #[inline]
-fn age_at_least(entries: &[u32; MAX_WAYS as usize], state: u32) -> u32 {
-    crate::hw::simd::masked_ge_mask_u32x16(entries, STATE_MASK, state)
+fn age_at_least<const N: usize>(entries: &[u32; MAX_WAYS as usize], state: u32) -> u32 {
+    crate::hw::simd::masked_ge_mask_u32x16::<N>(entries, STATE_MASK, state)
 }
 
 /// Make `way` the most recently used: every way younger than it ages by one (empty ways,
 /// aged 15, never do). Ages of the valid ways stay a permutation of 0..valid, so this is
 /// exact LRU.
 #[inline]
-fn touch_lru(entries: &mut [u32; MAX_WAYS as usize], way: usize) {
+fn touch_lru<const N: usize>(entries: &mut [u32; MAX_WAYS as usize], way: usize) {
     let entry = entries[way];
-    age_younger_than(entries, entry & STATE_MASK);
+    age_younger_than::<N>(entries, entry & STATE_MASK);
     // A plain store of a value known beforehand: reading the lane back right after the
     // vector stores would stall on store forwarding.
     entries[way] = entry & !STATE_MASK;
@@ -418,8 +430,8 @@ fn touch_lru(entries: &mut [u32; MAX_WAYS as usize], way: usize) {
 
 /// Add one to the age of every lane younger than `age`.
 #[inline]
-fn age_younger_than(entries: &mut [u32; MAX_WAYS as usize], age: u32) {
-    for e in entries.iter_mut() {
+fn age_younger_than<const N: usize>(entries: &mut [u32; MAX_WAYS as usize], age: u32) {
+    for e in entries[..N].iter_mut() {
         *e += (*e & STATE_MASK < age) as u32;
     }
 }
@@ -427,20 +439,39 @@ fn age_younger_than(entries: &mut [u32; MAX_WAYS as usize], age: u32) {
 /// First way with RRPV 3 in a full set, after aging the set. Adding `3 - max` at once is the
 /// same as repeating "age every way by 1" until some way reaches 3.
 #[inline]
-fn rrip_victim(entries: &mut [u32; MAX_WAYS as usize], ways: usize, way_mask: u32) -> usize {
+fn rrip_victim<const N: usize>(entries: &mut [u32; MAX_WAYS as usize], way_mask: u32) -> usize {
     for max in (1..=RRPV_MAX).rev() {
-        let at = state_mask(entries, max) & way_mask;
+        let at = state_mask::<N>(entries, max) & way_mask;
         if at != 0 {
             let age = RRPV_MAX - max;
             if age > 0 {
-                entries[..ways].iter_mut().for_each(|e| *e += age);
+                age_ways::<N>(entries, way_mask, age);
             }
             return at.trailing_zeros() as usize;
         }
     }
     // Every way at RRPV 0: age by 3, and the first way is the victim.
-    entries[..ways].iter_mut().for_each(|e| *e += RRPV_MAX);
+    age_ways::<N>(entries, way_mask, RRPV_MAX);
     0
+}
+
+/// Add `age` to the state of every way in `way_mask` (lanes beyond the level's ways stay
+/// [`EMPTY`]). The lanes at once, each lane's addend selected by its bit, so this is a
+/// few vector instructions instead of a loop over a run-time number of ways.
+#[inline]
+fn age_ways<const N: usize>(entries: &mut [u32; MAX_WAYS as usize], way_mask: u32, age: u32) {
+    const LANE_BITS: [u32; MAX_WAYS as usize] = {
+        let mut bits = [0; MAX_WAYS as usize];
+        let mut i = 0;
+        while i < bits.len() {
+            bits[i] = 1 << i;
+            i += 1;
+        }
+        bits
+    };
+    for (e, bit) in entries[..N].iter_mut().zip(LANE_BITS) {
+        *e += if way_mask & bit != 0 { age } else { 0 };
+    }
 }
 
 /// Accesses served, by requester and by serving level.

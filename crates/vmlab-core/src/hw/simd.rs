@@ -19,29 +19,33 @@ pub fn eq_mask_u8x16(lanes: &[u8; 16], value: u8) -> u32 {
     lanes.iter().enumerate().fold(0, |m, (i, &l)| m | u32::from(l == value) << i)
 }
 
-/// Bit `i` set when `lanes[i] & and == value`.
+/// Bit `i` set when `lanes[i] & and == value`, for the first `N` lanes (`N` is 8 or 16: a
+/// set with at most 8 ways compares half the vectors; the other bits are 0).
 #[inline]
-pub fn masked_eq_mask_u32x16(lanes: &[u32; 16], and: u32, value: u32) -> u32 {
+pub fn masked_eq_mask_u32x16<const N: usize>(lanes: &[u32; 16], and: u32, value: u32) -> u32 {
+    const { assert!(N == 8 || N == 16) };
     #[cfg(target_arch = "x86_64")]
     // SAFETY: the callee only needs SSE2, which every x86-64 processor has.
     unsafe {
-        sse2::masked_eq_mask_u32x16(lanes, and, value)
+        sse2::masked_eq_mask_u32x16::<N>(lanes, and, value)
     }
     #[cfg(not(target_arch = "x86_64"))]
-    lanes.iter().enumerate().fold(0, |m, (i, &l)| m | u32::from(l & and == value) << i)
+    lanes[..N].iter().enumerate().fold(0, |m, (i, &l)| m | u32::from(l & and == value) << i)
 }
 
-/// Bit `i` set when `lanes[i] & and >= value`. `and` and `value` must be below `1 << 31`.
+/// Bit `i` set when `lanes[i] & and >= value`, for the first `N` lanes (8 or 16). `and` and
+/// `value` must be below `1 << 31`.
 #[inline]
-pub fn masked_ge_mask_u32x16(lanes: &[u32; 16], and: u32, value: u32) -> u32 {
+pub fn masked_ge_mask_u32x16<const N: usize>(lanes: &[u32; 16], and: u32, value: u32) -> u32 {
+    const { assert!(N == 8 || N == 16) };
     debug_assert!(and < 1 << 31 && value < 1 << 31);
     #[cfg(target_arch = "x86_64")]
     // SAFETY: the callee only needs SSE2, which every x86-64 processor has.
     unsafe {
-        sse2::masked_ge_mask_u32x16(lanes, and, value)
+        sse2::masked_ge_mask_u32x16::<N>(lanes, and, value)
     }
     #[cfg(not(target_arch = "x86_64"))]
-    lanes.iter().enumerate().fold(0, |m, (i, &l)| m | u32::from(l & and >= value) << i)
+    lanes[..N].iter().enumerate().fold(0, |m, (i, &l)| m | u32::from(l & and >= value) << i)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -77,26 +81,26 @@ mod sse2 {
 
     #[inline]
     #[target_feature(enable = "sse2")]
-    pub fn masked_eq_mask_u32x16(lanes: &[u32; 16], and: u32, value: u32) -> u32 {
+    pub fn masked_eq_mask_u32x16<const N: usize>(lanes: &[u32; 16], and: u32, value: u32) -> u32 {
         let and = _mm_set1_epi32(and as i32);
         let value = _mm_set1_epi32(value as i32);
         let eq = |at| _mm_cmpeq_epi32(_mm_and_si128(load_u32x4(lanes, at), and), value);
         // Each compare gives 0 or -1 per lane; signed packing keeps that, one byte per lane.
         let lo = _mm_packs_epi32(eq(0), eq(4));
-        let hi = _mm_packs_epi32(eq(8), eq(12));
+        let hi = if N == 16 { _mm_packs_epi32(eq(8), eq(12)) } else { _mm_setzero_si128() };
         _mm_movemask_epi8(_mm_packs_epi16(lo, hi)) as u32
     }
 
     #[inline]
     #[target_feature(enable = "sse2")]
-    pub fn masked_ge_mask_u32x16(lanes: &[u32; 16], and: u32, value: u32) -> u32 {
+    pub fn masked_ge_mask_u32x16<const N: usize>(lanes: &[u32; 16], and: u32, value: u32) -> u32 {
         let and = _mm_set1_epi32(and as i32);
         let value = _mm_set1_epi32(value as i32);
         // Both sides are below 1 << 31, so the signed compare is the unsigned one.
         let lt = |at| _mm_cmpgt_epi32(value, _mm_and_si128(load_u32x4(lanes, at), and));
         let lo = _mm_packs_epi32(lt(0), lt(4));
-        let hi = _mm_packs_epi32(lt(8), lt(12));
-        !(_mm_movemask_epi8(_mm_packs_epi16(lo, hi)) as u32) & 0xffff
+        let hi = if N == 16 { _mm_packs_epi32(lt(8), lt(12)) } else { _mm_setzero_si128() };
+        !(_mm_movemask_epi8(_mm_packs_epi16(lo, hi)) as u32) & ((1 << N) - 1)
     }
 }
 
@@ -119,9 +123,11 @@ mod tests {
                 let want = (0..16).fold(0, |m, i| m | u32::from(bytes[i] == v) << i);
                 assert_eq!(eq_mask_u8x16(&bytes, v), want);
                 let want = (0..16).fold(0, |m, i| m | u32::from(words[i] & 0x1e == u32::from(v) << 1) << i);
-                assert_eq!(masked_eq_mask_u32x16(&words, 0x1e, u32::from(v) << 1), want);
+                assert_eq!(masked_eq_mask_u32x16::<16>(&words, 0x1e, u32::from(v) << 1), want);
+                assert_eq!(masked_eq_mask_u32x16::<8>(&words, 0x1e, u32::from(v) << 1), want & 0xff);
                 let want = (0..16).fold(0, |m, i| m | u32::from(words[i] & 0x1e >= u32::from(v) << 2) << i);
-                assert_eq!(masked_ge_mask_u32x16(&words, 0x1e, u32::from(v) << 2), want);
+                assert_eq!(masked_ge_mask_u32x16::<16>(&words, 0x1e, u32::from(v) << 2), want);
+                assert_eq!(masked_ge_mask_u32x16::<8>(&words, 0x1e, u32::from(v) << 2), want & 0xff);
             }
         }
     }
