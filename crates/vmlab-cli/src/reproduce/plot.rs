@@ -173,13 +173,7 @@ impl Panel {
                 let note = self.notes.get(i).and_then(|p| p.get(j)).cloned().flatten();
                 let Some(v) = self.values.get(i).and_then(|p| p.get(j)).copied().flatten() else {
                     if let Some(note) = note {
-                        let _ = writeln!(
-                            s,
-                            r##"<text x="{:.1}" y="{:.1}" font-size="11" fill="#777" text-anchor="middle">{}</text>"##,
-                            x + bar / 2.0,
-                            base - 6.0,
-                            esc(&note)
-                        );
+                        centered_text(s, x + bar / 2.0, base - 6.0, 11, "#777", &note);
                     }
                     continue;
                 };
@@ -194,13 +188,7 @@ impl Panel {
                 );
                 if bars <= MAX_NOTED_BARS {
                     if let Some(note) = note {
-                        let _ = writeln!(
-                            s,
-                            r##"<text x="{:.1}" y="{:.1}" font-size="12" fill="#222" text-anchor="middle">{}</text>"##,
-                            x + bar / 2.0,
-                            y - 5.0,
-                            esc(&note)
-                        );
+                        centered_text(s, x + bar / 2.0, y - 5.0, 12, "#222", &note);
                     }
                 }
             }
@@ -312,6 +300,11 @@ pub fn number(v: f64) -> String {
     } else {
         text
     }
+}
+
+/// A label centred on `x` with its baseline at `y` (a bar's value, or why a bar is missing).
+fn centered_text(s: &mut String, x: f64, y: f64, size: u32, fill: &str, text: &str) {
+    let _ = writeln!(s, r##"<text x="{x:.1}" y="{y:.1}" font-size="{size}" fill="{fill}" text-anchor="middle">{}</text>"##, esc(text));
 }
 
 fn esc(text: &str) -> String {
