@@ -15,12 +15,11 @@ use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Thro
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use vmlab_core::addr::{Gva, Hpa, PageSize};
+use vmlab_core::addr::{Gva, Hpa};
 use vmlab_core::cost::profile::Profile;
-use vmlab_core::hv::BackingConfig;
 use vmlab_core::hw::assoc::{TranslationCache, TranslationCacheConfig};
 use vmlab_core::hw::cache::{MemLevel, MemoryHierarchy, Requester};
-use vmlab_core::scheme::{Paging, System, SystemConfig};
+use vmlab_core::scheme::{Paging, System};
 use vmlab_core::workload::{AnyWorkload, Op, Workload, WorkloadSpec, BUFFER_BASE};
 
 const PAGE: u64 = 4096;
@@ -56,26 +55,8 @@ fn skylake() -> Profile {
 /// [`BUFFER_BASE`] and write-touched page by page, so no timed access faults.
 fn system_with_region(paging: Paging, region: u64) -> System {
     let profile = skylake();
-    let mut sys = System::new(&SystemConfig {
-        paging,
-        levels: profile.machine.paging_levels,
-        host_memory: profile.machine.host_memory,
-        guest_memory: profile.machine.guest_memory,
-        guest_pages: PageSize::Size4K,
-        pcid: true,
-        shadow: None,
-        tag_reads: false,
-        backing: BackingConfig {
-            host_pages: PageSize::Size4K,
-            fragmentation: 0.0,
-            seed: 1,
-        },
-        program: "test",
-        tpt_task: Some("test"),
-        tlb: profile.tlb.clone(),
-        memory: profile.memory.clone(),
-    })
-    .unwrap_or_else(|e| panic!("building a {} system: {e}", paging.name()));
+    let mut sys = System::new(&vmlab_core::engine::system_config(paging, &profile))
+        .unwrap_or_else(|e| panic!("building a {} system: {e}", paging.name()));
     sys.mmap(BUFFER_BASE, region, true).expect("mmap of the benchmark region");
     for page in 0..region / PAGE {
         sys.access(Gva::new(BUFFER_BASE.raw() + page * PAGE), true)

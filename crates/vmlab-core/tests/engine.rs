@@ -115,25 +115,10 @@ fn host_huge_pages_shorten_the_nested_walk() {
 #[test]
 fn memory_is_page_tables_not_data() {
     // 1 GiB of touched data costs its 515 page-table pages in the simulator, nothing per page.
-    use vmlab_core::hv::vm::BackingConfig;
-    use vmlab_core::scheme::{System, SystemConfig};
+    
+    use vmlab_core::scheme::System;
     let profile = Profile::builtin("skylake").unwrap();
-    let mut sys = System::new(&SystemConfig {
-        paging: Paging::Native,
-        levels: 4,
-        host_memory: profile.machine.host_memory,
-        guest_memory: profile.machine.guest_memory,
-        guest_pages: PageSize::Size4K,
-        pcid: true,
-        shadow: None,
-        tag_reads: false,
-        backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 0 },
-        program: "test",
-        tpt_task: Some("test"),
-        tlb: profile.tlb.clone(),
-        memory: profile.memory.clone(),
-    })
-    .unwrap();
+    let mut sys = System::new(&vmlab_core::engine::system_config(Paging::Native, &profile)).unwrap();
     let base = vmlab_core::workload::BUFFER_BASE;
     sys.mmap(base, 1 << 30, true).unwrap();
     for page in 0..(1u64 << 18) {

@@ -99,6 +99,31 @@ impl Snapshot {
     }
 }
 
+/// The system `profile` describes under `paging`: its machine, caches, TLBs, kernel and
+/// hypervisor options, with 4K pages in both dimensions, unfragmented host memory, and a
+/// first program "main" that TPT's mark names. Runs set the page sizes, backing and program.
+pub fn system_config(paging: Paging, profile: &Profile) -> SystemConfig {
+    SystemConfig {
+        paging,
+        levels: profile.machine.paging_levels,
+        host_memory: profile.machine.host_memory,
+        guest_memory: profile.machine.guest_memory,
+        guest_pages: PageSize::Size4K,
+        pcid: profile.kernel.pcid,
+        tag_reads: profile.tags.check_cost == TagCheckCost::PerFrame,
+        shadow: Some(ShadowConfig {
+            unsync: profile.virt.shadow_unsync,
+            bypass_not_present: profile.virt.shadow_bypass_not_present,
+            budget_pages: ShadowConfig::kvm_default(profile.machine.guest_memory >> crate::addr::PAGE_SHIFT).budget_pages,
+        }),
+        backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 0 },
+        program: "main",
+        tpt_task: Some("main"),
+        tlb: profile.tlb.clone(),
+        memory: profile.memory.clone(),
+    }
+}
+
 /// Run one workload under one scheme.
 pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunReport, EngineError> {
     let footprint = config.workload.footprint_bytes();
@@ -119,23 +144,11 @@ pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<Run
         )));
     }
     let mut system = System::new(&SystemConfig {
-        paging: config.paging,
-        levels: profile.machine.paging_levels,
-        host_memory: profile.machine.host_memory,
-        guest_memory: profile.machine.guest_memory,
         guest_pages: config.guest_pages,
-        pcid: profile.kernel.pcid,
-        tag_reads: profile.tags.check_cost == TagCheckCost::PerFrame,
-        shadow: Some(ShadowConfig {
-            unsync: profile.virt.shadow_unsync,
-            bypass_not_present: profile.virt.shadow_bypass_not_present,
-            budget_pages: ShadowConfig::kvm_default(profile.machine.guest_memory >> crate::addr::PAGE_SHIFT).budget_pages,
-        }),
         backing: BackingConfig { host_pages: config.host_pages, fragmentation: config.fragmentation, seed: config.seed },
         program: config.workload.program(),
         tpt_task: config.workload.tpt_task(),
-        tlb: profile.tlb.clone(),
-        memory: profile.memory.clone(),
+        ..system_config(config.paging, profile)
     })?;
     if config.pretouch {
         system.pretouch_guest_memory()?;
