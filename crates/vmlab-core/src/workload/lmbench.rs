@@ -632,14 +632,8 @@ impl Sweep {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::drain;
     use super::*;
-
-    fn drain(w: &mut impl Workload) -> Vec<Op> {
-        let ops: Vec<Op> = std::iter::from_fn(|| w.next_op()).collect();
-        // The end is sticky.
-        assert_eq!(w.next_op(), None);
-        ops
-    }
 
     fn run(test: LmbenchTest, iters: u64) -> (Lmbench, Vec<Op>) {
         let mut w = Lmbench::new(LmbenchConfig { test, iters }, 0);

@@ -221,6 +221,13 @@ fn uniform_below(rng: &mut impl RngCore, n: u64) -> u64 {
 mod test_support {
     use super::*;
 
+    /// Every op left in a workload's stream, checking that its end is sticky.
+    pub(crate) fn drain(w: &mut impl Workload) -> Vec<Op> {
+        let ops: Vec<Op> = std::iter::from_fn(|| w.next_op()).collect();
+        assert_eq!(w.next_op(), None);
+        ops
+    }
+
     /// Drains a workload, checking the set-up prefix, and returns its measured accesses.
     /// Only for small configurations: it collects the whole stream.
     pub(crate) fn measured_accesses(w: &mut impl Workload, footprint: u64) -> Vec<(u64, bool)> {

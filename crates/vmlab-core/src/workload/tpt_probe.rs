@@ -114,14 +114,8 @@ impl Workload for TptIsolationProbe {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::drain;
     use super::*;
-
-    fn drain(w: &mut impl Workload) -> Vec<Op> {
-        let ops: Vec<Op> = std::iter::from_fn(|| w.next_op()).collect();
-        // The end is sticky.
-        assert_eq!(w.next_op(), None);
-        ops
-    }
 
     #[test]
     fn tiny_run_is_set_up_then_probes_cycling_levels() {
