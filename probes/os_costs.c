@@ -200,6 +200,18 @@ static void json_stat(const char *indent, struct stat_result r, const char *unit
            indent, r.median, indent, r.min, indent, r.reps);
 }
 
+/* One measured quantity as a JSON member: its statistics and where they come from.
+ * `last` omits the trailing comma. */
+static void json_measure(const char *key, struct stat_result r, const char *unit,
+                         const char *source, int last)
+{
+    printf("  \"%s\": {\n", key);
+    json_stat("    ", r, unit);
+    printf(",\n    \"source\": ");
+    json_str(source);
+    printf("\n  }%s\n", last ? "" : ",");
+}
+
 /* ------------------------------------------------------------------ */
 /* measurements                                                         */
 /* ------------------------------------------------------------------ */
@@ -744,21 +756,17 @@ int main(int argc, char **argv)
     printf("    \"user_hz\": %ld\n", sysconf(_SC_CLK_TCK));
     printf("  },\n");
 
-    printf("  \"clock_gettime_ns\": {\n");
-    json_stat(I, timer, "ns per call");
-    printf(",\n    \"source\": \"200000 back-to-back clock_gettime(CLOCK_MONOTONIC) calls per rep (vDSO); timing overhead, not a kernel cost\"\n  },\n");
+    json_measure("clock_gettime_ns", timer, "ns per call",
+                 "200000 back-to-back clock_gettime(CLOCK_MONOTONIC) calls per rep (vDSO); timing overhead, not a kernel cost", 0);
 
-    printf("  \"page_fault_ns\": {\n");
-    json_stat(I, pf, "ns per 4 KiB page");
-    printf(",\n    \"source\": \"mmap 64 MiB MAP_PRIVATE|MAP_ANONYMOUS, madvise(MADV_NOHUGEPAGE), write 1 byte per 4 KiB page, total/16384; includes trap, page allocation, zeroing, PTE install (and page-table page allocation); munmap not timed\"\n  },\n");
+    json_measure("page_fault_ns", pf, "ns per 4 KiB page",
+                 "mmap 64 MiB MAP_PRIVATE|MAP_ANONYMOUS, madvise(MADV_NOHUGEPAGE), write 1 byte per 4 KiB page, total/16384; includes trap, page allocation, zeroing, PTE install (and page-table page allocation); munmap not timed", 0);
 
-    printf("  \"clear_page_ns\": {\n");
-    json_stat(I, clr, "ns per 4 KiB page");
-    printf(",\n    \"source\": \"memset(4 KiB) over each page of an already-faulted 16 MiB buffer (> 1 MiB L2, < 32 MiB L3), warm, per page\"\n  },\n");
+    json_measure("clear_page_ns", clr, "ns per 4 KiB page",
+                 "memset(4 KiB) over each page of an already-faulted 16 MiB buffer (> 1 MiB L2, < 32 MiB L3), warm, per page", 0);
 
-    printf("  \"clear_page_ns_128m\": {\n");
-    json_stat(I, clr_big, "ns per 4 KiB page");
-    printf(",\n    \"source\": \"same as clear_page_ns with a 128 MiB buffer (> L3): memory-bandwidth bound variant\"\n  },\n");
+    json_measure("clear_page_ns_128m", clr_big, "ns per 4 KiB page",
+                 "same as clear_page_ns with a 128 MiB buffer (> L3): memory-bandwidth bound variant", 0);
 
     printf("  \"fork_exit_us\": {\n");
     printf("    \"unit\": \"us per fork + child _exit(0) + parent waitpid\",\n");
@@ -781,9 +789,8 @@ int main(int argc, char **argv)
            rbase_us, rslope_us * 1000.0, max_rel_err);
     printf("  },\n");
 
-    printf("  \"cow_fault_ns\": {\n");
-    json_stat(I, cow, "ns per 4 KiB page");
-    printf(",\n    \"source\": \"parent touches 64 MiB (MADV_NOHUGEPAGE) then forks; child writes 1 byte per page, times it, reports per-page ns through a pipe; includes write-protect fault, 4 KiB allocation + copy, PTE update\"\n  },\n");
+    json_measure("cow_fault_ns", cow, "ns per 4 KiB page",
+                 "parent touches 64 MiB (MADV_NOHUGEPAGE) then forks; child writes 1 byte per page, times it, reports per-page ns through a pipe; includes write-protect fault, 4 KiB allocation + copy, PTE update", 0);
 
     printf("  \"fork_exec_us\": {\n");
     json_stat(I, fe, "us per fork + execve + waitpid");
@@ -797,9 +804,8 @@ int main(int argc, char **argv)
     }
     printf(",\n");
 
-    printf("  \"mmap_munmap_us\": {\n");
-    json_stat(I, mm, "us per iteration");
-    printf(",\n    \"source\": \"mmap 1 MiB MAP_PRIVATE|MAP_ANONYMOUS, write 1 byte to each of 256 pages, munmap; whole iteration timed (so it contains 256 first-touch faults)\"\n  },\n");
+    json_measure("mmap_munmap_us", mm, "us per iteration",
+                 "mmap 1 MiB MAP_PRIVATE|MAP_ANONYMOUS, write 1 byte to each of 256 pages, munmap; whole iteration timed (so it contains 256 first-touch faults)", 0);
 
     printf("  \"ctxsw_us\": {\n");
     json_stat(I, cs, "us per switch (round trip / 2)");
@@ -809,12 +815,10 @@ int main(int argc, char **argv)
     printf("    \"source\": \"two processes on the same CPU pass 1 byte through two pipes, %d round trips per rep, working set 0 (lat_ctx style); median includes the pipe write+read; pipe_overhead_us is the median of a 1-byte write+read on one pipe in one process (no switch), per switch\"\n  },\n",
            CTX_ROUNDS);
 
-    printf("  \"syscall_ns\": {\n");
-    json_stat(I, sys, "ns per call");
-    printf(",\n    \"source\": \"syscall(SYS_getppid) in a loop, 1000000 calls per rep\"\n  },\n");
-    printf("  \"fork_child_page_faults\": {\n");
-    json_stat(I, child_faults, "minor faults per child");
-    printf(",\n    \"source\": \"a child that calls _exit(0) at once after fork; the parent's RUSAGE_CHILDREN ru_minflt before and after waitpid\"\n  }\n");
+    json_measure("syscall_ns", sys, "ns per call",
+                 "syscall(SYS_getppid) in a loop, 1000000 calls per rep", 0);
+    json_measure("fork_child_page_faults", child_faults, "minor faults per child",
+                 "a child that calls _exit(0) at once after fork; the parent's RUSAGE_CHILDREN ru_minflt before and after waitpid", 1);
     printf("}\n");
     return 0;
 }
