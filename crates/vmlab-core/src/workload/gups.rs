@@ -10,10 +10,7 @@
 //! multiply-shift instead, uniform over the table like HPCC's, so any table size that is a
 //! multiple of 4 KiB works. Updates are independent (HPCC even lets 128 be in flight).
 
-use super::{uniform_below, Op, Prologue, Workload, BUFFER_BASE};
-use crate::addr::Gva;
-use rand::SeedableRng;
-use rand_xoshiro::Xoshiro256PlusPlus;
+use super::{Op, UniformAccesses, Workload};
 
 /// The parameters of a `gups` run (validated by [`super::WorkloadSpec`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -58,23 +55,14 @@ impl Default for GupsConfig {
 #[derive(Clone, Debug)]
 pub struct Gups {
     config: GupsConfig,
-    rng: Xoshiro256PlusPlus,
-    prologue: Prologue,
-    words: u64,
-    remaining: u64,
+    stream: UniformAccesses,
 }
 
 impl Gups {
     /// A generator for `config` (which must have come through spec validation: table a
     /// non-zero multiple of 4 KiB).
     pub fn new(config: GupsConfig, seed: u64) -> Self {
-        Gups {
-            config,
-            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
-            prologue: Prologue::new(config.table),
-            words: config.words(),
-            remaining: config.updates,
-        }
+        Gups { config, stream: UniformAccesses::new(config.table, GupsConfig::WORD_BYTES, config.updates, true, seed) }
     }
 
     /// The parameters this generator runs.
@@ -86,16 +74,7 @@ impl Gups {
 impl Workload for Gups {
     #[inline]
     fn next_op(&mut self) -> Option<Op> {
-        if !self.prologue.done() {
-            return Some(self.prologue.next());
-        }
-        if self.remaining == 0 {
-            return None;
-        }
-        self.remaining -= 1;
-        let word = uniform_below(&mut self.rng, self.words);
-        let va = Gva::new(BUFFER_BASE.raw() + word * GupsConfig::WORD_BYTES);
-        Some(Op::Access { va, write: true })
+        self.stream.next_op()
     }
 
     fn measured_accesses_total(&self) -> u64 {

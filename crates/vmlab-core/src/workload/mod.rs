@@ -37,7 +37,8 @@ pub use tlb_bench::{TlbBench, TlbBenchConfig};
 pub use tpt_probe::{TptIsolationProbe, TptIsolationProbeConfig};
 
 use crate::addr::Gva;
-use rand::RngCore;
+use rand::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// Where every workload maps its buffer: 16 TiB, which is 1 GiB aligned (so 2 MiB and
 /// 1 GiB pages can back the buffer from its first byte) and leaves room for the largest
@@ -207,6 +208,45 @@ impl Prologue {
         };
         self.step += 1;
         op
+    }
+}
+
+/// The shape of `gups`, `tlb-bench` and `host-remap`: the set-up prologue over a buffer at
+/// [`BUFFER_BASE`], then `count` accesses, each to a uniformly random `unit`-byte slot of it.
+#[derive(Clone, Debug)]
+struct UniformAccesses {
+    rng: Xoshiro256PlusPlus,
+    prologue: Prologue,
+    unit_bytes: u64,
+    units: u64,
+    remaining: u64,
+    write: bool,
+}
+
+impl UniformAccesses {
+    fn new(bytes: u64, unit_bytes: u64, count: u64, write: bool, seed: u64) -> Self {
+        UniformAccesses {
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            prologue: Prologue::new(bytes),
+            unit_bytes,
+            units: bytes / unit_bytes,
+            remaining: count,
+            write,
+        }
+    }
+
+    /// The next set-up op or access; None at the end.
+    #[inline]
+    fn next_op(&mut self) -> Option<Op> {
+        if !self.prologue.done() {
+            return Some(self.prologue.next());
+        }
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        let unit = uniform_below(&mut self.rng, self.units);
+        Some(Op::Access { va: Gva::new(BUFFER_BASE.raw() + unit * self.unit_bytes), write: self.write })
     }
 }
 

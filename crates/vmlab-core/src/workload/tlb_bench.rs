@@ -10,10 +10,7 @@
 //! translation and the line) independent uniform choice behaves the same once the region
 //! is larger than what they hold, and needs no per-line state.
 
-use super::{uniform_below, Op, Prologue, Workload, BUFFER_BASE};
-use crate::addr::Gva;
-use rand::SeedableRng;
-use rand_xoshiro::Xoshiro256PlusPlus;
+use super::{Op, UniformAccesses, Workload};
 
 /// The parameters of a `tlb-bench` run (validated by [`super::WorkloadSpec`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -48,23 +45,14 @@ impl Default for TlbBenchConfig {
 #[derive(Clone, Debug)]
 pub struct TlbBench {
     config: TlbBenchConfig,
-    rng: Xoshiro256PlusPlus,
-    prologue: Prologue,
-    lines: u64,
-    remaining: u64,
+    stream: UniformAccesses,
 }
 
 impl TlbBench {
     /// A generator for `config` (which must have come through spec validation: size a
     /// non-zero multiple of 4 KiB).
     pub fn new(config: TlbBenchConfig, seed: u64) -> Self {
-        TlbBench {
-            config,
-            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
-            prologue: Prologue::new(config.size),
-            lines: config.lines(),
-            remaining: config.accesses,
-        }
+        TlbBench { config, stream: UniformAccesses::new(config.size, TlbBenchConfig::LINE_BYTES, config.accesses, false, seed) }
     }
 
     /// The parameters this generator runs.
@@ -76,16 +64,7 @@ impl TlbBench {
 impl Workload for TlbBench {
     #[inline]
     fn next_op(&mut self) -> Option<Op> {
-        if !self.prologue.done() {
-            return Some(self.prologue.next());
-        }
-        if self.remaining == 0 {
-            return None;
-        }
-        self.remaining -= 1;
-        let line = uniform_below(&mut self.rng, self.lines);
-        let va = Gva::new(BUFFER_BASE.raw() + line * TlbBenchConfig::LINE_BYTES);
-        Some(Op::Access { va, write: false })
+        self.stream.next_op()
     }
 
     fn measured_accesses_total(&self) -> u64 {
