@@ -251,15 +251,6 @@ impl Varies {
     }
 }
 
-/// Whether the simulator runs `paging` with these page sizes: pv and the TPT schemes map a
-/// guest page with one entry of a frame-granular table, so a guest page may not be larger
-/// than the host page backing it (the same rule `vmlab run` reports as an error).
-pub fn unsupported(paging: Paging, guest: PageSize, host: PageSize) -> Option<String> {
-    ((paging.is_tpt() || paging == Paging::Pv) && guest > host).then(|| {
-        format!("{} maps a guest page with one entry: guest pages of {} need host pages at least as large", paging.name(), guest.name())
-    })
-}
-
 impl Experiment {
     /// Parses an experiment file (`origin` names it in errors).
     pub fn from_toml(text: &str, origin: &str) -> Result<Experiment, UsageError> {
@@ -324,7 +315,7 @@ impl Experiment {
                     for &h in &host {
                         let group = GroupKey { entry, workload: label.clone(), size: size.clone(), guest_pages: g, host_pages: h };
                         for &paging in &schemes {
-                            jobs.push(Job { group: group.clone(), spec: spec.clone(), paging, skip: unsupported(paging, g, h) });
+                            jobs.push(Job { group: group.clone(), spec: spec.clone(), paging, skip: paging.unsupported_pages(g, h) });
                         }
                     }
                 }
@@ -407,9 +398,9 @@ mod tests {
 
     #[test]
     fn pv_and_tpt_skip_guest_pages_larger_than_host_pages() {
-        assert!(unsupported(Paging::Tpt, PageSize::Size2M, PageSize::Size4K).is_some());
-        assert!(unsupported(Paging::Pv, PageSize::Size2M, PageSize::Size4K).is_some());
-        assert!(unsupported(Paging::Tpt, PageSize::Size2M, PageSize::Size2M).is_none());
-        assert!(unsupported(Paging::Nested, PageSize::Size2M, PageSize::Size4K).is_none());
+        assert!(Paging::Tpt.unsupported_pages(PageSize::Size2M, PageSize::Size4K).is_some());
+        assert!(Paging::Pv.unsupported_pages(PageSize::Size2M, PageSize::Size4K).is_some());
+        assert!(Paging::Tpt.unsupported_pages(PageSize::Size2M, PageSize::Size2M).is_none());
+        assert!(Paging::Nested.unsupported_pages(PageSize::Size2M, PageSize::Size4K).is_none());
     }
 }

@@ -82,6 +82,16 @@ impl Paging {
         self != Paging::Native
     }
 
+    /// Why this scheme cannot run guest pages of `guest` on host pages of `host`, if it
+    /// cannot: pv and the TPT schemes map a guest page with one entry of a table of host
+    /// frames (the devirt tree has no split tables), so a guest page may not be larger than
+    /// the host page backing it.
+    pub fn unsupported_pages(self, guest: PageSize, host: PageSize) -> Option<String> {
+        ((self.is_tpt() || self == Paging::Pv) && guest > host).then(|| {
+            format!("{} maps a guest page with one entry: guest pages of {} need host pages at least as large", self.name(), guest.name())
+        })
+    }
+
     /// Translation Pass-Through, with tags or as the Intel prototype.
     pub fn is_tpt(self) -> bool {
         matches!(self, Paging::Tpt | Paging::TptPrototype)
@@ -182,8 +192,8 @@ impl System {
         if config.paging.is_virtualized() && config.guest_memory > config.host_memory {
             return Err(SimError::Config("guest_memory exceeds host_memory".into()));
         }
-        if (config.paging.is_tpt() || config.paging == Paging::Pv) && config.guest_pages > config.backing.host_pages {
-            return Err(SimError::Config("TPT maps a guest page with one devirt entry: guest pages of 2m need host pages of 2m or 1g".into()));
+        if let Some(why) = config.paging.unsupported_pages(config.guest_pages, config.backing.host_pages) {
+            return Err(SimError::Config(why));
         }
         mmu.set_tag_reads(config.tag_reads);
         let mut devirt = None;
