@@ -109,7 +109,7 @@ impl Profile {
     pub fn remap_cycles(&self, r: &RemapCounters) -> (f64, f64) {
         let v = &self.virt;
         let host = r.remaps as f64 * v.host_remap
-            + r.frames_moved as f64 * v.remap_copy_4k
+            + r.frames_moved as f64 * self.kernel.copy_page_4k
             + r.tag_updates as f64 * v.tag_update
             + r.global_flushes as f64 * v.global_flush;
         let guest = r.guest_notifications as f64 * v.remap_notify + r.devirt_fixups as f64 * v.devirt_fixup;

@@ -101,10 +101,9 @@ pub struct VirtSection {
     pub hypercall: f64,
     pub pv_bounce: f64,
     /// Host remapping of a guest page: the hypervisor's work per move (the interrupted vCPU's
-    /// round trip, unmapping and remapping the p2m entry), copying per 4 KiB frame moved,
-    /// per memory-tag update, and per global TLB flush.
+    /// round trip, unmapping and remapping the p2m entry; the copy costs `kernel.copy_page_4k`
+    /// per 4 KiB frame), per memory-tag update, and per global TLB flush.
     pub host_remap: f64,
-    pub remap_copy_4k: f64,
     pub tag_update: f64,
     pub global_flush: f64,
     /// TPT: the guest's notification of a move, and per devirt entry it rewrites.
@@ -197,7 +196,6 @@ impl Profile {
             ("virt.hypercall", self.virt.hypercall),
             ("virt.pv_bounce", self.virt.pv_bounce),
             ("virt.host_remap", self.virt.host_remap),
-            ("virt.remap_copy_4k", self.virt.remap_copy_4k),
             ("virt.tag_update", self.virt.tag_update),
             ("virt.global_flush", self.virt.global_flush),
             ("virt.remap_notify", self.virt.remap_notify),
