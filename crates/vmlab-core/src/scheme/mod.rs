@@ -343,13 +343,12 @@ impl System {
         let moved = vm.remap(&mut self.mem, gfn, tpt)?;
         // A tag (or EPT) change is visible to every CPU only after a global flush.
         self.mmu.flush_all();
-        let mut counters = *vm.remap_counters();
+        let counters = vm.remap_counters_mut();
         counters.global_flushes += 1;
         if let (true, Some(devirt)) = (tpt, self.devirt.as_mut()) {
             counters.guest_notifications += 1;
             counters.devirt_fixups += devirt.fix_up(&mut self.mem, &moved);
         }
-        *vm.remap_counters_mut() = counters;
         Ok(())
     }
 
