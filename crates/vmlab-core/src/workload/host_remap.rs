@@ -9,10 +9,8 @@
 //! flush; under TPT it is also a tag update, a `gfn_to_hfn` refresh and the guest's fix-up of
 //! its devirt entries. Other schemes reject the first move.
 
-use super::{uniform_below, Op, Prologue, Workload, BUFFER_BASE};
+use super::{uniform_below, Op, UniformAccesses, Workload, BUFFER_BASE};
 use crate::addr::{Gva, PAGE_SIZE};
-use rand::SeedableRng;
-use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// The parameters of a `host-remap` run (validated by [`super::WorkloadSpec`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,11 +43,9 @@ impl Default for HostRemapConfig {
 #[derive(Clone, Debug)]
 pub struct HostRemap {
     config: HostRemapConfig,
-    rng: Xoshiro256PlusPlus,
-    prologue: Prologue,
-    words: u64,
-    /// Reads left, and reads until the next move.
-    remaining: u64,
+    /// The set-up and the reads; moves draw their pages from its random numbers too.
+    stream: UniformAccesses,
+    /// Reads until the next move.
     until_remap: u64,
 }
 
@@ -58,10 +54,7 @@ impl HostRemap {
     pub fn new(config: HostRemapConfig, seed: u64) -> Self {
         HostRemap {
             config,
-            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
-            prologue: Prologue::new(config.size),
-            words: config.size / HostRemapConfig::WORD_BYTES,
-            remaining: config.accesses,
+            stream: UniformAccesses::new(config.size, HostRemapConfig::WORD_BYTES, config.accesses, false, seed),
             until_remap: config.every,
         }
     }
@@ -75,21 +68,17 @@ impl HostRemap {
 impl Workload for HostRemap {
     #[inline]
     fn next_op(&mut self) -> Option<Op> {
-        if !self.prologue.done() {
-            return Some(self.prologue.next());
+        if !self.stream.measuring() {
+            return self.stream.next_op();
         }
         if self.until_remap == 0 {
             self.until_remap = self.config.every;
-            let page = uniform_below(&mut self.rng, self.config.size / PAGE_SIZE);
+            let page = uniform_below(self.stream.rng(), self.config.size / PAGE_SIZE);
             return Some(Op::HostRemap { va: Gva::new(BUFFER_BASE.raw() + page * PAGE_SIZE) });
         }
-        if self.remaining == 0 {
-            return None;
-        }
-        self.remaining -= 1;
+        let read = self.stream.next_op()?;
         self.until_remap -= 1;
-        let word = uniform_below(&mut self.rng, self.words);
-        Some(Op::Access { va: Gva::new(BUFFER_BASE.raw() + word * HostRemapConfig::WORD_BYTES), write: false })
+        Some(read)
     }
 
     fn measured_accesses_total(&self) -> u64 {

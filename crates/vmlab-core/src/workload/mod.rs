@@ -211,7 +211,7 @@ impl Prologue {
     }
 }
 
-/// The shape of `gups`, `tlb-bench` and `host-remap`: the set-up prologue over a buffer at
+/// The shape of `gups`, `tlb-bench` and `host-remap`'s reads: the set-up prologue over a buffer at
 /// [`BUFFER_BASE`], then `count` accesses, each to a uniformly random `unit`-byte slot of it.
 #[derive(Clone, Debug)]
 struct UniformAccesses {
@@ -233,6 +233,17 @@ impl UniformAccesses {
             remaining: count,
             write,
         }
+    }
+
+    /// True once set-up is over and the accesses have begun.
+    #[inline]
+    fn measuring(&self) -> bool {
+        self.prologue.done()
+    }
+
+    /// The stream's random numbers, for a generator that draws more than addresses from them.
+    fn rng(&mut self) -> &mut Xoshiro256PlusPlus {
+        &mut self.rng
     }
 
     /// The next set-up op or access; None at the end.
