@@ -167,12 +167,6 @@ impl Kernel {
         Ok(kernel)
     }
 
-    /// Set TPT's mark: the next exec of `program` runs with TPT (`echo NAME >
-    /// /sys/kernel/mm/devirt/task_name`).
-    pub fn set_tpt_task(&mut self, program: Option<&'static str>) {
-        self.tpt_task = program;
-    }
-
     /// The mark, if an exec has not used it yet.
     pub fn tpt_task(&self) -> Option<&'static str> {
         self.tpt_task
