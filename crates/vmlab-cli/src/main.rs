@@ -30,7 +30,18 @@ impl From<UsageError> for CliError {
     }
 }
 
+/// Let a closed stdout end the process quietly, as it does other Unix tools (`vmlab list |
+/// head`): Rust ignores SIGPIPE, which would turn the write error into a panic.
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: resetting one signal's disposition to the default before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = args::Cli::parse();
     let result = match cli.command {
         args::Command::Run(a) => run::run(a),

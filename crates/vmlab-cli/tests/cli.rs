@@ -545,3 +545,29 @@ fn top_level_help_mentions_json() {
     let stdout = vmlab_ok(&["--help"]);
     assert!(stdout.contains("--json"), "vmlab --help does not mention --json:\n{stdout}");
 }
+
+// ---------------------------------------------------------------------------------------
+// 9. Pipes.
+// ---------------------------------------------------------------------------------------
+
+/// `vmlab list | head -1` closes the pipe early: the command must end quietly (killed by
+/// SIGPIPE, as other Unix tools are) rather than panic on the failed write.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_the_command_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("vmlab"))
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("vmlab starts");
+    // Close the read end before vmlab writes anything.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("vmlab ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.is_empty(), "vmlab list wrote to stderr on a closed pipe:\n{stderr}");
+    // Nearly always SIGPIPE; a plain exit if vmlab wrote everything before the close.
+    assert!(output.status.success() || output.status.signal() == Some(libc::SIGPIPE), "{:?}", output.status);
+}
