@@ -137,9 +137,16 @@ pub struct BenchArgs {
     /// Workload to time.
     #[arg(long, short = 'w', value_name = "SPEC", default_value = "sysbench-mem:block=4G,mode=rnd")]
     pub workload: String,
+    /// Paging schemes to time, comma-separated (default: every scheme).
+    #[arg(long, short = 'p', value_name = "SCHEMES", value_delimiter = ',')]
+    pub paging: Vec<String>,
     /// Measured accesses per scheme.
     #[arg(long, short = 'n', value_name = "N", default_value_t = 20_000_000)]
     pub accesses: u64,
+    /// Time each scheme this many times and report the fastest run; on a shared or noisy
+    /// machine the best of 3 or more is the figure to compare.
+    #[arg(long, short = 'r', value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
     /// Machine profile (built-in name or .toml path).
     #[arg(long, short = 'm', value_name = "PROFILE", default_value = DEFAULT_PROFILE)]
     pub machine: String,

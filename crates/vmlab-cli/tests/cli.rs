@@ -520,6 +520,28 @@ fn bench_json_reports_a_positive_rate_per_scheme() {
     }
 }
 
+#[test]
+fn bench_times_the_chosen_schemes_and_reports_the_best_of_its_repeats() {
+    let stdout = vmlab_ok(&["bench", "--json", "-w", TLB_64M, "-n", "5000", "--paging", "nested,native", "--repeat", "3"]);
+    let value: Value = serde_json::from_str(&stdout).expect("bench --json is JSON");
+    let rows = value["bench"].as_array().expect("'bench' is an array");
+    let names: Vec<&str> = rows.iter().map(|r| r["paging"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["nested", "native"], "the schemes asked for, in that order");
+    for row in rows {
+        assert_eq!(row["repeats"].as_u64(), Some(3), "{row}");
+        let each: Vec<f64> = row["accesses_per_second_each"].as_array().expect("rates of each repeat").iter().map(|r| r.as_f64().unwrap()).collect();
+        assert_eq!(each.len(), 3, "{row}");
+        let best = each.iter().copied().fold(0.0, f64::max);
+        assert_eq!(row["accesses_per_second"].as_f64(), Some(best), "the reported rate is the fastest repeat: {row}");
+    }
+    let text = vmlab_ok(&["bench", "-w", TLB_64M, "-n", "5000", "-p", "pv", "-r", "2"]);
+    assert!(text.starts_with("pv ") && text.contains("best of 2") && text.lines().count() == 1, "{text}");
+    let zero = vmlab(&["bench", "-w", TLB_64M, "-n", "5000", "-p", "pv", "-r", "0"]);
+    assert_eq!(zero.code, Some(2), "{}", zero.stderr);
+    assert!(zero.stderr.starts_with("error: ") && zero.stderr.lines().next().unwrap().contains("--repeat"), "{}", zero.stderr);
+    expect_usage_error(&["bench", "-w", TLB_64M, "-n", "5000", "-p", "ept"], &["ept", "nested"]);
+}
+
 // ---------------------------------------------------------------------------------------
 // 8. Help.
 // ---------------------------------------------------------------------------------------
