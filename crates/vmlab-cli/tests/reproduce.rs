@@ -239,6 +239,38 @@ fn hugepages_crosses_guest_and_host_page_sizes() {
 }
 
 #[test]
+fn remap_prices_host_page_moves_under_nested_paging_and_tpt() {
+    let e = Experiment::run("remap");
+    let schemes = ["nested", "tpt"];
+    e.check_structure("remap", &schemes, 5 * 2, 0);
+    // The quick variant reads 400,000 times: no move at "every 1M", then 4 to 4,000 moves.
+    let run = |every: u64, scheme: &str| -> &Value {
+        let workload = format!("host-remap:size=256M,accesses=400000,every={every}");
+        e.runs().iter().find(|r| r["workload"] == workload.as_str() && r["paging"] == scheme).unwrap_or_else(|| panic!("no run of {workload} under {scheme}"))
+    };
+    let every = [1_000_000u64, 100_000, 10_000, 1_000, 100];
+    for scheme in schemes {
+        let runs: Vec<&Value> = every.iter().map(|&n| run(n, scheme)).collect();
+        let moves: Vec<u64> = runs.iter().map(|r| u(&r["remap"], "remaps")).collect();
+        assert_eq!(moves, [0, 4, 40, 400, 4000], "{scheme}: one move per `every` reads");
+        for r in &runs {
+            assert_eq!(u(&r["remap"], "global_flushes"), u(&r["remap"], "remaps"), "{scheme}: a global flush per move");
+        }
+        // More frequent moves cost more per read.
+        for pair in runs.windows(2) {
+            assert!(f(pair[1], "ns_per_access") > f(pair[0], "ns_per_access"), "{scheme}: {} vs {}", pair[1]["workload"], pair[0]["workload"]);
+        }
+    }
+    let ns = |n: u64, scheme| f(run(n, scheme), "ns_per_access");
+    // With rare moves TPT keeps its native-speed walks; each move costs TPT more (tags, the
+    // guest's notification and devirt fix-up), so at a move every 100 reads nested wins.
+    assert!(ns(1_000_000, "tpt") < 0.6 * ns(1_000_000, "nested"));
+    assert!(ns(100, "tpt") > ns(100, "nested"));
+    assert_eq!(u(&run(100, "tpt")["remap"], "guest_notifications"), 4000);
+    assert_eq!(u(&run(100, "nested")["remap"], "guest_notifications"), 0, "nested paging needs no guest help");
+}
+
+#[test]
 fn the_table_names_rows_and_schemes_and_the_files_it_wrote() {
     let dir = out_dir("table");
     let stdout = vmlab_ok(&["reproduce", "lmbench", "--quick", "--out", dir.to_str().unwrap()]);
@@ -266,7 +298,7 @@ fn results_do_not_depend_on_the_thread_count() {
 #[test]
 fn list_describes_each_experiment_in_one_line() {
     let stdout = vmlab_ok(&["reproduce", "--list"]);
-    for name in ["tpt", "pagetable", "tlb", "lmbench", "hugepages"] {
+    for name in ["tpt", "pagetable", "tlb", "lmbench", "hugepages", "remap"] {
         let lines: Vec<&str> = stdout.lines().filter(|l| l.trim_start().starts_with(&format!("{name} "))).collect();
         assert_eq!(lines.len(), 1, "{name}:\n{stdout}");
         assert!(lines[0].contains("full ~") && lines[0].contains("--quick "), "{name} says how long it takes: {}", lines[0]);
@@ -276,7 +308,7 @@ fn list_describes_each_experiment_in_one_line() {
 #[test]
 fn bad_experiments_are_one_line_usage_errors() {
     let cases: [(&[&str], &[&str]); 3] = [
-        (&["reproduce", "nope"], &["unknown experiment 'nope'", "tpt, pagetable, tlb, lmbench, hugepages"]),
+        (&["reproduce", "nope"], &["unknown experiment 'nope'", "tpt, pagetable, tlb, lmbench, hugepages, remap"]),
         (&["reproduce", "/nonexistent/x.toml"], &["cannot read experiment /nonexistent/x.toml"]),
         (&["reproduce", "tpt", "--jobs", "0"], &["--jobs"]),
     ];

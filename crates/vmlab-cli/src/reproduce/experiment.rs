@@ -12,12 +12,13 @@ use vmlab_core::workload::{catalog, parse_size, WorkloadConfig, WorkloadSpec};
 
 /// The experiments built into the binary (`experiments/*.toml` at the repository root), in
 /// the order `--list` shows them.
-pub const BUILTIN: [(&str, &str); 5] = [
+pub const BUILTIN: [(&str, &str); 6] = [
     ("tpt", include_str!("../../../../experiments/tpt.toml")),
     ("pagetable", include_str!("../../../../experiments/pagetable.toml")),
     ("tlb", include_str!("../../../../experiments/tlb.toml")),
     ("lmbench", include_str!("../../../../experiments/lmbench.toml")),
     ("hugepages", include_str!("../../../../experiments/hugepages.toml")),
+    ("remap", include_str!("../../../../experiments/remap.toml")),
 ];
 
 /// One experiment file.
@@ -104,6 +105,8 @@ pub struct PlotSpec {
     /// One panel per workload (for workloads on different scales).
     #[serde(default)]
     pub panel_per_workload: bool,
+    /// The x axis's label; by default it names what varies (operation, page sizes, size).
+    pub x_label: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

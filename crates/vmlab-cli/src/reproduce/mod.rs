@@ -387,12 +387,14 @@ fn figure(exp: &Experiment, plan: &Plan, rows: &[Row], quick: bool) -> plot::Fig
                 .collect();
             let x = match spec.kind {
                 PlotKind::Lines => plot::XAxis::Sizes {
-                    label: size_axis_label(&exp.workloads[gs[0].entry].spec),
+                    label: spec.x_label.clone().unwrap_or_else(|| size_axis_label(&exp.workloads[gs[0].entry].spec)),
                     bytes: gs.iter().map(|g| g.size.as_ref().map_or(1, |s| s.0)).collect(),
                     names: gs.iter().map(|g| g.size.as_ref().map_or(String::new(), |s| s.1.clone())).collect(),
                 },
                 PlotKind::Bars => plot::XAxis::Categories {
-                    label: if plan.varies.pages {
+                    label: if let Some(label) = &spec.x_label {
+                        label.clone()
+                    } else if plan.varies.pages {
                         "guest page size / host page size".to_string()
                     } else if plan.varies.workload {
                         "operation".to_string()
