@@ -171,6 +171,26 @@ fn tlb_key(addr: u64, size: PageSize, tag: u64) -> u64 {
     (addr >> size.shift()) | (tag << TAG_SHIFT) | ((size.index() as u64) << SIZE_TAG_SHIFT)
 }
 
+/// The page sizes whose bit is set in `in_use` (bit [`PageSize::index`]), smallest first as
+/// in [`PageSize::ALL`]: one step per size in use (usually just 4K) rather than a test of
+/// every size.
+#[inline(always)]
+fn sizes_in(in_use: u8) -> impl Iterator<Item = PageSize> {
+    let mut bits = in_use & 0b111;
+    std::iter::from_fn(move || {
+        if bits == 0 {
+            return None;
+        }
+        let size = match bits.trailing_zeros() {
+            0 => PageSize::Size4K,
+            1 => PageSize::Size2M,
+            _ => PageSize::Size1G,
+        };
+        bits &= bits - 1;
+        Some(size)
+    })
+}
+
 #[inline]
 fn usable(value: u64, write: bool) -> bool {
     Perms::from_bits(value).allows(write) && (!write || value & VALUE_DIRTY != 0)
@@ -278,10 +298,7 @@ impl Mmu {
     #[inline]
     fn l1_lookup(&mut self, va: u64, write: bool) -> Result<Hpa, u8> {
         let mut found = 0;
-        for size in PageSize::ALL {
-            if self.sizes_in_use & (1 << size.index()) == 0 {
-                continue;
-            }
+        for size in sizes_in(self.sizes_in_use) {
             if let Some(value) = self.l1[size.index()].lookup(tlb_key(va, size, self.tag)) {
                 if usable(value, write) {
                     return Ok(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
@@ -309,10 +326,7 @@ impl Mmu {
     fn l1_miss(&mut self, mem: &mut HostMemory, va: u64, write: bool, l1_found: u8) -> Result<Hpa, Fault> {
         self.counters.l1_tlb_misses += 1;
         let mut found_unusable = false;
-        for size in PageSize::ALL {
-            if self.sizes_in_use & (1 << size.index()) == 0 {
-                continue;
-            }
+        for size in sizes_in(self.sizes_in_use) {
             let key = tlb_key(va, size, self.tag);
             let second_level = if size == PageSize::Size1G { &mut self.stlb_1g } else { &mut self.stlb };
             if let Some(value) = second_level.lookup(key) {
@@ -428,10 +442,7 @@ impl Mmu {
 
     fn lookahead_start(&self, mem: &HostMemory, va: u64) -> Next {
         // A translation the L1 DTLB holds: only the data line is left.
-        for size in PageSize::ALL {
-            if self.sizes_in_use & (1 << size.index()) == 0 {
-                continue;
-            }
+        for size in sizes_in(self.sizes_in_use) {
             if let Some(value) = self.l1[size.index()].peek(tlb_key(va, size, self.tag)) {
                 self.memory.prefetch(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
                 return Next::Done;
@@ -752,10 +763,7 @@ impl Nested<'_> {
     /// GPA -> HPA through the nested TLB, or an EPT walk.
     fn translate(&mut self, gpa: u64, write: bool) -> Result<Leaf, Fault> {
         let mut found = 0u8;
-        for size in PageSize::ALL {
-            if *self.nested_sizes_in_use & (1 << size.index()) == 0 {
-                continue;
-            }
+        for size in sizes_in(*self.nested_sizes_in_use) {
             if let Some(value) = self.nested_tlb.lookup(tlb_key(gpa, size, 0)) {
                 if usable(value, write) {
                     self.counters.nested_tlb_hits += 1;

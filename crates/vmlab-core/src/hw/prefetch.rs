@@ -45,8 +45,9 @@ const RING: usize = 64;
 const CURSORS: usize = 4;
 /// Remembered guest table frames (direct-mapped).
 const TABLE_FRAMES: usize = 4096;
-/// Remembered leaf-level tables (direct-mapped).
-const LEAF_TABLES: usize = 4096;
+/// Remembered leaf-level tables (direct-mapped; a power of two). Enough that the leaf tables
+/// of a few GiB of guest memory and of its EPT mostly keep their slots.
+const LEAF_TABLES: usize = 65536;
 /// Which tables a remembered leaf table belongs to (part of its key).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tables {
@@ -142,7 +143,7 @@ impl Lookahead {
     #[inline]
     pub fn leaf_table(&self, tables: Tables, root: u64, region: u64) -> Option<u64> {
         let key = Self::leaf_key(tables, root, region);
-        let (stored, value) = self.leaf_tables[(key >> 52) as usize % LEAF_TABLES].get();
+        let (stored, value) = self.leaf_tables[Self::leaf_slot(key)].get();
         (stored == key && value & 0xfff == self.generation.get() & 0xfff).then_some(value & !0xfff)
     }
 
@@ -151,7 +152,7 @@ impl Lookahead {
     pub fn remember_leaf_table(&self, tables: Tables, root: u64, region: u64, table: u64) {
         let key = Self::leaf_key(tables, root, region);
         let value = (table & !0xfff) | (self.generation.get() & 0xfff);
-        self.leaf_tables[(key >> 52) as usize % LEAF_TABLES].set((key, value));
+        self.leaf_tables[Self::leaf_slot(key)].set((key, value));
     }
 
     /// Forget every remembered leaf table (tables may have changed).
@@ -165,6 +166,13 @@ impl Lookahead {
         let mixed = (root >> 12).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ region.wrapping_mul(0xc2b2_ae3d_27d4_eb4f) ^ tables as u64;
         // One more multiply so the index bits depend on every input bit.
         mixed.wrapping_mul(0x1656_67b1_9e37_79f9) | 1
+    }
+
+    /// The slot of a leaf-table key: its top bits (the key's last multiply mixes every input
+    /// bit into them).
+    #[inline]
+    fn leaf_slot(key: u64) -> usize {
+        (key >> (64 - LEAF_TABLES.trailing_zeros())) as usize
     }
 
     #[inline]

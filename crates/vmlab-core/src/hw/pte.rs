@@ -59,6 +59,11 @@ pub trait EntryFormat {
         entry & FRAME_MASK
     }
     fn perms(entry: u64) -> Perms;
+    /// [`Self::perms`] packed as [`Perms::bits`]: the walker ANDs these along a walk, one
+    /// integer AND per level instead of four.
+    fn perm_bits(entry: u64) -> u64 {
+        Self::perms(entry).bits()
+    }
     const ACCESSED: u64;
     const DIRTY: u64;
 }
@@ -121,6 +126,12 @@ impl EntryFormat for X86 {
             exec: entry & Self::NO_EXEC == 0,
         }
     }
+
+    /// W and U sit at the same bits as in [`Perms::bits`]; read is always set; NX inverted.
+    #[inline]
+    fn perm_bits(entry: u64) -> u64 {
+        1 | (entry & (Self::WRITE | Self::USER)) | ((!entry >> 63) << 3)
+    }
 }
 
 /// EPT entries (Intel SDM vol. 3, 29.3.2), with accessed/dirty flags enabled (EPTP bit 6).
@@ -170,6 +181,12 @@ impl EntryFormat for Ept {
             exec: entry & Self::EXEC != 0,
         }
     }
+
+    /// R and W sit at the same bits as in [`Perms::bits`]; user is always set; X moves up.
+    #[inline]
+    fn perm_bits(entry: u64) -> u64 {
+        (entry & (Self::READ | Self::WRITE)) | 1 << 2 | (entry & Self::EXEC) << 1
+    }
 }
 
 #[cfg(test)]
@@ -196,6 +213,16 @@ mod tests {
         assert_eq!(Ept::frame_addr(e), 0x20_0000);
         assert!(!Ept::is_present(Ept::MEMTYPE_WB));
         assert_eq!(Ept::ACCESSED, 1 << 8);
+    }
+
+    #[test]
+    fn perm_bits_are_packed_perms() {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..1000 {
+            x = x.rotate_left(7).wrapping_mul(0xc2b2_ae3d_27d4_eb4f).wrapping_add(1);
+            assert_eq!(X86::perm_bits(x), X86::perms(x).bits(), "{x:#x}");
+            assert_eq!(Ept::perm_bits(x), Ept::perms(x).bits(), "{x:#x}");
+        }
     }
 
     #[test]

@@ -145,13 +145,14 @@ pub fn walk<F: EntryFormat, T: TableMemory>(
     let fault = |level, kind| Fault { dimension, addr, level, kind, write };
     let mut level = levels;
     let mut table = root & FRAME_MASK;
-    let mut perms = Perms::ALL;
+    // Accumulated as packed [`Perms::bits`]: one AND per level.
+    let mut perms = Perms::ALL.bits();
 
     if let Some(caches) = caches.as_deref_mut() {
         for cached_level in 2..=levels.min(4) {
             if let Some(value) = caches.by_level[cached_level as usize - 2].lookup(WalkCaches::key(cached_level, addr, tag)) {
                 table = value & FRAME_MASK;
-                perms = Perms::from_bits(value);
+                perms = value & Perms::ALL.bits();
                 level = cached_level - 1;
                 break;
             }
@@ -166,10 +167,11 @@ pub fn walk<F: EntryFormat, T: TableMemory>(
         if !F::is_present(entry) {
             return Err(fault(level, FaultKind::NotPresent));
         }
-        perms = perms.and(F::perms(entry));
+        perms &= F::perm_bits(entry);
         let leaf_size = if level == 1 || F::is_large(entry) { PageSize::at_level(level) } else { None };
         match leaf_size {
             Some(size) => {
+                let perms = Perms::from_bits(perms);
                 if !perms.allows(write) {
                     return Err(fault(level, FaultKind::Protection));
                 }
@@ -192,7 +194,7 @@ pub fn walk<F: EntryFormat, T: TableMemory>(
                 if let Some(caches) = caches.as_deref_mut() {
                     if level <= 4 {
                         // Every level below the cache hit (if any) was probed and missed.
-                        caches.by_level[level as usize - 2].fill_absent(WalkCaches::key(level, addr, tag), table | perms.bits());
+                        caches.by_level[level as usize - 2].fill_absent(WalkCaches::key(level, addr, tag), table | perms);
                     }
                 }
                 level -= 1;
