@@ -195,18 +195,19 @@ enum Duel {
     Follower,
 }
 
-/// One set's ways, aligned to a host cache line. Each entry packs `(tag + 1) << 4 | state`,
-/// where the tag is the line number above the set-index bits; an empty way (and each unused
-/// lane beyond the level's ways) is [`EMPTY`]. Under LRU the lanes are in recency order, lane 0
+/// One set's ways, aligned to a host cache line. Each entry packs `tag << 4 | state`, where
+/// the tag is the line number above the set-index bits; an empty way (and each unused lane
+/// beyond the level's ways) is [`EMPTY`]. Under LRU the lanes are in recency order, lane 0
 /// the most recent, with the empty ways after the valid ones; under RRIP a line stays in the
 /// way it was filled into.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 struct Set([u32; MAX_WAYS as usize]);
 
-/// An empty way: tag part 0, which no line has, and the largest state, which no RRPV (at most
-/// 3) and no LRU entry (state 0) has, so a whole-entry or state compare tells it apart.
-const EMPTY: u32 = STATE_MASK;
+/// An empty way: all ones. Its tag part is one no line has (see [`Cache::max_line`]), and its
+/// state 15 one that no RRPV (at most 3) and no LRU entry (state 0) has, so a tag, whole-entry
+/// or state compare tells it apart.
+const EMPTY: u32 = u32::MAX;
 
 /// One cache level: tags only, no data. A disabled level (size 0) never hits and holds nothing.
 #[derive(Clone, Debug)]
@@ -220,7 +221,8 @@ pub struct Cache {
     set_bits: u32,
     policy: Replacement,
     /// The tag array (2 MiB in a typical LLC, read at random: on huge pages, see
-    /// [`crate::hw::hugepages`]).
+    /// [`crate::hw::hugepages`]). Empty when the level is disabled, so that the set lookup's
+    /// bounds check is also the check for a disabled level.
     sets: FixedVec<Set>,
     /// DRRIP: the set index modulo this (a power of two) picks the set's dueling role;
     /// 0 when the cache has no leader sets.
@@ -261,7 +263,8 @@ impl Cache {
         self.ways != 0
     }
 
-    /// Largest line number this level can tag (the packed tag has 28 bits).
+    /// Largest line number this level can tag (the packed tag has 28 bits, and all ones is
+    /// [`EMPTY`]'s).
     pub fn max_line(&self) -> u64 {
         ((1u64 << (32 - STATE_BITS)) - 2) << self.set_bits | self.set_mask
     }
@@ -269,7 +272,7 @@ impl Cache {
     #[inline]
     fn tag_of(&self, line: u64) -> u32 {
         debug_assert!(line <= self.max_line(), "line {line:#x} beyond the tag width");
-        (((line >> self.set_bits) + 1) as u32) << STATE_BITS
+        ((line >> self.set_bits) as u32) << STATE_BITS
     }
 
     /// Looks up line number `line` (a host address shifted right by the line shift). Returns
@@ -278,10 +281,10 @@ impl Cache {
     #[inline]
     pub fn access(&mut self, line: u64) -> bool {
         match self.ways {
-            0 => false,
             // A level of at most 8 ways (a typical L1D) keeps its other lanes empty, so only
-            // the first half of a set needs comparing and aging: half the vector work.
-            1..=8 => self.access_lanes::<8>(line),
+            // the first half of a set needs looking at: half the vector work. (A disabled
+            // level has no sets: its lookup finds no set and returns at once.)
+            0..=8 => self.access_lanes::<8>(line),
             _ => self.access_lanes::<16>(line),
         }
     }
@@ -303,9 +306,9 @@ impl Cache {
     #[inline(always)]
     fn access_lru<const N: usize>(&mut self, set: usize, tag: u32) -> bool {
         let ways = self.ways;
-        let entries = &mut self.sets[set].0;
-        // LRU entries have state 0 and empty ways (and unused lanes) tag part 0, which no line
-        // has, so whole entries can be compared at once.
+        let Some(Set(entries)) = self.sets.get_mut(set) else { return false };
+        // LRU entries have state 0 and empty ways (and unused lanes) are [`EMPTY`], so whole
+        // entries can be compared at once.
         let hits = crate::hw::simd::masked_eq_mask_u32x16::<N>(entries, u32::MAX, tag);
         if hits != 0 {
             let way = hits.trailing_zeros() as usize;
@@ -327,11 +330,12 @@ impl Cache {
     /// [`Self::access_lanes`] under SRRIP or DRRIP.
     #[inline(always)]
     fn access_rrip<const N: usize>(&mut self, set: usize, tag: u32) -> bool {
-        // Empty ways and unused lanes hold tag 0, which no line has, so the lanes can be
+        let Some(Set(entries)) = self.sets.get_mut(set) else { return false };
+        // Empty ways and unused lanes have a tag part no line has, so the lanes can be
         // compared at once.
-        let hits = tag_mask::<N>(&self.sets[set].0, tag);
+        let hits = tag_mask::<N>(entries, tag);
         if hits != 0 {
-            self.sets[set].0[hits.trailing_zeros() as usize] &= !STATE_MASK;
+            entries[hits.trailing_zeros() as usize] &= !STATE_MASK;
             return true;
         }
         let insertion = match self.policy {
@@ -347,17 +351,15 @@ impl Cache {
 
     /// Whether `line` is present; no replacement state changes.
     pub fn contains(&self, line: u64) -> bool {
-        if self.ways == 0 {
-            return false;
-        }
-        tag_mask::<16>(&self.sets[(line & self.set_mask) as usize].0, self.tag_of(line)) != 0
+        let set = self.sets.get((line & self.set_mask) as usize);
+        set.is_some_and(|s| tag_mask::<16>(&s.0, self.tag_of(line)) != 0)
     }
 
     /// Prefetch (in the host) the set `line` maps to; no simulated effect.
     #[inline]
     pub fn prefetch(&self, line: u64) {
-        if self.ways != 0 {
-            crate::hw::prefetch::prefetch(&self.sets[(line & self.set_mask) as usize]);
+        if let Some(set) = self.sets.get((line & self.set_mask) as usize) {
+            crate::hw::prefetch::prefetch(set);
         }
     }
 
@@ -426,7 +428,7 @@ fn tag_mask<const N: usize>(entries: &[u32; MAX_WAYS as usize], tag: u32) -> u32
 fn rrip_victim<const N: usize>(entries: &mut [u32; MAX_WAYS as usize], way_mask: u32) -> usize {
     // Empty ways have state 15, above every RRPV.
     let [empty, at3, at2, at1] =
-        crate::hw::simd::masked_eq_masks_u32x16::<N, 4>(entries, STATE_MASK, [EMPTY, RRPV_MAX, 2, 1]).map(|m| m & way_mask);
+        crate::hw::simd::masked_eq_masks_u32x16::<N, 4>(entries, STATE_MASK, [EMPTY & STATE_MASK, RRPV_MAX, 2, 1]).map(|m| m & way_mask);
     if empty != 0 {
         return empty.trailing_zeros() as usize;
     }
