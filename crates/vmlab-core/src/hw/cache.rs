@@ -13,7 +13,9 @@
 //!   cost model turns levels into cycles.
 //!
 //! Replacement is per level, a profile parameter ([`Replacement`]):
-//! - `lru`: true LRU per set (a per-way age rank).
+//! - `lru`: true LRU per set. A set keeps its lines in recency order (most recent first, empty
+//!   ways last), so a hit moves the line to the front and a miss pushes the new line in at the
+//!   front, dropping the least recent one: no ages to update and no victim to search for.
 //! - `srrip`: static re-reference interval prediction with 2-bit RRPVs (Jaleel et al., ISCA
 //!   2010, "High Performance Cache Replacement Using Re-Reference Interval Prediction"), in
 //!   its hit-priority form: a hit sets RRPV to 0; a fill inserts at RRPV 2 ("long"); the
@@ -169,7 +171,8 @@ impl Requester {
 /// Most ways a level may have: a set's entries fill one 64-byte host line (16 x u32), so a
 /// lookup touches one line of the simulator's own memory.
 pub const MAX_WAYS: u32 = 16;
-/// Bits of replacement state in the low end of each packed entry (LRU age 0..=15, RRPV 0..=3).
+/// Bits of replacement state in the low end of each packed entry (RRPV 0..=3; 0 under LRU,
+/// where a line's lane is its recency rank).
 const STATE_BITS: u32 = 4;
 const STATE_MASK: u32 = (1 << STATE_BITS) - 1;
 /// Largest 2-bit re-reference prediction value ("distant").
@@ -192,16 +195,19 @@ enum Duel {
     Follower,
 }
 
-/// One set's ways, aligned to a host cache line. Each entry packs `(tag + 1) << 4 | state`,
-/// where the tag is the line number above the set-index bits; an empty way (and each unused
-/// lane beyond the level's ways) is [`EMPTY`].
+/// One set's ways, aligned to a host cache line. Each entry packs `tag << 4 | state`, where
+/// the tag is the line number above the set-index bits; an empty way (and each unused lane
+/// beyond the level's ways) is [`EMPTY`]. Under LRU the lanes are in recency order, lane 0
+/// the most recent, with the empty ways after the valid ones; under RRIP a line stays in the
+/// way it was filled into.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 struct Set([u32; MAX_WAYS as usize]);
 
-/// An empty way: tag part 0, which no line has, and the largest state, so that no LRU update
-/// ages it and no RRIP search picks it (RRPVs are at most 3).
-const EMPTY: u32 = STATE_MASK;
+/// An empty way: all ones. Its tag part is one no line has (see [`Cache::max_line`]), and its
+/// state 15 one that no RRPV (at most 3) and no LRU entry (state 0) has, so a tag, whole-entry
+/// or state compare tells it apart.
+const EMPTY: u32 = u32::MAX;
 
 /// One cache level: tags only, no data. A disabled level (size 0) never hits and holds nothing.
 #[derive(Clone, Debug)]
@@ -215,7 +221,8 @@ pub struct Cache {
     set_bits: u32,
     policy: Replacement,
     /// The tag array (2 MiB in a typical LLC, read at random: on huge pages, see
-    /// [`crate::hw::hugepages`]).
+    /// [`crate::hw::hugepages`]). Empty when the level is disabled, so that the set lookup's
+    /// bounds check is also the check for a disabled level.
     sets: FixedVec<Set>,
     /// DRRIP: the set index modulo this (a power of two) picks the set's dueling role;
     /// 0 when the cache has no leader sets.
@@ -256,7 +263,8 @@ impl Cache {
         self.ways != 0
     }
 
-    /// Largest line number this level can tag (the packed tag has 28 bits).
+    /// Largest line number this level can tag (the packed tag has 28 bits, and all ones is
+    /// [`EMPTY`]'s).
     pub fn max_line(&self) -> u64 {
         ((1u64 << (32 - STATE_BITS)) - 2) << self.set_bits | self.set_mask
     }
@@ -264,7 +272,7 @@ impl Cache {
     #[inline]
     fn tag_of(&self, line: u64) -> u32 {
         debug_assert!(line <= self.max_line(), "line {line:#x} beyond the tag width");
-        (((line >> self.set_bits) + 1) as u32) << STATE_BITS
+        ((line >> self.set_bits) as u32) << STATE_BITS
     }
 
     /// Looks up line number `line` (a host address shifted right by the line shift). Returns
@@ -273,10 +281,10 @@ impl Cache {
     #[inline]
     pub fn access(&mut self, line: u64) -> bool {
         match self.ways {
-            0 => false,
             // A level of at most 8 ways (a typical L1D) keeps its other lanes empty, so only
-            // the first half of a set needs comparing and aging: half the vector work.
-            1..=8 => self.access_lanes::<8>(line),
+            // the first half of a set needs looking at: half the vector work. (A disabled
+            // level has no sets: its lookup finds no set and returns at once.)
+            0..=8 => self.access_lanes::<8>(line),
             _ => self.access_lanes::<16>(line),
         }
     }
@@ -286,35 +294,72 @@ impl Cache {
     fn access_lanes<const N: usize>(&mut self, line: u64) -> bool {
         let set = (line & self.set_mask) as usize;
         let tag = self.tag_of(line);
-        let entries = &mut self.sets[set].0;
-        // Empty ways and unused lanes hold tag 0, which no line has, so the lanes can be
-        // compared at once.
-        let hits = tag_mask::<N>(entries, tag);
+        match self.policy {
+            Replacement::Lru => self.access_lru::<N>(set, tag),
+            Replacement::Srrip | Replacement::Drrip => self.access_rrip::<N>(set, tag),
+        }
+    }
+
+    /// [`Self::access_lanes`] under LRU: the set is in recency order, so a hit moves the line
+    /// to lane 0, and a miss pushes it in at lane 0 and drops the last valid lane (the least
+    /// recent line, or an empty way while the set is not full, as empties come last).
+    #[inline(always)]
+    fn access_lru<const N: usize>(&mut self, set: usize, tag: u32) -> bool {
+        let ways = self.ways;
+        let Some(Set(entries)) = self.sets.get_mut(set) else { return false };
+        // LRU entries have state 0 and empty ways (and unused lanes) are [`EMPTY`], so whole
+        // entries can be compared at once.
+        let hits = crate::hw::simd::masked_eq_mask_u32x16::<N>(entries, u32::MAX, tag);
         if hits != 0 {
             let way = hits.trailing_zeros() as usize;
-            match self.policy {
-                Replacement::Lru => touch_lru::<N>(entries, way),
-                Replacement::Srrip | Replacement::Drrip => entries[way] &= !STATE_MASK,
+            // A hit on the most recent line changes nothing.
+            if way != 0 {
+                crate::hw::simd::move_to_front_u32x16::<N>(entries, way, tag);
             }
             return true;
         }
-        self.on_miss::<N>(set, tag);
+        if ways == N {
+            crate::hw::simd::push_front_u32x16::<N>(entries, tag);
+        } else {
+            // Lanes from `ways` on are unused and must stay empty.
+            crate::hw::simd::move_to_front_u32x16::<N>(entries, ways - 1, tag);
+        }
+        false
+    }
+
+    /// [`Self::access_lanes`] under SRRIP or DRRIP.
+    #[inline(always)]
+    fn access_rrip<const N: usize>(&mut self, set: usize, tag: u32) -> bool {
+        let Some(Set(entries)) = self.sets.get_mut(set) else { return false };
+        // Empty ways and unused lanes have a tag part no line has, so the lanes can be
+        // compared at once.
+        let hits = tag_mask::<N>(entries, tag);
+        if hits != 0 {
+            entries[hits.trailing_zeros() as usize] &= !STATE_MASK;
+            return true;
+        }
+        let insertion = match self.policy {
+            Replacement::Drrip => self.drrip_insertion(set as u64),
+            _ => RRPV_LONG,
+        };
+        let way_mask = self.way_mask;
+        let entries = &mut self.sets[set].0;
+        let way = rrip_victim::<N>(entries, way_mask);
+        entries[way] = tag | insertion;
         false
     }
 
     /// Whether `line` is present; no replacement state changes.
     pub fn contains(&self, line: u64) -> bool {
-        if self.ways == 0 {
-            return false;
-        }
-        tag_mask::<16>(&self.sets[(line & self.set_mask) as usize].0, self.tag_of(line)) != 0
+        let set = self.sets.get((line & self.set_mask) as usize);
+        set.is_some_and(|s| tag_mask::<16>(&s.0, self.tag_of(line)) != 0)
     }
 
     /// Prefetch (in the host) the set `line` maps to; no simulated effect.
     #[inline]
     pub fn prefetch(&self, line: u64) {
-        if self.ways != 0 {
-            crate::hw::prefetch::prefetch(&self.sets[(line & self.set_mask) as usize]);
+        if let Some(set) = self.sets.get((line & self.set_mask) as usize) {
+            crate::hw::prefetch::prefetch(set);
         }
     }
 
@@ -323,34 +368,6 @@ impl Cache {
         self.sets.iter_mut().for_each(|s| s.0 = [EMPTY; MAX_WAYS as usize]);
         self.psel = PSEL_MID;
         self.brrip_fills = 0;
-    }
-
-    #[inline(always)]
-    fn on_miss<const N: usize>(&mut self, set: usize, tag: u32) {
-        let insertion = match self.policy {
-            Replacement::Lru => 0,
-            Replacement::Srrip => RRPV_LONG,
-            Replacement::Drrip => self.drrip_insertion(set as u64),
-        };
-        let (ways, way_mask) = (self.ways, self.way_mask);
-        let entries = &mut self.sets[set].0;
-        match self.policy {
-            Replacement::Lru => {
-                // The victim is the first empty way, else the oldest (ages are exact ranks, so
-                // aged `ways - 1`). Empty ways are aged 15 and valid ones below the number of
-                // valid ways, so the first way aged at least `ways - 1` is that victim either way.
-                let way = (age_at_least::<N>(entries, ways as u32 - 1) & way_mask).trailing_zeros() as usize;
-                // Every valid way is younger than the victim and ages by one (the victim's own
-                // age is overwritten).
-                age_younger_than::<N>(entries, STATE_MASK);
-                entries[way] = tag;
-            }
-            Replacement::Srrip | Replacement::Drrip => {
-                let empty = tag_mask::<N>(entries, 0) & way_mask;
-                let way = if empty != 0 { empty.trailing_zeros() as usize } else { rrip_victim::<N>(entries, way_mask) };
-                entries[way] = tag | insertion;
-            }
-        }
     }
 
     /// Role of `set` in the duel: evenly spaced leaders, SRRIP's at offset 0 of each stride
@@ -369,7 +386,7 @@ impl Cache {
 
     /// RRPV for a line filled into `set` under DRRIP; a miss in a leader set counts against
     /// that leader's policy.
-    #[inline]
+    #[inline(always)]
     fn drrip_insertion(&mut self, set: u64) -> u32 {
         let brrip = match self.duel_role(set) {
             Duel::SrripLeader => {
@@ -404,61 +421,38 @@ fn tag_mask<const N: usize>(entries: &[u32; MAX_WAYS as usize], tag: u32) -> u32
     crate::hw::simd::masked_eq_mask_u32x16::<N>(entries, !STATE_MASK, tag)
 }
 
-/// Bit `w` set for each lane whose state equals `state` (empty lanes have state 15).
-#[inline]
-fn state_mask<const N: usize>(entries: &[u32; MAX_WAYS as usize], state: u32) -> u32 {
-    crate::hw::simd::masked_eq_mask_u32x16::<N>(entries, STATE_MASK, state)
-}
-
-/// Bit `w` set for each lane whose state is at least `state`.
-#[inline]
-fn age_at_least<const N: usize>(entries: &[u32; MAX_WAYS as usize], state: u32) -> u32 {
-    crate::hw::simd::masked_ge_mask_u32x16::<N>(entries, STATE_MASK, state)
-}
-
-/// Make `way` the most recently used: every way younger than it ages by one (empty ways,
-/// aged 15, never do). Ages of the valid ways stay a permutation of 0..valid, so this is
-/// exact LRU.
-#[inline]
-fn touch_lru<const N: usize>(entries: &mut [u32; MAX_WAYS as usize], way: usize) {
-    let entry = entries[way];
-    age_younger_than::<N>(entries, entry & STATE_MASK);
-    // A plain store of a value known beforehand: reading the lane back right after the
-    // vector stores would stall on store forwarding.
-    entries[way] = entry & !STATE_MASK;
-}
-
-/// Add one to the age of every lane younger than `age`.
-#[inline]
-fn age_younger_than<const N: usize>(entries: &mut [u32; MAX_WAYS as usize], age: u32) {
-    for e in entries[..N].iter_mut() {
-        *e += (*e & STATE_MASK < age) as u32;
-    }
-}
-
-/// First way with RRPV 3 in a full set, after aging the set. Adding `3 - max` at once is the
-/// same as repeating "age every way by 1" until some way reaches 3.
-#[inline]
+/// The way a fill takes in a set under RRIP: the first empty way, else the first way with
+/// RRPV 3 after aging the set until one has. Adding `3 - max` at once is the same as
+/// repeating "age every way by 1" until some way reaches 3.
+#[inline(always)]
 fn rrip_victim<const N: usize>(entries: &mut [u32; MAX_WAYS as usize], way_mask: u32) -> usize {
-    for max in (1..=RRPV_MAX).rev() {
-        let at = state_mask::<N>(entries, max) & way_mask;
-        if at != 0 {
-            let age = RRPV_MAX - max;
-            if age > 0 {
-                age_ways::<N>(entries, way_mask, age);
-            }
-            return at.trailing_zeros() as usize;
-        }
+    // Empty ways have state 15, above every RRPV.
+    let [empty, at3, at2, at1] =
+        crate::hw::simd::masked_eq_masks_u32x16::<N, 4>(entries, STATE_MASK, [EMPTY & STATE_MASK, RRPV_MAX, 2, 1]).map(|m| m & way_mask);
+    if empty != 0 {
+        return empty.trailing_zeros() as usize;
     }
-    // Every way at RRPV 0: age by 3, and the first way is the victim.
-    age_ways::<N>(entries, way_mask, RRPV_MAX);
-    0
+    // The first way at the largest RRPV, and how far aging takes that RRPV to 3; with every
+    // way at 0, the first way (aged by 3 with the others).
+    let (at, age) = if at3 != 0 {
+        (at3, 0)
+    } else if at2 != 0 {
+        (at2, 1)
+    } else if at1 != 0 {
+        (at1, 2)
+    } else {
+        (way_mask, RRPV_MAX)
+    };
+    if age > 0 {
+        age_ways::<N>(entries, way_mask, age);
+    }
+    at.trailing_zeros() as usize
 }
 
 /// Add `age` to the state of every way in `way_mask` (lanes beyond the level's ways stay
 /// [`EMPTY`]). The lanes at once, each lane's addend selected by its bit, so this is a
 /// few vector instructions instead of a loop over a run-time number of ways.
-#[inline]
+#[inline(always)]
 fn age_ways<const N: usize>(entries: &mut [u32; MAX_WAYS as usize], way_mask: u32, age: u32) {
     const LANE_BITS: [u32; MAX_WAYS as usize] = {
         let mut bits = [0; MAX_WAYS as usize];
@@ -732,6 +726,74 @@ mod tests {
         c.access(7);
         assert!(!c.contains(4));
         assert!(c.contains(100));
+    }
+
+    /// One level as the module documentation states it, for LRU and SRRIP: per set, the
+    /// lines with their RRPVs, most recent first (LRU) or in way order (SRRIP; nothing is
+    /// invalidated, so ways fill in order and the first empty way is the next one).
+    struct Model {
+        ways: usize,
+        lru: bool,
+        sets: Vec<Vec<(u64, u32)>>,
+    }
+
+    impl Model {
+        fn access(&mut self, line: u64) -> bool {
+            let sets = self.sets.len() as u64;
+            let set = &mut self.sets[(line % sets) as usize];
+            if let Some(i) = set.iter().position(|&(l, _)| l == line) {
+                if self.lru {
+                    let hit = set.remove(i);
+                    set.insert(0, hit);
+                } else {
+                    set[i].1 = 0;
+                }
+                return true;
+            }
+            if self.lru {
+                set.truncate(self.ways - 1);
+                set.insert(0, (line, 0));
+            } else if set.len() < self.ways {
+                set.push((line, RRPV_LONG));
+            } else {
+                while set.iter().all(|&(_, rrpv)| rrpv < RRPV_MAX) {
+                    set.iter_mut().for_each(|(_, rrpv)| *rrpv += 1);
+                }
+                let victim = set.iter().position(|&(_, rrpv)| rrpv == RRPV_MAX).unwrap();
+                set[victim] = (line, RRPV_LONG);
+            }
+            false
+        }
+    }
+
+    #[test]
+    fn lru_and_srrip_match_a_plain_model_at_every_associativity() {
+        let mut rng = 7;
+        for replacement in [Replacement::Lru, Replacement::Srrip] {
+            for ways in 1..=MAX_WAYS {
+                for sets in [1, 2, 8] {
+                    let mut c = Cache::new(&level(sets, ways, replacement), 6);
+                    let mut model = Model {
+                        ways: ways as usize,
+                        lru: replacement == Replacement::Lru,
+                        sets: vec![Vec::new(); sets as usize],
+                    };
+                    // Lines from twice the capacity, half of the accesses to a hot eighth of
+                    // them, so that hits land at every recency rank and RRPV.
+                    let lines = 2 * sets * u64::from(ways);
+                    for i in 0..4000 {
+                        let r = lcg(&mut rng);
+                        let line = if r % 2 == 0 { r / 2 % lines.div_ceil(8) } else { r / 2 % lines };
+                        let want = model.access(line);
+                        assert_eq!(c.access(line), want, "{replacement:?} {ways} ways {sets} sets, access {i}");
+                    }
+                    for line in 0..lines {
+                        let want = model.sets[(line % sets) as usize].iter().any(|&(l, _)| l == line);
+                        assert_eq!(c.contains(line), want, "{replacement:?} {ways} ways {sets} sets, line {line}");
+                    }
+                }
+            }
+        }
     }
 
     fn lcg(state: &mut u64) -> u64 {

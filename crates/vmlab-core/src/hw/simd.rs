@@ -1,6 +1,7 @@
 //! Lane-parallel compares for set searches: which lanes of a small fixed-size array hold a
 //! value, as a bit mask. Every set-associative structure of the machine (cache sets,
-//! translation-cache fingerprints, LRU ranks) searches its set this way.
+//! translation-cache fingerprints, LRU ranks) searches its set this way. Sets kept in recency
+//! order (the caches' LRU levels) also move their lanes here.
 //!
 //! On x86-64 these are a handful of SSE2 instructions (a compare and a `pmovmskb`); the
 //! compiler does not find that form on its own for a bit-mask result. SSE2 is part of the
@@ -46,6 +47,53 @@ pub fn masked_ge_mask_u32x16<const N: usize>(lanes: &[u32; 16], and: u32, value:
     }
     #[cfg(not(target_arch = "x86_64"))]
     lanes[..N].iter().enumerate().fold(0, |m, (i, &l)| m | u32::from(l & and >= value) << i)
+}
+
+/// For each `values[k]`, bit `i` of the `k`-th mask set when `lanes[i] & and == values[k]`,
+/// for the first `N` lanes (8 or 16). Cheaper than one [`masked_eq_mask_u32x16`] per value:
+/// the masked lanes are narrowed to bytes once. `and` must be below 128, so they fit a byte.
+#[inline]
+pub fn masked_eq_masks_u32x16<const N: usize, const K: usize>(lanes: &[u32; 16], and: u32, values: [u32; K]) -> [u32; K] {
+    const { assert!(N == 8 || N == 16) };
+    debug_assert!(and < 128);
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the callee only needs SSE2, which every x86-64 processor has.
+    unsafe {
+        sse2::masked_eq_masks_u32x16::<N, K>(lanes, and, values)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    values.map(|v| lanes[..N].iter().enumerate().fold(0, |m, (i, &l)| m | u32::from(l & and == v) << i))
+}
+
+/// Moves lanes `0..last` one lane up (what lane `last` held is dropped) and puts `value` in
+/// lane 0; lanes after `last` keep theirs (`last < N`, with `N` 8 or 16 as above). On lanes in
+/// recency order this makes `value` the most recent: `last` is its old lane on a hit, or the
+/// least recent lane on a miss.
+#[inline]
+pub fn move_to_front_u32x16<const N: usize>(lanes: &mut [u32; 16], last: usize, value: u32) {
+    const { assert!(N == 8 || N == 16) };
+    debug_assert!(last < N);
+    #[cfg(target_arch = "x86_64")]
+    sse2::move_to_front_u32x16::<N>(lanes, last, value);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        lanes.copy_within(0..last, 1);
+        lanes[0] = value;
+    }
+}
+
+/// [`move_to_front_u32x16`] with `last = N - 1`: all `N` lanes move up, the last drops off.
+/// Cheaper, as no lane keeps its value.
+#[inline]
+pub fn push_front_u32x16<const N: usize>(lanes: &mut [u32; 16], value: u32) {
+    const { assert!(N == 8 || N == 16) };
+    #[cfg(target_arch = "x86_64")]
+    sse2::push_front_u32x16::<N>(lanes, value);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        lanes.copy_within(0..N - 1, 1);
+        lanes[0] = value;
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -102,6 +150,84 @@ mod sse2 {
         let hi = if N == 16 { _mm_packs_epi32(lt(8), lt(12)) } else { _mm_setzero_si128() };
         !(_mm_movemask_epi8(_mm_packs_epi16(lo, hi)) as u32) & ((1 << N) - 1)
     }
+
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    pub fn masked_eq_masks_u32x16<const N: usize, const K: usize>(lanes: &[u32; 16], and: u32, values: [u32; K]) -> [u32; K] {
+        let and = _mm_set1_epi32(and as i32);
+        let masked = |at| _mm_and_si128(load_u32x4(lanes, at), and);
+        // The masked lanes are below 128, so signed packing keeps them: one byte per lane.
+        let lo = _mm_packs_epi32(masked(0), masked(4));
+        let hi = if N == 16 { _mm_packs_epi32(masked(8), masked(12)) } else { _mm_setzero_si128() };
+        let bytes = _mm_packs_epi16(lo, hi);
+        let lanes_mask = ((1u32 << N) - 1) as u32;
+        values.map(|v| _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(v as i8))) as u32 & lanes_mask)
+    }
+
+    /// Stores `v` into lanes `at..at + 4` of `lanes`.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn store_u32x4(lanes: &mut [u32; 16], at: usize, v: __m128i) {
+        let four: &mut [u32; 4] = (&mut lanes[at..at + 4]).try_into().unwrap();
+        // SAFETY: `four` is 16 writable bytes, and an unaligned store has no alignment
+        // requirement.
+        unsafe { _mm_storeu_si128(four.as_mut_ptr().cast(), v) }
+    }
+
+    /// Lanes `at..at + 4` moved up by one lane, lane `at - 1` (of `prev`, the lanes
+    /// `at - 4..at`) entering at the bottom.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn shift_up(v: __m128i, prev: __m128i) -> __m128i {
+        _mm_or_si128(_mm_slli_si128::<4>(v), _mm_srli_si128::<12>(prev))
+    }
+
+    // The two below must inline into the cache's access path, where a call would cost as much
+    // as their work, and the compiler declines to inline their 16-lane forms there.
+    // `#[inline(always)]` cannot go with `#[target_feature]`, so they carry no `target_feature`
+    // and call the intrinsics in `unsafe` blocks instead: all those calls need is SSE2, which
+    // every x86-64 target enables (asserted here).
+    const _: () = assert!(cfg!(target_feature = "sse2"));
+
+    #[inline(always)]
+    pub fn move_to_front_u32x16<const N: usize>(lanes: &mut [u32; 16], last: usize, value: u32) {
+        // SAFETY: SSE2 is enabled (see above), and the loads and stores are in bounds.
+        unsafe {
+            let last = _mm_set1_epi32(last as i32);
+            // Lanes after `last` keep their value, the others take the one from the lane below.
+            let step = |at: usize, v, prev| {
+                let at = at as i32;
+                let keep = _mm_cmpgt_epi32(_mm_setr_epi32(at, at + 1, at + 2, at + 3), last);
+                _mm_or_si128(_mm_and_si128(keep, v), _mm_andnot_si128(keep, shift_up(v, prev)))
+            };
+            // `value` in lane 3, so that it enters lane 0 as if it were lane -1.
+            let first = _mm_set_epi32(value as i32, 0, 0, 0);
+            let (v0, v1) = (load_u32x4(lanes, 0), load_u32x4(lanes, 4));
+            store_u32x4(lanes, 0, step(0, v0, first));
+            store_u32x4(lanes, 4, step(4, v1, v0));
+            if N == 16 {
+                let (v2, v3) = (load_u32x4(lanes, 8), load_u32x4(lanes, 12));
+                store_u32x4(lanes, 8, step(8, v2, v1));
+                store_u32x4(lanes, 12, step(12, v3, v2));
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub fn push_front_u32x16<const N: usize>(lanes: &mut [u32; 16], value: u32) {
+        // SAFETY: SSE2 is enabled (see above), and the loads and stores are in bounds.
+        unsafe {
+            let first = _mm_set_epi32(value as i32, 0, 0, 0);
+            let (v0, v1) = (load_u32x4(lanes, 0), load_u32x4(lanes, 4));
+            store_u32x4(lanes, 0, shift_up(v0, first));
+            store_u32x4(lanes, 4, shift_up(v1, v0));
+            if N == 16 {
+                let (v2, v3) = (load_u32x4(lanes, 8), load_u32x4(lanes, 12));
+                store_u32x4(lanes, 8, shift_up(v2, v1));
+                store_u32x4(lanes, 12, shift_up(v3, v2));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -128,6 +254,54 @@ mod tests {
                 let want = (0..16).fold(0, |m, i| m | u32::from(words[i] & 0x1e >= u32::from(v) << 2) << i);
                 assert_eq!(masked_ge_mask_u32x16::<16>(&words, 0x1e, u32::from(v) << 2), want);
                 assert_eq!(masked_ge_mask_u32x16::<8>(&words, 0x1e, u32::from(v) << 2), want & 0xff);
+            }
+        }
+    }
+
+    #[test]
+    fn moves_match_a_plain_loop() {
+        let mut x = 0x9e37_79b9_u32;
+        let mut lanes = [0u32; 16];
+        for round in 0..500 {
+            for l in lanes.iter_mut() {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                *l = x >> 8;
+            }
+            let value = round;
+            for last in 0..16 {
+                let mut want = lanes;
+                want.copy_within(0..last, 1);
+                want[0] = value;
+                let mut got = lanes;
+                move_to_front_u32x16::<16>(&mut got, last, value);
+                assert_eq!(got, want, "last {last}");
+                if last < 8 {
+                    let mut got = lanes;
+                    move_to_front_u32x16::<8>(&mut got, last, value);
+                    assert_eq!(got, want, "last {last}, 8 lanes");
+                }
+            }
+            let mut want = lanes;
+            want.copy_within(0..15, 1);
+            want[0] = value;
+            let mut got = lanes;
+            push_front_u32x16::<16>(&mut got, value);
+            assert_eq!(got, want);
+            let mut want = lanes;
+            want.copy_within(0..7, 1);
+            want[0] = value;
+            let mut got = lanes;
+            push_front_u32x16::<8>(&mut got, value);
+            assert_eq!(got, want);
+            let values = [0, 3, 7, 15];
+            for n in [8, 16] {
+                let want = values.map(|v| (0..n).fold(0, |m, i| m | u32::from(lanes[i] & 0xf == v) << i));
+                let got = if n == 8 {
+                    masked_eq_masks_u32x16::<8, 4>(&lanes, 0xf, values)
+                } else {
+                    masked_eq_masks_u32x16::<16, 4>(&lanes, 0xf, values)
+                };
+                assert_eq!(got, want);
             }
         }
     }
