@@ -36,6 +36,7 @@ use crate::hw::mmu::{Mmu, Root};
 use crate::hw::pte::{EntryFormat, Perms, X86, FRAME_MASK};
 use crate::hw::walker::{level_shift, FaultKind};
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 /// Options of the shadow MMU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,9 +112,11 @@ pub struct ShadowMmu {
     by_key: FxHashMap<(u64, Role), SpId>,
     by_hfn: FxHashMap<u64, SpId>,
     /// Non-direct shadow pages of each guest frame: the frame is write-protected.
-    by_gfn: FxHashMap<u64, Vec<SpId>>,
-    /// Guest data frame -> addresses of the leaf shadow entries mapping it.
-    rmap: FxHashMap<u64, Vec<u64>>,
+    by_gfn: FxHashMap<u64, SmallVec<[SpId; 2]>>,
+    /// Guest data frame -> addresses of the leaf shadow entries mapping it. Nearly every
+    /// frame has one or two (a COW-shared page), kept inline: a 4 GiB guest has a million
+    /// entries, and a heap vector each made allocation a quarter of shadow paging's set-up.
+    rmap: FxHashMap<u64, SmallVec<[u64; 2]>>,
     /// Cached roots by guest root frame, most recent first (current + 3 previous).
     roots: Vec<(u64, SpId)>,
     /// The guest's current root frame and PCID.
@@ -508,7 +511,7 @@ impl ShadowMmu {
 
     fn rmap_remove(&mut self, gfn: Gfn, at: Hpa) {
         if let Some(v) = self.rmap.get_mut(&gfn.raw()) {
-            v.retain(|&a| a != at.raw());
+            v.retain(|a| *a != at.raw());
             if v.is_empty() {
                 self.rmap.remove(&gfn.raw());
             }
@@ -532,7 +535,7 @@ impl ShadowMmu {
         self.by_key.remove(&(gfn.raw(), role));
         self.by_hfn.remove(&hfn.raw());
         if let Some(ids) = self.by_gfn.get_mut(&gfn.raw()) {
-            ids.retain(|&i| i != id);
+            ids.retain(|i| *i != id);
             if ids.is_empty() {
                 self.by_gfn.remove(&gfn.raw());
             }
