@@ -215,11 +215,15 @@ macro_rules! with_sets {
 /// A set-associative cache of `u64 -> u64` translations with per-set LRU replacement (see
 /// [`Set`] for what each set keeps). A lookup compares sixteen fingerprints at once and full
 /// keys only on a fingerprint match.
+///
+/// A disabled cache has one set that stays empty (fills skip it), so a lookup needs no
+/// test for it: it just never matches.
 #[derive(Clone, Debug)]
 pub struct TranslationCache {
-    /// Associativity; 0 when disabled (then there are no sets).
+    /// Associativity; 0 when disabled.
     ways: usize,
-    /// `sets - 1`: the set index is `key & set_mask`.
+    /// `sets - 1`: the set index is `key & set_mask`. The number of sets is a power of two
+    /// (at least 1) fixed at construction, so every index is in range.
     set_mask: u64,
     sets: Sets,
     hits: u64,
@@ -239,7 +243,7 @@ impl TranslationCache {
     pub fn new(cfg: &TranslationCacheConfig) -> Self {
         debug_assert!(cfg.validate("translation cache").is_ok(), "{cfg:?}");
         let (ways, sets) = if cfg.entries == 0 {
-            (0, 0)
+            (0, 1)
         } else {
             (cfg.ways as usize, (cfg.entries / cfg.ways) as usize)
         };
@@ -250,7 +254,7 @@ impl TranslationCache {
         };
         Self {
             ways,
-            set_mask: (sets_len(&sets) as u64).wrapping_sub(1),
+            set_mask: sets_len(&sets) as u64 - 1,
             sets,
             hits: 0,
             misses: 0,
@@ -268,15 +272,15 @@ impl TranslationCache {
     }
 
     /// Hit: `Some(value)`, makes the entry most recently used and counts a hit.
-    /// Miss: `None`, counts a miss. Disabled: `None`, counts nothing.
+    /// Miss: `None`, counts a miss. Disabled: `None`, and reports no miss ([`Self::misses`]).
     #[inline(always)]
     pub fn lookup(&mut self, key: u64) -> Option<u64> {
-        if self.ways == 0 {
-            return None;
-        }
         let index = self.set_of(key);
         let found = with_sets!(&mut self.sets, sets => {
-            let set = &mut sets[index];
+            debug_assert_eq!(sets.len() as u64, self.set_mask + 1);
+            // SAFETY: `index <= set_mask`, and `sets.len() == set_mask + 1` (both fixed in
+            // `new`; no method resizes `sets`), so `index < sets.len()`.
+            let set = unsafe { sets.get_unchecked_mut(index) };
             set.find(key).map(|way| {
                 set.touch(way);
                 set.value(way)
@@ -292,9 +296,6 @@ impl TranslationCache {
     /// Side-effect-free probe (no recency update, no counting), for tests and invariant checks.
     #[inline]
     pub fn peek(&self, key: u64) -> Option<u64> {
-        if self.ways == 0 {
-            return None;
-        }
         let index = self.set_of(key);
         with_sets!(&self.sets, sets => {
             let set = &sets[index];
@@ -323,7 +324,8 @@ impl TranslationCache {
         }
         let (index, ways) = (self.set_of(key), self.ways);
         with_sets!(&mut self.sets, sets => {
-            let set = &mut sets[index];
+            // SAFETY: as in `lookup`, `index <= set_mask == sets.len() - 1`.
+            let set = unsafe { sets.get_unchecked_mut(index) };
             let existing = if search { set.find(key) } else { None };
             debug_assert!(search || set.find(key).is_none(), "fill_absent of a cached key {key:#x}");
             let way = existing.unwrap_or_else(|| set.victim(ways));
@@ -333,9 +335,6 @@ impl TranslationCache {
 
     /// Drops the entry for `key`, if present.
     pub fn invalidate(&mut self, key: u64) {
-        if self.ways == 0 {
-            return;
-        }
         let index = self.set_of(key);
         with_sets!(&mut self.sets, sets => {
             let set = &mut sets[index];
@@ -380,9 +379,14 @@ impl TranslationCache {
         self.hits
     }
 
-    /// Lookups that missed since construction (not counting lookups of a disabled cache).
+    /// Lookups that missed since construction (not counting lookups of a disabled cache:
+    /// they are counted, as the hot path does not test for it, but not reported).
     pub fn misses(&self) -> u64 {
-        self.misses
+        if self.ways == 0 {
+            0
+        } else {
+            self.misses
+        }
     }
 
     /// Number of valid entries.

@@ -236,12 +236,12 @@ impl HostMemory {
         }
     }
 
-    /// Prefetch (in the host) the simulator's copy of the entry at `addr`.
+    /// The simulator's copy of the 8-byte entry at `addr` (8-byte aligned), if its frame has
+    /// table contents (else it reads as zero): for the look-ahead, which finds an entry in
+    /// one stage and reads it in a later one.
     #[inline]
-    pub fn prefetch(&self, addr: Hpa) {
-        if let Some(slot) = self.slot(addr.frame()) {
-            crate::hw::prefetch::prefetch(&self.pages.page(slot)[entry_index(addr)]);
-        }
+    pub fn entry(&self, addr: Hpa) -> Option<&u64> {
+        self.slot(addr.frame()).map(|slot| &self.pages.page(slot)[entry_index(addr)])
     }
 
     /// Write the 8-byte entry at `addr`, giving the frame table contents if it had none.

@@ -22,7 +22,7 @@ use crate::addr::{Gpa, Gva, Hpa, PageSize};
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
 use crate::hw::cache::{MemoryConfig, MemoryHierarchy, Requester};
 use crate::hw::frames::HostMemory;
-use crate::hw::prefetch::{Lookahead, Next, Tables};
+use crate::hw::prefetch::{Lookahead, Next, Tables, LOOKAHEAD_BATCH};
 use crate::hw::pte::{EntryFormat, Ept, Perms, X86, FRAME_MASK};
 use crate::hw::walker::{walk, Dimension, Fault, Leaf, TableMemory, WalkCaches, TAG_SHIFT};
 
@@ -410,10 +410,10 @@ impl Mmu {
         }
     }
 
-    /// How many prefetch stages a coming access needs under the current root: one per
+    /// How many look-ahead stages a coming access needs under the current root: one per
     /// leaf-level entry a walk reads from a large table (the guest's or native leaf, and
     /// under nested paging the EPT leaf of the data page), plus one for the data line.
-    pub fn prefetch_stages(&self) -> u32 {
+    fn prefetch_stages(&self) -> usize {
         match self.root {
             Root::None => 0,
             Root::OneD { .. } | Root::Tagged { .. } => 2,
@@ -421,26 +421,37 @@ impl Mmu {
         }
     }
 
-    /// Prefetch, in the host, what a coming access to `va` will touch; no simulated effect.
+    /// Prefetch, in the host, what the coming accesses `vas` will touch; no simulated effect.
     ///
-    /// Called for stages 0, 1, ... over a batch of coming accesses (each stage for the whole
-    /// batch before the next), so the host overlaps the misses a random-access workload
-    /// causes in the simulator's own tables. Stage 0 walks the upper levels functionally (no
-    /// caches, counters or A/D updates) and prefetches the leaf-level entry; each later
-    /// stage reads what the previous one prefetched and prefetches the next entry, or the
-    /// cache sets of the data line. See [`crate::hw::prefetch`].
-    pub fn prefetch(&self, mem: &HostMemory, va: Gva, stage: u32) {
-        let va = va.raw();
-        if stage == 0 {
-            self.lookahead.start(va, self.lookahead_start(mem, va));
-        } else if let Some((slot, next)) = self.lookahead.resume(stage, va) {
-            if next != Next::Done {
-                self.lookahead.update(slot, self.lookahead_continue(mem, va, next));
+    /// Runs in stages, each over the whole batch before the next, so the host overlaps the
+    /// misses a random-access workload causes in the simulator's own tables. Stage 0 walks
+    /// the upper levels functionally (no caches, counters or A/D updates) and prefetches the
+    /// leaf-level entry; each later stage reads what the previous one prefetched and
+    /// prefetches the next entry, or the cache sets of the data line. Where each access
+    /// stands is kept on the stack, with a reference to the entry to read next, so a later
+    /// stage neither looks the access up nor finds the entry's table page again. See
+    /// [`crate::hw::prefetch`].
+    pub fn prefetch(&self, mem: &HostMemory, vas: &[Gva]) {
+        let stages = self.prefetch_stages();
+        if stages == 0 {
+            return;
+        }
+        for batch in vas.chunks(LOOKAHEAD_BATCH) {
+            let mut next = [Next::Done; LOOKAHEAD_BATCH];
+            for (next, va) in next.iter_mut().zip(batch) {
+                *next = self.lookahead_start(mem, va.raw());
+            }
+            for _ in 1..stages {
+                for (next, va) in next.iter_mut().zip(batch) {
+                    if !matches!(next, Next::Done) {
+                        *next = self.lookahead_continue(mem, va.raw(), *next);
+                    }
+                }
             }
         }
     }
 
-    fn lookahead_start(&self, mem: &HostMemory, va: u64) -> Next {
+    fn lookahead_start<'m>(&self, mem: &'m HostMemory, va: u64) -> Next<'m> {
         // A translation the L1 DTLB holds: only the data line is left.
         for size in sizes_in(self.sizes_in_use) {
             if let Some(value) = self.l1[size.index()].peek(tlb_key(va, size, self.tag)) {
@@ -451,10 +462,7 @@ impl Mmu {
         match self.root {
             Root::None => Next::Done,
             Root::OneD { cr3 } | Root::Tagged { cr3 } => match self.probe_leaf::<X86>(mem, Tables::Guest, cr3.raw(), va, Some) {
-                Probe::Entry(at) => {
-                    self.prefetch_entry(mem, at);
-                    Next::GuestLeaf { at }
-                }
+                Probe::Entry(at) => self.prefetch_entry(mem, at).map_or(Next::Done, |entry| Next::GuestLeaf { entry }),
                 Probe::Output(hpa) => {
                     self.memory.prefetch(Hpa::new(hpa));
                     Next::Done
@@ -465,10 +473,7 @@ impl Mmu {
                 let to_host = |gpa| self.guest_table_to_host(mem, gpa, eptp, false);
                 match self.probe_leaf::<X86>(mem, Tables::Guest, guest_cr3.raw(), va, to_host) {
                     Probe::Entry(gpa) => match self.guest_table_to_host(mem, gpa, eptp, true) {
-                        Some(at) => {
-                            self.prefetch_entry(mem, at);
-                            Next::GuestLeaf { at }
-                        }
+                        Some(at) => self.prefetch_entry(mem, at).map_or(Next::Done, |entry| Next::GuestLeaf { entry }),
                         None => Next::Done,
                     },
                     Probe::Output(gpa) => self.lookahead_ept(mem, gpa, eptp),
@@ -478,11 +483,11 @@ impl Mmu {
         }
     }
 
-    fn lookahead_continue(&self, mem: &HostMemory, va: u64, next: Next) -> Next {
+    fn lookahead_continue<'m>(&self, mem: &'m HostMemory, va: u64, next: Next<'m>) -> Next<'m> {
         match next {
             Next::Done => Next::Done,
-            Next::GuestLeaf { at } => {
-                let entry = mem.read_u64(Hpa::new(at));
+            Next::GuestLeaf { entry } => {
+                let entry = *entry;
                 if !X86::is_present(entry) {
                     return Next::Done;
                 }
@@ -495,8 +500,8 @@ impl Mmu {
                     }
                 }
             }
-            Next::EptLeaf { at, gpa } => {
-                let entry = mem.read_u64(Hpa::new(at));
+            Next::EptLeaf { entry, gpa } => {
+                let entry = *entry;
                 if Ept::is_present(entry) {
                     self.memory.prefetch(Hpa::new(Ept::frame_addr(entry) | (gpa & (PageSize::Size4K.bytes() - 1))));
                 }
@@ -506,12 +511,9 @@ impl Mmu {
     }
 
     /// Walk the EPT for the data address `gpa` down to its leaf-level entry and prefetch it.
-    fn lookahead_ept(&self, mem: &HostMemory, gpa: u64, eptp: Hpa) -> Next {
+    fn lookahead_ept<'m>(&self, mem: &'m HostMemory, gpa: u64, eptp: Hpa) -> Next<'m> {
         match self.probe_leaf::<Ept>(mem, Tables::Ept, eptp.raw(), gpa, Some) {
-            Probe::Entry(at) => {
-                self.prefetch_entry(mem, at);
-                Next::EptLeaf { at, gpa }
-            }
+            Probe::Entry(at) => self.prefetch_entry(mem, at).map_or(Next::Done, |entry| Next::EptLeaf { entry, gpa }),
             Probe::Output(hpa) => {
                 self.memory.prefetch(Hpa::new(hpa));
                 Next::Done
@@ -537,10 +539,16 @@ impl Mmu {
     }
 
     /// Prefetch a table entry the walk will read, and the cache sets its line maps to.
+    /// Returns the simulator's copy of the entry, for a later stage to read (`None`: its
+    /// frame has no table contents, so it reads as not present).
     #[inline]
-    fn prefetch_entry(&self, mem: &HostMemory, at: u64) {
-        mem.prefetch(Hpa::new(at));
+    fn prefetch_entry<'m>(&self, mem: &'m HostMemory, at: u64) -> Option<&'m u64> {
         self.memory.prefetch(Hpa::new(at));
+        let entry = mem.entry(Hpa::new(at));
+        if let Some(entry) = entry {
+            crate::hw::prefetch::prefetch(entry);
+        }
+        entry
     }
 
     /// The host address of the guest table entry at guest-physical `gpa`: the table's frame
@@ -556,13 +564,11 @@ impl Mmu {
         }
         let hpa = match self.probe_leaf::<Ept>(mem, Tables::Ept, eptp.raw(), gpa, Some) {
             Probe::Entry(at) => {
-                if leaf {
-                    self.prefetch_entry(mem, at);
-                }
+                let entry = if leaf { self.prefetch_entry(mem, at) } else { mem.entry(Hpa::new(at)) };
                 if let Some(hfn) = known {
                     return Some(hfn << PageSize::Size4K.shift() | offset);
                 }
-                let entry = mem.read_u64(Hpa::new(at));
+                let entry = entry.copied().unwrap_or(0);
                 if !Ept::is_present(entry) {
                     return None;
                 }

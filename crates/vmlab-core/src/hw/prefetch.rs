@@ -6,11 +6,13 @@
 //! [`crate::hw::mmu::Mmu::prefetch`]), so the host overlaps those misses. Prefetching is a
 //! hint: it changes no simulated state and no result, only the simulator's speed.
 //!
-//! The look-ahead of one access runs in stages, each reading only what an earlier stage
-//! prefetched: the first walks the upper table levels (few, and hot in the host's caches)
-//! and prefetches the leaf-level entry; the next reads it and prefetches the next entry (the
-//! EPT leaf of a nested walk) or the data line's cache sets. [`Lookahead`] keeps where each
-//! coming access stopped, so a stage resumes instead of walking again from the top.
+//! The look-ahead of a batch of coming accesses runs in stages, each over the whole batch
+//! and each reading only what an earlier stage prefetched: the first walks the upper table
+//! levels (few, and hot in the host's caches) and prefetches the leaf-level entry; the next
+//! reads it and prefetches the next entry (the EPT leaf of a nested walk) or the data line's
+//! cache sets. Where each access stands between stages is a [`Next`], kept by the caller;
+//! [`Lookahead`] remembers what outlives a batch (table frames and leaf-level tables found
+//! by earlier walks), so a stage need not walk from the top.
 
 use std::cell::Cell;
 
@@ -27,22 +29,21 @@ pub fn prefetch<T>(ptr: *const T) {
     let _ = ptr;
 }
 
-/// What the look-ahead of one coming access does at its next stage.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Next {
+/// What the look-ahead of one coming access does at its next stage. Entries are the
+/// simulator's copies in host memory (`'m`), found when they were prefetched.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum Next<'m> {
     /// Nothing left to prefetch.
     #[default]
     Done,
-    /// Read the leaf-level entry of the guest (or native) tables at host address `at`.
-    GuestLeaf { at: u64 },
-    /// Read the leaf-level EPT entry at host address `at`, which maps guest-physical `gpa`.
-    EptLeaf { at: u64, gpa: u64 },
+    /// Read the leaf-level entry of the guest (or native) tables.
+    GuestLeaf { entry: &'m u64 },
+    /// Read the leaf-level EPT entry that maps guest-physical `gpa`.
+    EptLeaf { entry: &'m u64, gpa: u64 },
 }
 
-/// Coming accesses remembered between stages; at least the engine's batch.
-const RING: usize = 64;
-/// Stages with their own read position (later ones share the last).
-const CURSORS: usize = 4;
+/// Coming accesses one look-ahead pass handles at a time (at least the engine's batch).
+pub const LOOKAHEAD_BATCH: usize = 16;
 /// Remembered guest table frames (direct-mapped).
 const TABLE_FRAMES: usize = 4096;
 /// Remembered leaf-level tables (direct-mapped; a power of two). Enough that the leaf tables
@@ -56,16 +57,10 @@ pub enum Tables {
     Ept = 2,
 }
 
-/// Look-ahead state kept between prefetch stages. Only a hint: whatever it holds (even
+/// Look-ahead state kept between batches. Only a hint: whatever it holds (even
 /// something stale after the tables changed) affects which host lines get prefetched, never
 /// a simulated result. Interior mutability, because prefetching happens through `&Mmu`.
 pub struct Lookahead {
-    /// `(va, next)` of recent coming accesses, in the order the first stage saw them.
-    ring: Box<[Cell<(u64, Next)>]>,
-    /// Slot the first stage fills next (counts up; the slot is this modulo [`RING`]).
-    head: Cell<usize>,
-    /// Per later stage, the slot it expects next: stages see the accesses in the same order.
-    cursors: [Cell<usize>; CURSORS],
     /// Guest-physical frame -> host frame of guest table pages, as the EPT mapped them
     /// when last looked up: `(gfn + 1, hfn)`, `0` when empty.
     table_frames: Box<[Cell<(u64, u64)>]>,
@@ -83,9 +78,6 @@ pub struct Lookahead {
 impl Default for Lookahead {
     fn default() -> Self {
         Lookahead {
-            ring: (0..RING).map(|_| Cell::new((0, Next::Done))).collect(),
-            head: Cell::new(0),
-            cursors: Default::default(),
             table_frames: (0..TABLE_FRAMES).map(|_| Cell::new((0, 0))).collect(),
             leaf_tables: (0..LEAF_TABLES).map(|_| Cell::new((0, 0))).collect(),
             generation: Cell::new(1),
@@ -94,37 +86,6 @@ impl Default for Lookahead {
 }
 
 impl Lookahead {
-    /// Remember the first stage's outcome for the coming access to `va`.
-    #[inline]
-    pub fn start(&self, va: u64, next: Next) {
-        let head = self.head.get();
-        self.ring[head % RING].set((va, next));
-        self.head.set(head + 1);
-    }
-
-    /// The slot and pending step of `va` for a later `stage` (1, 2, ...), if remembered.
-    #[inline]
-    pub fn resume(&self, stage: u32, va: u64) -> Option<(usize, Next)> {
-        let cursor = &self.cursors[(stage as usize).min(CURSORS - 1)];
-        let head = self.head.get();
-        let expected = cursor.get();
-        let slot = if expected < head && self.ring[expected % RING].get().0 == va {
-            expected
-        } else {
-            // Out of step (another caller, or a different order): look for it, newest first.
-            (head.saturating_sub(RING)..head).rev().find(|&s| self.ring[s % RING].get().0 == va)?
-        };
-        cursor.set(slot + 1);
-        Some((slot, self.ring[slot % RING].get().1))
-    }
-
-    /// Record the next step of the access in `slot` (from [`Self::resume`]).
-    #[inline]
-    pub fn update(&self, slot: usize, next: Next) {
-        let cell = &self.ring[slot % RING];
-        cell.set((cell.get().0, next));
-    }
-
     /// The host frame remembered for guest table frame `gfn`.
     #[inline]
     pub fn table_frame(&self, gfn: u64) -> Option<u64> {
@@ -184,26 +145,6 @@ impl Lookahead {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stages_resume_in_order_and_out_of_order() {
-        let l = Lookahead::default();
-        for va in [10, 20, 30] {
-            l.start(va, Next::GuestLeaf { at: va * 8 });
-        }
-        assert_eq!(l.resume(1, 10), Some((0, Next::GuestLeaf { at: 80 })));
-        l.update(0, Next::EptLeaf { at: 1, gpa: 2 });
-        assert_eq!(l.resume(1, 30), Some((2, Next::GuestLeaf { at: 240 })));
-        assert_eq!(l.resume(1, 99), None);
-        assert_eq!(l.resume(2, 10), Some((0, Next::EptLeaf { at: 1, gpa: 2 })));
-        assert_eq!(l.resume(2, 20), Some((1, Next::GuestLeaf { at: 160 })));
-        // Slots are reused after RING starts; the oldest are forgotten.
-        for va in 100..100 + RING as u64 {
-            l.start(va, Next::Done);
-        }
-        assert_eq!(l.resume(1, 10), None);
-        assert_eq!(l.resume(1, 100), Some((3, Next::Done)));
-    }
 
     #[test]
     fn table_frames_are_remembered_by_frame() {

@@ -466,11 +466,7 @@ impl System {
     /// Prefetch, in the host, what the coming accesses `vas` will touch (no simulated
     /// effect; see [`Mmu::prefetch`]).
     pub fn prefetch(&self, vas: &[Gva]) {
-        for stage in 0..self.mmu.prefetch_stages() {
-            for &va in vas {
-                self.mmu.prefetch(&self.mem, va, stage);
-            }
-        }
+        self.mmu.prefetch(&self.mem, vas);
     }
 
     /// One user-mode data access, with whatever faults it takes handled on the way; returns
