@@ -44,7 +44,12 @@ impl FrameIndex {
         let mask = self.buckets.len() - 1;
         let mut i = self.home(frame);
         loop {
-            let (key, slot) = self.buckets[i];
+            debug_assert!(i < self.buckets.len());
+            // SAFETY: `i < buckets.len()`: `home` is the top `64 - shift` bits of a u64, below
+            // `2^(64 - shift) == buckets.len()` (kept so by `new` and `grow`), and later probes
+            // are masked by `buckets.len() - 1` (a power of two minus one). Walks look frames up
+            // several times per simulated access, so the check is worth dropping here.
+            let (key, slot) = unsafe { *self.buckets.get_unchecked(i) };
             if key == frame + 1 {
                 return Some(slot);
             }
@@ -114,43 +119,48 @@ impl FrameIndex {
     }
 }
 
-/// Table pages per arena chunk: one host huge page (see [`crate::hw::hugepages`]).
-const CHUNK_PAGES: usize = HUGE_PAGE / std::mem::size_of::<TablePage>();
+/// Table pages in the arena's first allocation: one host huge page (see
+/// [`crate::hw::hugepages`]).
+const FIRST_PAGES: usize = HUGE_PAGE / std::mem::size_of::<TablePage>();
 
-/// The table pages, by slot: chunks of [`CHUNK_PAGES`] pages that never move once
-/// allocated, each on its own host huge page, since walks read them at random.
+/// The table pages, by slot, in one block on host huge pages, since walks read them at
+/// random. One block makes a page's address one multiply-add from its slot (no chunk table
+/// to load); the block doubles when full, copying its pages, which costs about one more
+/// write per page over a run.
 struct Arena {
-    chunks: Vec<FixedVec<TablePage>>,
+    pages: FixedVec<TablePage>,
 }
 
 impl Arena {
     fn new() -> Self {
-        Arena { chunks: Vec::new() }
+        Arena { pages: FixedVec::with_capacity(0) }
     }
 
     /// Slots handed out so far.
     fn len(&self) -> usize {
-        self.chunks.last().map_or(0, |last| (self.chunks.len() - 1) * CHUNK_PAGES + last.len())
+        self.pages.len()
     }
 
     #[inline]
     fn page(&self, slot: usize) -> &TablePage {
-        &self.chunks[slot / CHUNK_PAGES][slot % CHUNK_PAGES]
+        &self.pages[slot]
     }
 
     #[inline]
     fn page_mut(&mut self, slot: usize) -> &mut TablePage {
-        &mut self.chunks[slot / CHUNK_PAGES][slot % CHUNK_PAGES]
+        &mut self.pages[slot]
     }
 
     /// A new zeroed page; returns its slot.
     fn push_zeroed(&mut self) -> usize {
-        if self.chunks.last().is_none_or(FixedVec::is_full) {
-            self.chunks.push(FixedVec::with_capacity(CHUNK_PAGES));
+        if self.pages.is_full() {
+            let capacity = (2 * self.pages.capacity()).max(FIRST_PAGES);
+            let mut bigger = FixedVec::with_capacity(capacity);
+            bigger.extend_from_slice(&self.pages);
+            self.pages = bigger;
         }
-        let slot = self.len();
-        self.chunks.last_mut().expect("a chunk with room").push([0; ENTRIES_PER_TABLE]);
-        slot
+        self.pages.push([0; ENTRIES_PER_TABLE]);
+        self.pages.len() - 1
     }
 }
 
@@ -230,10 +240,7 @@ impl HostMemory {
     /// contents reads as zeros: a not-present entry.
     #[inline]
     pub fn read_u64(&self, addr: Hpa) -> u64 {
-        match self.slot(addr.frame()) {
-            Some(slot) => self.pages.page(slot)[entry_index(addr)],
-            None => 0,
-        }
+        self.table(addr.frame()).map_or(0, |page| page[entry_index(addr)])
     }
 
     /// The simulator's copy of the 8-byte entry at `addr` (8-byte aligned), if its frame has
@@ -241,7 +248,7 @@ impl HostMemory {
     /// one stage and reads it in a later one.
     #[inline]
     pub fn entry(&self, addr: Hpa) -> Option<&u64> {
-        self.slot(addr.frame()).map(|slot| &self.pages.page(slot)[entry_index(addr)])
+        self.table(addr.frame()).map(|page| &page[entry_index(addr)])
     }
 
     /// Write the 8-byte entry at `addr`, giving the frame table contents if it had none.
@@ -261,15 +268,16 @@ impl HostMemory {
     /// Set `bits` in the entry at `addr` (an atomic OR, as hardware A/D updates are).
     #[inline]
     pub fn or_u64(&mut self, addr: Hpa, bits: u64) {
-        let old = self.read_u64(addr);
-        if old & bits != bits {
-            self.write_u64(addr, old | bits);
+        // One index lookup: A/D updates follow a walk's read of the same entry.
+        match self.table_mut(addr.frame()) {
+            Some(page) => page[entry_index(addr)] |= bits,
+            None => self.write_u64(addr, bits),
         }
     }
 
     /// The 512 entries of a frame with table contents (None: it reads as all zeros).
     pub fn table_entries(&self, frame: Hfn) -> Option<&[u64; ENTRIES_PER_TABLE]> {
-        self.slot(frame).map(|slot| self.pages.page(slot))
+        self.table(frame)
     }
 
     /// Give frame `to` the table contents of frame `from` (none if `from` has none): a page
@@ -293,6 +301,27 @@ impl HostMemory {
     #[inline]
     fn slot(&self, frame: Hfn) -> Option<usize> {
         self.index.get(frame.raw()).map(|slot| slot as usize)
+    }
+
+    /// The table page of `frame`, if it has contents: the walkers' path, without a bounds
+    /// check on the arena.
+    #[inline]
+    fn table(&self, frame: Hfn) -> Option<&TablePage> {
+        let slot = self.slot(frame)?;
+        debug_assert!(slot < self.pages.len());
+        // SAFETY: `slot < pages.len()`. The index holds only slots that `materialize` took
+        // from the arena (freshly pushed, or freed by `drop_contents` after an earlier push),
+        // and the arena never shrinks (it only pushes, and growth keeps every page).
+        Some(unsafe { self.pages.pages.get_unchecked(slot) })
+    }
+
+    /// [`Self::table`] for writing.
+    #[inline]
+    fn table_mut(&mut self, frame: Hfn) -> Option<&mut TablePage> {
+        let slot = self.slot(frame)?;
+        debug_assert!(slot < self.pages.len());
+        // SAFETY: as in `table`.
+        Some(unsafe { self.pages.pages.get_unchecked_mut(slot) })
     }
 
     fn materialize(&mut self, frame: Hfn) -> usize {
@@ -413,6 +442,42 @@ mod tests {
             assert_eq!(mem.read_u64(Hfn::new(f).addr_at(8)), want, "frame {f}");
         }
         assert_eq!(mem.table_pages(), frames.len() - frames.len().div_ceil(3));
+    }
+
+    #[test]
+    fn or_sets_bits_once_and_materializes_only_for_nonzero_bits() {
+        let mut mem = HostMemory::new(1 << 30);
+        let addr = Hfn::new(9).addr_at(8 * 511);
+        mem.or_u64(addr, 0);
+        assert_eq!(mem.table_pages(), 0);
+        mem.or_u64(addr, 1 << 5);
+        mem.or_u64(addr, 1 << 5 | 1 << 6);
+        assert_eq!((mem.read_u64(addr), mem.table_pages()), (0x60, 1));
+    }
+
+    #[test]
+    fn freed_pages_are_reused_zeroed_and_survive_arena_growth() {
+        let mut mem = HostMemory::new(1 << 40);
+        let first = FIRST_PAGES as u64;
+        // Fill past the first arena block so that it grows (and copies) at least twice.
+        for f in 1..=3 * first {
+            mem.write_u64(Hfn::new(f).addr_at(8 * (f % 512)), f);
+        }
+        for f in (1..=first).step_by(2) {
+            mem.drop_contents(Hfn::new(f));
+        }
+        // New frames take the freed slots, which must read as zeros apart from the new write.
+        for f in 4 * first..4 * first + first / 2 {
+            mem.write_u64(Hfn::new(f).addr_at(0), f);
+            let entries = mem.table_entries(Hfn::new(f)).unwrap();
+            assert_eq!(entries.iter().filter(|&&e| e != 0).count(), 1);
+        }
+        assert_eq!(mem.pages.len(), 3 * first as usize, "freed slots were reused");
+        for f in 1..=3 * first {
+            let want = if f <= first && f % 2 == 1 { 0 } else { f };
+            assert_eq!(mem.read_u64(Hfn::new(f).addr_at(8 * (f % 512))), want, "frame {f}");
+            assert_eq!(mem.entry(Hfn::new(f).addr_at(8 * (f % 512))).is_some(), want != 0);
+        }
     }
 
     #[test]

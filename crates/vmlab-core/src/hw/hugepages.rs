@@ -93,6 +93,17 @@ impl<T: Copy> FixedVec<T> {
     }
 }
 
+impl<T: Copy> FixedVec<T> {
+    /// Append all of `values`; panics if they do not fit.
+    pub fn extend_from_slice(&mut self, values: &[T]) {
+        assert!(values.len() <= self.capacity - self.len, "FixedVec of capacity {} is full", self.capacity);
+        // SAFETY: the checked room puts `len .. len + values.len()` inside the allocation;
+        // `values` cannot overlap it, as `&mut self` owns those uninitialized slots.
+        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.ptr.as_ptr().add(self.len), values.len()) };
+        self.len += values.len();
+    }
+}
+
 impl<T: Copy> Deref for FixedVec<T> {
     type Target = [T];
     #[inline]
@@ -152,6 +163,10 @@ mod tests {
         v.push(3);
         assert!(v.is_full());
         assert_eq!((&v[..], &w[..]), (&[7, 2, 3][..], &[7, 2][..]));
+        let mut x = FixedVec::with_capacity(5);
+        x.extend_from_slice(&w);
+        x.extend_from_slice(&v);
+        assert_eq!(&x[..], &[7, 2, 7, 2, 3]);
     }
 
     #[test]
