@@ -18,10 +18,14 @@ use crate::hw::tags::TagTable;
 pub const ENTRIES_PER_TABLE: usize = 512;
 type TablePage = [u64; ENTRIES_PER_TABLE];
 
+/// The key of an empty index bucket: not a frame number (those are below 2^52), and a probe
+/// compares keys with the frame itself, with no adjustment.
+const EMPTY: u64 = u64::MAX;
+
 /// Frame number -> arena slot of every frame with table contents: open addressing with
 /// linear probing, at most half full, deletion by backward shift (no tombstones).
 struct FrameIndex {
-    /// `(frame + 1, slot)`; a key of 0 marks an empty bucket.
+    /// `(frame, slot)`; a frame of [`EMPTY`] marks an empty bucket.
     buckets: Box<[(u64, u32)]>,
     /// `64 - log2(buckets.len())`: the bucket of a frame is the top bits of its hash.
     shift: u32,
@@ -31,7 +35,7 @@ struct FrameIndex {
 impl FrameIndex {
     fn new() -> Self {
         let buckets = 1024;
-        FrameIndex { buckets: vec![(0, 0); buckets].into_boxed_slice(), shift: 64 - buckets.trailing_zeros(), len: 0 }
+        FrameIndex { buckets: vec![(EMPTY, 0); buckets].into_boxed_slice(), shift: 64 - buckets.trailing_zeros(), len: 0 }
     }
 
     #[inline]
@@ -50,10 +54,10 @@ impl FrameIndex {
             // are masked by `buckets.len() - 1` (a power of two minus one). Walks look frames up
             // several times per simulated access, so the check is worth dropping here.
             let (key, slot) = unsafe { *self.buckets.get_unchecked(i) };
-            if key == frame + 1 {
+            if key == frame {
                 return Some(slot);
             }
-            if key == 0 {
+            if key == EMPTY {
                 return None;
             }
             i = (i + 1) & mask;
@@ -67,11 +71,12 @@ impl FrameIndex {
         }
         let mask = self.buckets.len() - 1;
         let mut i = self.home(frame);
-        while self.buckets[i].0 != 0 {
-            debug_assert_ne!(self.buckets[i].0, frame + 1, "frame {frame} indexed twice");
+        debug_assert_ne!(frame, EMPTY);
+        while self.buckets[i].0 != EMPTY {
+            debug_assert_ne!(self.buckets[i].0, frame, "frame {frame} indexed twice");
             i = (i + 1) & mask;
         }
-        self.buckets[i] = (frame + 1, slot);
+        self.buckets[i] = (frame, slot);
         self.len += 1;
     }
 
@@ -80,10 +85,10 @@ impl FrameIndex {
         let mut hole = self.home(frame);
         let slot = loop {
             let (key, slot) = self.buckets[hole];
-            if key == frame + 1 {
+            if key == frame {
                 break slot;
             }
-            if key == 0 {
+            if key == EMPTY {
                 return None;
             }
             hole = (hole + 1) & mask;
@@ -93,28 +98,28 @@ impl FrameIndex {
         loop {
             i = (i + 1) & mask;
             let (key, _) = self.buckets[i];
-            if key == 0 {
+            if key == EMPTY {
                 break;
             }
-            let home = self.home(key - 1);
+            let home = self.home(key);
             // The entry at `i` can fill the hole unless its home lies cyclically in (hole, i].
             if (i.wrapping_sub(home) & mask) >= (i.wrapping_sub(hole) & mask) {
                 self.buckets[hole] = self.buckets[i];
                 hole = i;
             }
         }
-        self.buckets[hole] = (0, 0);
+        self.buckets[hole] = (EMPTY, 0);
         self.len -= 1;
         Some(slot)
     }
 
     fn grow(&mut self) {
-        let doubled = vec![(0, 0); self.buckets.len() * 2].into_boxed_slice();
+        let doubled = vec![(EMPTY, 0); self.buckets.len() * 2].into_boxed_slice();
         let old = std::mem::replace(&mut self.buckets, doubled);
         self.shift -= 1;
         self.len = 0;
-        for (key, slot) in old.iter().copied().filter(|&(key, _)| key != 0) {
-            self.insert(key - 1, slot);
+        for (key, slot) in old.iter().copied().filter(|&(key, _)| key != EMPTY) {
+            self.insert(key, slot);
         }
     }
 }
