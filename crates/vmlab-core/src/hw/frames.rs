@@ -131,7 +131,7 @@ const FIRST_PAGES: usize = HUGE_PAGE / std::mem::size_of::<TablePage>();
 /// The table pages, by slot, in one block on host huge pages, since walks read them at
 /// random. One block makes a page's address one multiply-add from its slot (no chunk table
 /// to load); the block doubles when full, copying its pages, which costs about one more
-/// write per page over a run.
+/// write per page over a run and, during the copy, half again the arena's memory.
 struct Arena {
     pages: FixedVec<TablePage>,
 }
