@@ -157,7 +157,9 @@ impl<const G: usize> Set<G> {
         let full = u64::MAX >> (64 - ways);
         let empty = !self.valid & full;
         if empty != 0 {
-            return empty.trailing_zeros() as usize;
+            // Below `ways <= G * LANES`, a power of two: the mask changes nothing but shows
+            // the compiler the way is in range, so `put` needs no bounds checks.
+            return empty.trailing_zeros() as usize & (G * LANES - 1);
         }
         // A full set's ranks are 0..ways, each once.
         let oldest = (ways - 1) as u8;

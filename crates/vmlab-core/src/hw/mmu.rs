@@ -191,6 +191,18 @@ fn sizes_in(in_use: u8) -> impl Iterator<Item = PageSize> {
     })
 }
 
+/// The first `Some` of `probe(size)` over the page sizes in `in_use`, smallest first (see
+/// [`sizes_in`]). With only 4K pages in use, the usual case, `probe` runs once with a
+/// constant size, so its key packing and offset masks fold to constants. Callers mark
+/// `probe` `#[inline(always)]`: called from two places, it is otherwise kept out of line.
+#[inline(always)]
+fn first_size<T>(in_use: u8, mut probe: impl FnMut(PageSize) -> Option<T>) -> Option<T> {
+    if in_use == 1 << PageSize::Size4K.index() {
+        return probe(PageSize::Size4K);
+    }
+    sizes_in(in_use).find_map(probe)
+}
+
 #[inline]
 fn usable(value: u64, write: bool) -> bool {
     Perms::from_bits(value).allows(write) && (!write || value & VALUE_DIRTY != 0)
@@ -297,16 +309,16 @@ impl Mmu {
     /// for `va` (unusable for this access): the other sizes' L1 DTLBs hold none.
     #[inline]
     fn l1_lookup(&mut self, va: u64, write: bool) -> Result<Hpa, u8> {
-        let mut found = 0;
-        for size in sizes_in(self.sizes_in_use) {
-            if let Some(value) = self.l1[size.index()].lookup(tlb_key(va, size, self.tag)) {
-                if usable(value, write) {
-                    return Ok(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
-                }
-                found |= 1 << size.index();
+        let (l1, tag, mut found) = (&mut self.l1, self.tag, 0);
+        let hit = first_size(self.sizes_in_use, #[inline(always)] |size| {
+            let value = l1[size.index()].lookup(tlb_key(va, size, tag))?;
+            if usable(value, write) {
+                return Some(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
             }
-        }
-        Err(found)
+            found |= 1 << size.index();
+            None
+        });
+        hit.ok_or(found)
     }
 
     /// Fill the L1 DTLB of `size`; `l1_found` is what [`Self::l1_lookup`] reported, so an
@@ -326,18 +338,22 @@ impl Mmu {
     fn l1_miss(&mut self, mem: &mut HostMemory, va: u64, write: bool, l1_found: u8) -> Result<Hpa, Fault> {
         self.counters.l1_tlb_misses += 1;
         let mut found_unusable = false;
-        for size in sizes_in(self.sizes_in_use) {
-            let key = tlb_key(va, size, self.tag);
+        let tag = self.tag;
+        let hit = first_size(self.sizes_in_use, #[inline(always)] |size| {
+            let key = tlb_key(va, size, tag);
             let second_level = if size == PageSize::Size1G { &mut self.stlb_1g } else { &mut self.stlb };
-            if let Some(value) = second_level.lookup(key) {
-                if usable(value, write) {
-                    self.counters.stlb_hits += 1;
-                    // The L1 probe of this size missed, or found this same entry unusable.
-                    self.l1_fill(size, key, value, l1_found);
-                    return Ok(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
-                }
-                found_unusable = true;
+            let value = second_level.lookup(key)?;
+            if usable(value, write) {
+                return Some((size, key, value));
             }
+            found_unusable = true;
+            None
+        });
+        if let Some((size, key, value)) = hit {
+            self.counters.stlb_hits += 1;
+            // The L1 probe of this size missed, or found this same entry unusable.
+            self.l1_fill(size, key, value, l1_found);
+            return Ok(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
         }
         if !found_unusable {
             self.counters.tlb_misses += 1;
@@ -768,15 +784,18 @@ struct Nested<'a> {
 impl Nested<'_> {
     /// GPA -> HPA through the nested TLB, or an EPT walk.
     fn translate(&mut self, gpa: u64, write: bool) -> Result<Leaf, Fault> {
-        let mut found = 0u8;
-        for size in sizes_in(*self.nested_sizes_in_use) {
-            if let Some(value) = self.nested_tlb.lookup(tlb_key(gpa, size, 0)) {
-                if usable(value, write) {
-                    self.counters.nested_tlb_hits += 1;
-                    return Ok(Leaf { base: value & FRAME_MASK, size, perms: Perms::from_bits(value) });
-                }
-                found |= 1 << size.index();
+        let (nested_tlb, mut found) = (&mut *self.nested_tlb, 0u8);
+        let hit = first_size(*self.nested_sizes_in_use, #[inline(always)] |size| {
+            let value = nested_tlb.lookup(tlb_key(gpa, size, 0))?;
+            if usable(value, write) {
+                return Some(Leaf { base: value & FRAME_MASK, size, perms: Perms::from_bits(value) });
             }
+            found |= 1 << size.index();
+            None
+        });
+        if let Some(leaf) = hit {
+            self.counters.nested_tlb_hits += 1;
+            return Ok(leaf);
         }
         self.counters.nested_tlb_misses += 1;
         let mut tables = HostTables { mem: self.mem, memory: self.memory };

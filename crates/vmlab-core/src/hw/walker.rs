@@ -148,8 +148,11 @@ pub fn walk<F: EntryFormat, T: TableMemory>(
     // Accumulated as packed [`Perms::bits`]: one AND per level.
     let mut perms = Perms::ALL.bits();
 
+    debug_assert!(matches!(levels, 4 | 5), "{levels} paging levels");
     if let Some(caches) = caches.as_deref_mut() {
-        for cached_level in 2..=levels.min(4) {
+        // Constant bounds (every cached level is below the root): the probes unroll, each
+        // with its cache and key shift fixed.
+        for cached_level in 2..=4u8 {
             if let Some(value) = caches.by_level[cached_level as usize - 2].lookup(WalkCaches::key(cached_level, addr, tag)) {
                 table = value & FRAME_MASK;
                 perms = value & Perms::ALL.bits();
