@@ -281,18 +281,19 @@ mod tests {
                     assert_eq!(got, want, "last {last}, 8 lanes");
                 }
             }
-            let mut want = lanes;
-            want.copy_within(0..15, 1);
-            want[0] = value;
+            // Pushing in at the front of N lanes drops lane N - 1.
+            let pushed = |n: usize| {
+                let mut want = lanes;
+                want.copy_within(0..n - 1, 1);
+                want[0] = value;
+                want
+            };
             let mut got = lanes;
             push_front_u32x16::<16>(&mut got, value);
-            assert_eq!(got, want);
-            let mut want = lanes;
-            want.copy_within(0..7, 1);
-            want[0] = value;
+            assert_eq!(got, pushed(16));
             let mut got = lanes;
             push_front_u32x16::<8>(&mut got, value);
-            assert_eq!(got, want);
+            assert_eq!(got, pushed(8));
             let values = [0, 3, 7, 15];
             for n in [8, 16] {
                 let want = values.map(|v| (0..n).fold(0, |m, i| m | u32::from(lanes[i] & 0xf == v) << i));
