@@ -30,6 +30,8 @@ impl RunProgress {
         let Some(bar) = &self.bar else { return };
         if self.phase != Some(p.phase) {
             self.phase = Some(p.phase);
+            // Reset first, so the old phase's count never shows against the new length.
+            bar.set_position(0);
             bar.set_message(p.phase.name());
             bar.set_length(p.total);
         }
