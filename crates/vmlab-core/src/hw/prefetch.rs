@@ -133,13 +133,22 @@ impl Lookahead {
     /// bit into them).
     #[inline]
     fn leaf_slot(key: u64) -> usize {
-        (key >> (64 - LEAF_TABLES.trailing_zeros())) as usize
+        top_bits(key, LEAF_TABLES)
     }
 
     #[inline]
     fn frame_slot(gfn: u64) -> usize {
-        (gfn.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize % TABLE_FRAMES
+        top_bits(gfn.wrapping_mul(0x9e37_79b9_7f4a_7c15), TABLE_FRAMES)
     }
+}
+
+/// A slot of a direct-mapped table of `slots` (a power of two) from a mixed hash: as many of
+/// its top bits as the table needs, so every slot is used whatever the table's size (a fixed
+/// shift of 52 reaches only 4,096 slots of a larger table).
+#[inline]
+fn top_bits(hash: u64, slots: usize) -> usize {
+    debug_assert!(slots.is_power_of_two() && slots > 1);
+    (hash >> (64 - slots.trailing_zeros())) as usize
 }
 
 #[cfg(test)]
