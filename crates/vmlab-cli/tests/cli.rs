@@ -13,27 +13,47 @@ const SYSBENCH_64M: &str = "sysbench-mem:block=64M";
 const GUPS_16M: &str = "gups:table=16M,updates=20000";
 const SAMPLE: [&str; 4] = ["--accesses", "20000", "--warmup", "1000"];
 
-
 /// `vmlab run ARGS --json` plus the small sample options, parsed.
 fn run_json(args: &[&str]) -> Value {
     let mut all = vec!["run", "--json"];
     all.extend_from_slice(args);
     let stdout = vmlab_ok(&all);
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("vmlab {all:?}: stdout is not one JSON value ({e}):\n{stdout}"))
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("vmlab {all:?}: stdout is not one JSON value ({e}):\n{stdout}"))
 }
 
 /// Expects a usage error: status 2, nothing on stdout, and exactly one stderr line
 /// `error: ...` that contains every one of `mentions`. Returns that line.
 fn expect_usage_error(args: &[&str], mentions: &[&str]) -> String {
     let out = vmlab(args);
-    assert_eq!(out.code, Some(2), "vmlab {args:?}: want status 2; stderr:\n{}", out.stderr);
-    assert!(out.stdout.is_empty(), "vmlab {args:?}: want empty stdout, got:\n{}", out.stdout);
+    assert_eq!(
+        out.code,
+        Some(2),
+        "vmlab {args:?}: want status 2; stderr:\n{}",
+        out.stderr
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "vmlab {args:?}: want empty stdout, got:\n{}",
+        out.stdout
+    );
     let lines: Vec<&str> = out.stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "vmlab {args:?}: want one stderr line, got:\n{}", out.stderr);
+    assert_eq!(
+        lines.len(),
+        1,
+        "vmlab {args:?}: want one stderr line, got:\n{}",
+        out.stderr
+    );
     let line = lines[0];
-    assert!(line.starts_with("error: "), "vmlab {args:?}: stderr line does not start with 'error: ': {line}");
+    assert!(
+        line.starts_with("error: "),
+        "vmlab {args:?}: stderr line does not start with 'error: ': {line}"
+    );
     for m in mentions {
-        assert!(line.contains(m), "vmlab {args:?}: error does not mention {m:?}: {line}");
+        assert!(
+            line.contains(m),
+            "vmlab {args:?}: error does not mention {m:?}: {line}"
+        );
     }
     line.to_string()
 }
@@ -46,7 +66,10 @@ fn run_args<'a>(workload: &'a str, paging: &'a str) -> Vec<&'a str> {
 }
 
 fn skylake_toml_path() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles/skylake.toml"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../profiles/skylake.toml"
+    ))
 }
 
 fn skylake_toml() -> String {
@@ -70,22 +93,38 @@ fn write_profile(name: &str, edit: impl Fn(&str) -> String) -> String {
 
 /// Replaces the one line equal to `line` (trimmed) by `with`; fails if there is no such line.
 fn replace_line(text: &str, line: &str, with: &str) -> String {
-    assert_eq!(text.lines().filter(|l| l.trim() == line).count(), 1, "profile has exactly one line {line:?}");
-    text.lines().map(|l| if l.trim() == line { with } else { l }).collect::<Vec<_>>().join("\n") + "\n"
+    assert_eq!(
+        text.lines().filter(|l| l.trim() == line).count(),
+        1,
+        "profile has exactly one line {line:?}"
+    );
+    text.lines()
+        .map(|l| if l.trim() == line { with } else { l })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
 }
 
 fn runs(report: &Value) -> &Vec<Value> {
     let obj = report.as_object().expect("report is an object");
-    assert_eq!(obj.keys().collect::<Vec<_>>(), vec!["runs"], "report has only the key 'runs'");
+    assert_eq!(
+        obj.keys().collect::<Vec<_>>(),
+        vec!["runs"],
+        "report has only the key 'runs'"
+    );
     report["runs"].as_array().expect("'runs' is an array")
 }
 
 fn u(run: &Value, key: &str) -> u64 {
-    run[key].as_u64().unwrap_or_else(|| panic!("{key} is not an unsigned integer in {}", run["paging"]))
+    run[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} is not an unsigned integer in {}", run["paging"]))
 }
 
 fn f(run: &Value, key: &str) -> f64 {
-    run[key].as_f64().unwrap_or_else(|| panic!("{key} is not a number in {}", run["paging"]))
+    run[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} is not a number in {}", run["paging"]))
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -131,11 +170,18 @@ fn unknown_workload_key_lists_valid_keys() {
 
 #[test]
 fn malformed_key_value_is_rejected() {
-    for spec in ["tlb-bench:size", "tlb-bench:size=64M,accesses", "tlb-bench:"] {
+    for spec in [
+        "tlb-bench:size",
+        "tlb-bench:size=64M,accesses",
+        "tlb-bench:",
+    ] {
         let mut args = vec!["run"];
         args.extend(run_args(spec, "native"));
         let line = expect_usage_error(&args, &["tlb-bench"]);
-        assert!(line.contains("malformed") && line.contains("key=value"), "{spec}: {line}");
+        assert!(
+            line.contains("malformed") && line.contains("key=value"),
+            "{spec}: {line}"
+        );
     }
 }
 
@@ -153,7 +199,18 @@ fn invalid_size_suffix_is_rejected() {
 fn unknown_paging_scheme_lists_valid_schemes() {
     let mut args = vec!["run"];
     args.extend(run_args(TLB_64M, "native,agile"));
-    expect_usage_error(&args, &["agile", "native", "nested", "shadow", "pv", "tpt", "tpt-prototype"]);
+    expect_usage_error(
+        &args,
+        &[
+            "agile",
+            "native",
+            "nested",
+            "shadow",
+            "pv",
+            "tpt",
+            "tpt-prototype",
+        ],
+    );
 }
 
 #[test]
@@ -204,9 +261,21 @@ fn footprint_too_large_for_guest_memory_under_nested() {
 fn footprint_error_after_a_successful_scheme_prints_no_partial_report() {
     // A profile whose VM has 1G: tlb-bench over 1G fits natively but not in the VM, so native
     // runs first and nested then fails; the command must still print only the error.
-    let profile = write_profile("guest-1g.toml", |t| replace_line(t, "guest_memory = \"16G\"", "guest_memory = \"1G\""));
+    let profile = write_profile("guest-1g.toml", |t| {
+        replace_line(t, "guest_memory = \"16G\"", "guest_memory = \"1G\"")
+    });
     for json in [false, true] {
-        let mut args = vec!["run", "-m", profile.as_str(), "-w", "tlb-bench:size=1G,accesses=1000", "-p", "native,nested", "-n", "1000"];
+        let mut args = vec![
+            "run",
+            "-m",
+            profile.as_str(),
+            "-w",
+            "tlb-bench:size=1G,accesses=1000",
+            "-p",
+            "native,nested",
+            "-n",
+            "1000",
+        ];
         if json {
             args.push("--json");
         }
@@ -232,7 +301,9 @@ fn profile_file_with_unknown_key_names_the_key() {
     args.extend(run_args(TLB_64M, "native"));
     vmlab_ok(&args);
 
-    let bad = write_profile("skylake-turbo.toml", |t| replace_line(t, "[core]", "[core]\nturbo = true"));
+    let bad = write_profile("skylake-turbo.toml", |t| {
+        replace_line(t, "[core]", "[core]\nturbo = true")
+    });
     let mut args = vec!["run", "-m", bad.as_str()];
     args.extend(run_args(TLB_64M, "native"));
     expect_usage_error(&args, &["turbo", bad.as_str()]);
@@ -240,15 +311,34 @@ fn profile_file_with_unknown_key_names_the_key() {
 
 #[test]
 fn bench_rejects_bad_workload_and_profile_as_usage_errors() {
-    expect_usage_error(&["bench", "--json", "-w", "memcached", "-n", "1000"], &["memcached", "tlb-bench"]);
-    expect_usage_error(&["bench", "--json", "-w", TLB_64M, "-n", "1000", "-m", "haswell"], &["haswell", "skylake"]);
+    expect_usage_error(
+        &["bench", "--json", "-w", "memcached", "-n", "1000"],
+        &["memcached", "tlb-bench"],
+    );
+    expect_usage_error(
+        &[
+            "bench", "--json", "-w", TLB_64M, "-n", "1000", "-m", "haswell",
+        ],
+        &["haswell", "skylake"],
+    );
 }
 
 #[test]
 fn bench_footprint_too_large_is_a_usage_error() {
-    let profile = write_profile("guest-1g-bench.toml", |t| replace_line(t, "guest_memory = \"16G\"", "guest_memory = \"1G\""));
+    let profile = write_profile("guest-1g-bench.toml", |t| {
+        replace_line(t, "guest_memory = \"16G\"", "guest_memory = \"1G\"")
+    });
     expect_usage_error(
-        &["bench", "--json", "-m", profile.as_str(), "-w", "tlb-bench:size=1G,accesses=1000", "-n", "1000"],
+        &[
+            "bench",
+            "--json",
+            "-m",
+            profile.as_str(),
+            "-w",
+            "tlb-bench:size=1G,accesses=1000",
+            "-n",
+            "1000",
+        ],
         &["1G", "guest_memory"],
     );
 }
@@ -276,30 +366,84 @@ fn check_run_shape(run: &Value) {
         assert!(run.get(key).is_some(), "run lacks {key}: {run}");
     }
     assert!(run["workload"].is_string() && run["paging"].is_string());
-    for key in ["accesses_simulated", "accesses_total", "tlb_misses", "walks", "walk_refs", "vm_exits", "page_faults"] {
+    for key in [
+        "accesses_simulated",
+        "accesses_total",
+        "tlb_misses",
+        "walks",
+        "walk_refs",
+        "vm_exits",
+        "page_faults",
+    ] {
         u(run, key);
     }
-    assert!(f(run, "cycles") > 0.0 && f(run, "seconds") > 0.0, "positive time: {run}");
-    assert!(run["extrapolated"].is_boolean(), "extrapolated is a boolean");
-    assert!(run["exits_by_reason"].is_object(), "exits_by_reason is an object");
+    assert!(
+        f(run, "cycles") > 0.0 && f(run, "seconds") > 0.0,
+        "positive time: {run}"
+    );
+    assert!(
+        run["extrapolated"].is_boolean(),
+        "extrapolated is a boolean"
+    );
+    assert!(
+        run["exits_by_reason"].is_object(),
+        "exits_by_reason is an object"
+    );
     let setup = &run["setup"];
     assert!(setup.is_object(), "setup is an object");
     for key in ["page_faults", "vm_exits"] {
         assert!(setup[key].is_u64(), "setup.{key} is an unsigned integer");
     }
-    assert!(setup["exits_by_reason"].is_object(), "setup.exits_by_reason is an object");
+    assert!(
+        setup["exits_by_reason"].is_object(),
+        "setup.exits_by_reason is an object"
+    );
 
     // Internal consistency of one run.
-    let sum_exits: u64 = run["exits_by_reason"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
-    assert_eq!(sum_exits, u(run, "vm_exits"), "exits_by_reason sums to vm_exits");
-    assert_eq!(u(run, "guest_walk_refs") + u(run, "ept_walk_refs"), u(run, "walk_refs"), "walk refs are guest + EPT");
-    let served: u64 = run["walk_refs_served"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
-    assert_eq!(served, u(run, "walk_refs"), "every walk reference is served by some level");
+    let sum_exits: u64 = run["exits_by_reason"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        sum_exits,
+        u(run, "vm_exits"),
+        "exits_by_reason sums to vm_exits"
+    );
+    assert_eq!(
+        u(run, "guest_walk_refs") + u(run, "ept_walk_refs"),
+        u(run, "walk_refs"),
+        "walk refs are guest + EPT"
+    );
+    let served: u64 = run["walk_refs_served"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        served,
+        u(run, "walk_refs"),
+        "every walk reference is served by some level"
+    );
     if u(run, "walks") > 0 {
-        assert!(close(f(run, "walk_refs_per_walk"), u(run, "walk_refs") as f64 / u(run, "walks") as f64));
+        assert!(close(
+            f(run, "walk_refs_per_walk"),
+            u(run, "walk_refs") as f64 / u(run, "walks") as f64
+        ));
     }
-    assert!(close(f(run, "cycles"), f(run, "cycles_per_access") * u(run, "accesses_total") as f64), "cycles = cpa x total");
-    assert!(close(f(run, "cycles"), f(run, "seconds") * skylake_ghz() * 1e9), "seconds = cycles / clock");
+    assert!(
+        close(
+            f(run, "cycles"),
+            f(run, "cycles_per_access") * u(run, "accesses_total") as f64
+        ),
+        "cycles = cpa x total"
+    );
+    assert!(
+        close(f(run, "cycles"), f(run, "seconds") * skylake_ghz() * 1e9),
+        "seconds = cycles / clock"
+    );
     assert!(u(run, "accesses_simulated") <= u(run, "accesses_total"));
 }
 
@@ -310,11 +454,18 @@ fn run_json_has_one_run_per_scheme_in_order() {
             let report = run_json(&run_args(workload, paging));
             let runs = runs(&report);
             let names: Vec<&str> = runs.iter().map(|r| r["paging"].as_str().unwrap()).collect();
-            assert_eq!(names, paging.split(',').collect::<Vec<_>>(), "{workload}: schemes in the order given");
+            assert_eq!(
+                names,
+                paging.split(',').collect::<Vec<_>>(),
+                "{workload}: schemes in the order given"
+            );
             for run in runs {
                 check_run_shape(run);
                 let name = workload.split(':').next().unwrap();
-                assert!(run["workload"].as_str().unwrap().starts_with(name), "workload named in {run}");
+                assert!(
+                    run["workload"].as_str().unwrap().starts_with(name),
+                    "workload named in {run}"
+                );
             }
             // The same workload, in canonical form, in every run.
             assert!(runs.iter().all(|r| r["workload"] == runs[0]["workload"]));
@@ -331,27 +482,45 @@ fn native_and_nested_differ_as_expected() {
         assert_eq!(u(native, "vm_exits"), 0, "{workload}");
         assert_eq!(u(native, "ept_walk_refs"), 0, "{workload}");
         assert_eq!(u(&native["setup"], "vm_exits"), 0, "{workload}");
-        assert!(u(native, "walks") > 0, "{workload}: a 4K-paged random workload over 16M+ walks");
+        assert!(
+            u(native, "walks") > 0,
+            "{workload}: a 4K-paged random workload over 16M+ walks"
+        );
         let native_rpw = f(native, "walk_refs_per_walk");
         let nested_rpw = f(nested, "walk_refs_per_walk");
-        assert!(native_rpw > 0.0 && native_rpw <= 4.0, "{workload}: native refs/walk {native_rpw}");
+        assert!(
+            native_rpw > 0.0 && native_rpw <= 4.0,
+            "{workload}: native refs/walk {native_rpw}"
+        );
         // 2D walks: more references per walk, at most 24.
-        assert!(nested_rpw > native_rpw, "{workload}: nested {nested_rpw} vs native {native_rpw}");
-        assert!(nested_rpw <= 24.0, "{workload}: nested refs/walk {nested_rpw}");
+        assert!(
+            nested_rpw > native_rpw,
+            "{workload}: nested {nested_rpw} vs native {native_rpw}"
+        );
+        assert!(
+            nested_rpw <= 24.0,
+            "{workload}: nested refs/walk {nested_rpw}"
+        );
         assert!(u(nested, "ept_walk_refs") > 0, "{workload}");
         // Backing guest memory costs EPT violations during set-up.
         assert!(u(&nested["setup"], "vm_exits") > 0, "{workload}");
     }
     let report = run_json(&run_args(TLB_64M, "native,nested"));
     let (native, nested) = (&runs(&report)[0], &runs(&report)[1]);
-    assert!(f(nested, "seconds") > f(native, "seconds"), "tlb-bench over 64M is slower nested");
+    assert!(
+        f(nested, "seconds") > f(native, "seconds"),
+        "tlb-bench over 64M is slower nested"
+    );
     assert!(f(nested, "cycles") > f(native, "cycles"));
 }
 
 #[test]
 fn sample_is_extrapolated_only_when_the_workload_is_longer() {
     // Longer than warm-up + sample: exactly --accesses simulated, the rest extrapolated.
-    for (workload, total) in [("tlb-bench:size=64M,accesses=100000", 100_000), (SYSBENCH_64M, 64 << 20 >> 2)] {
+    for (workload, total) in [
+        ("tlb-bench:size=64M,accesses=100000", 100_000),
+        (SYSBENCH_64M, 64 << 20 >> 2),
+    ] {
         let report = run_json(&run_args(workload, "native,nested"));
         for run in runs(&report) {
             assert_eq!(u(run, "accesses_simulated"), 20000, "{workload}");
@@ -384,7 +553,10 @@ fn same_command_gives_identical_json_and_seed_changes_it() {
     let other = vmlab_ok(&args);
     assert_ne!(first, other, "a different seed changes the report");
     let other: Value = serde_json::from_str(&other).unwrap();
-    assert!(runs(&other).iter().all(|r| r["seed"] == 2), "the seed is reported");
+    assert!(
+        runs(&other).iter().all(|r| r["seed"] == 2),
+        "the seed is reported"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -393,7 +565,14 @@ fn same_command_gives_identical_json_and_seed_changes_it() {
 
 #[test]
 fn single_4k_page_counts_are_exact() {
-    let report = run_json(&["-w", "tlb-bench:size=4K,accesses=1000", "--accesses", "0", "-p", "native,nested"]);
+    let report = run_json(&[
+        "-w",
+        "tlb-bench:size=4K,accesses=1000",
+        "--accesses",
+        "0",
+        "-p",
+        "native,nested",
+    ]);
     let runs = runs(&report);
     assert_eq!(runs.len(), 2);
     for run in runs {
@@ -408,13 +587,21 @@ fn single_4k_page_counts_are_exact() {
         assert_eq!(u(run, "page_faults"), 0, "{paging}");
         assert_eq!(u(run, "vm_exits"), 0, "{paging}");
         let setup = &run["setup"];
-        assert_eq!(u(setup, "page_faults"), 1, "{paging}: one first-touch fault");
+        assert_eq!(
+            u(setup, "page_faults"),
+            1,
+            "{paging}: one first-touch fault"
+        );
         let exits = u(setup, "vm_exits");
         match paging {
             "native" => assert_eq!(exits, 0),
             "nested" => {
                 assert!(exits >= 1, "nested set-up exits to back the page");
-                assert_eq!(setup["exits_by_reason"]["ept_violation"].as_u64(), Some(exits), "all set-up exits are EPT violations");
+                assert_eq!(
+                    setup["exits_by_reason"]["ept_violation"].as_u64(),
+                    Some(exits),
+                    "all set-up exits are EPT violations"
+                );
             }
             other => panic!("unexpected scheme {other}"),
         }
@@ -438,13 +625,20 @@ fn table_has_header_one_row_per_scheme_and_ratio_one_first() {
             .unwrap_or_else(|| panic!("no header line in:\n{stdout}"));
         let header = lines[header_at];
         let columns: Vec<&str> = header.split_whitespace().collect();
-        let ratio_col = columns.iter().position(|c| *c == "ratio").expect("a ratio column");
+        let ratio_col = columns
+            .iter()
+            .position(|c| *c == "ratio")
+            .expect("a ratio column");
         // "time (s)" is two words, before ratio: the ratio is field ratio_col - 1 of a row.
         let ratio_field = ratio_col - 1;
         let schemes: Vec<&str> = paging.split(',').collect();
         let rows = &lines[header_at + 1..header_at + 1 + schemes.len()];
         for (row, scheme) in rows.iter().zip(&schemes) {
-            assert_eq!(row.split_whitespace().next(), Some(*scheme), "row starts with the scheme: {row}");
+            assert_eq!(
+                row.split_whitespace().next(),
+                Some(*scheme),
+                "row starts with the scheme: {row}"
+            );
         }
         let first: Vec<&str> = rows[0].split_whitespace().collect();
         assert_eq!(first[ratio_field], "1.00", "first row's ratio: {}", rows[0]);
@@ -456,7 +650,10 @@ fn table_has_header_one_row_per_scheme_and_ratio_one_first() {
             assert!(ratio < 1.0, "native is faster than nested: {}", rows[1]);
         }
         // No other line starts with a scheme name.
-        let scheme_lines = lines.iter().filter(|l| schemes.iter().any(|s| l.starts_with(s))).count();
+        let scheme_lines = lines
+            .iter()
+            .filter(|l| schemes.iter().any(|s| l.starts_with(s)))
+            .count();
         assert_eq!(scheme_lines, schemes.len(), "one row per scheme:\n{stdout}");
         assert!(stdout.contains("tlb-bench"), "the workload is named");
     }
@@ -469,12 +666,27 @@ fn table_has_header_one_row_per_scheme_and_ratio_one_first() {
 #[test]
 fn list_mentions_workloads_schemes_and_profiles() {
     let stdout = vmlab_ok(&["list"]);
-    for word in ["sysbench-mem", "gups", "tlb-bench", "native", "nested", "skylake"] {
-        assert!(stdout.contains(word), "list does not mention {word}:\n{stdout}");
+    for word in [
+        "sysbench-mem",
+        "gups",
+        "tlb-bench",
+        "native",
+        "nested",
+        "skylake",
+    ] {
+        assert!(
+            stdout.contains(word),
+            "list does not mention {word}:\n{stdout}"
+        );
     }
     // Every parameter key that `run` accepts is listed.
-    for key in ["block", "oper", "mode", "events", "table", "updates", "size", "accesses"] {
-        assert!(stdout.contains(key), "list does not mention parameter {key}");
+    for key in [
+        "block", "oper", "mode", "events", "table", "updates", "size", "accesses",
+    ] {
+        assert!(
+            stdout.contains(key),
+            "list does not mention parameter {key}"
+        );
     }
 }
 
@@ -494,11 +706,24 @@ fn list_json_has_workloads_schemes_and_profiles() {
     for w in ["sysbench-mem", "gups", "tlb-bench"] {
         assert!(workloads.iter().any(|n| n == w), "workloads: {workloads:?}");
     }
-    assert_eq!(names("schemes"), vec!["native", "nested", "shadow", "pv", "tpt", "tpt-prototype"]);
+    assert_eq!(
+        names("schemes"),
+        vec!["native", "nested", "shadow", "pv", "tpt", "tpt-prototype"]
+    );
     assert!(names("profiles").iter().any(|n| n == "skylake"));
     // Workload parameters come with their keys.
-    let tlb = value["workloads"].as_array().unwrap().iter().find(|w| w["name"] == "tlb-bench").unwrap();
-    let keys: Vec<&str> = tlb["params"].as_array().unwrap().iter().map(|p| p["key"].as_str().unwrap()).collect();
+    let tlb = value["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "tlb-bench")
+        .unwrap();
+    let keys: Vec<&str> = tlb["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["key"].as_str().unwrap())
+        .collect();
     assert_eq!(keys, vec!["size", "accesses", "tpt_task"]);
 }
 
@@ -512,9 +737,15 @@ fn bench_json_reports_a_positive_rate_per_scheme() {
     let value: Value = serde_json::from_str(&stdout).expect("bench --json is JSON");
     let rows = value["bench"].as_array().expect("'bench' is an array");
     let names: Vec<&str> = rows.iter().map(|r| r["paging"].as_str().unwrap()).collect();
-    assert_eq!(names, vec!["native", "nested", "shadow", "pv", "tpt", "tpt-prototype"], "one entry per scheme");
+    assert_eq!(
+        names,
+        vec!["native", "nested", "shadow", "pv", "tpt", "tpt-prototype"],
+        "one entry per scheme"
+    );
     for row in rows {
-        let rate = row["accesses_per_second"].as_f64().expect("accesses_per_second is a number");
+        let rate = row["accesses_per_second"]
+            .as_f64()
+            .expect("accesses_per_second is a number");
         assert!(rate > 0.0 && rate.is_finite(), "{row}");
         assert_eq!(row["accesses"].as_u64(), Some(20000), "{row}");
     }
@@ -522,24 +753,59 @@ fn bench_json_reports_a_positive_rate_per_scheme() {
 
 #[test]
 fn bench_times_the_chosen_schemes_and_reports_the_best_of_its_repeats() {
-    let stdout = vmlab_ok(&["bench", "--json", "-w", TLB_64M, "-n", "5000", "--paging", "nested,native", "--repeat", "3"]);
+    let stdout = vmlab_ok(&[
+        "bench",
+        "--json",
+        "-w",
+        TLB_64M,
+        "-n",
+        "5000",
+        "--paging",
+        "nested,native",
+        "--repeat",
+        "3",
+    ]);
     let value: Value = serde_json::from_str(&stdout).expect("bench --json is JSON");
     let rows = value["bench"].as_array().expect("'bench' is an array");
     let names: Vec<&str> = rows.iter().map(|r| r["paging"].as_str().unwrap()).collect();
-    assert_eq!(names, vec!["nested", "native"], "the schemes asked for, in that order");
+    assert_eq!(
+        names,
+        vec!["nested", "native"],
+        "the schemes asked for, in that order"
+    );
     for row in rows {
         assert_eq!(row["repeats"].as_u64(), Some(3), "{row}");
-        let each: Vec<f64> = row["accesses_per_second_each"].as_array().expect("rates of each repeat").iter().map(|r| r.as_f64().unwrap()).collect();
+        let each: Vec<f64> = row["accesses_per_second_each"]
+            .as_array()
+            .expect("rates of each repeat")
+            .iter()
+            .map(|r| r.as_f64().unwrap())
+            .collect();
         assert_eq!(each.len(), 3, "{row}");
         let best = each.iter().copied().fold(0.0, f64::max);
-        assert_eq!(row["accesses_per_second"].as_f64(), Some(best), "the reported rate is the fastest repeat: {row}");
+        assert_eq!(
+            row["accesses_per_second"].as_f64(),
+            Some(best),
+            "the reported rate is the fastest repeat: {row}"
+        );
     }
     let text = vmlab_ok(&["bench", "-w", TLB_64M, "-n", "5000", "-p", "pv", "-r", "2"]);
-    assert!(text.starts_with("pv ") && text.contains("best of 2") && text.lines().count() == 1, "{text}");
+    assert!(
+        text.starts_with("pv ") && text.contains("best of 2") && text.lines().count() == 1,
+        "{text}"
+    );
     let zero = vmlab(&["bench", "-w", TLB_64M, "-n", "5000", "-p", "pv", "-r", "0"]);
     assert_eq!(zero.code, Some(2), "{}", zero.stderr);
-    assert!(zero.stderr.starts_with("error: ") && zero.stderr.lines().next().unwrap().contains("--repeat"), "{}", zero.stderr);
-    expect_usage_error(&["bench", "-w", TLB_64M, "-n", "5000", "-p", "ept"], &["ept", "nested"]);
+    assert!(
+        zero.stderr.starts_with("error: ")
+            && zero.stderr.lines().next().unwrap().contains("--repeat"),
+        "{}",
+        zero.stderr
+    );
+    expect_usage_error(
+        &["bench", "-w", TLB_64M, "-n", "5000", "-p", "ept"],
+        &["ept", "nested"],
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -550,7 +816,10 @@ fn bench_times_the_chosen_schemes_and_reports_the_best_of_its_repeats() {
 fn run_help_documents_the_main_flags() {
     let stdout = vmlab_ok(&["run", "--help"]);
     for flag in ["--workload", "--paging", "--json"] {
-        assert!(stdout.contains(flag), "run --help does not mention {flag}:\n{stdout}");
+        assert!(
+            stdout.contains(flag),
+            "run --help does not mention {flag}:\n{stdout}"
+        );
     }
 }
 
@@ -558,14 +827,20 @@ fn run_help_documents_the_main_flags() {
 fn top_level_help_exits_zero_and_shows_an_example() {
     let stdout = vmlab_ok(&["--help"]);
     for word in ["run", "list", "bench", "--workload", "--paging"] {
-        assert!(stdout.contains(word), "vmlab --help does not mention {word}:\n{stdout}");
+        assert!(
+            stdout.contains(word),
+            "vmlab --help does not mention {word}:\n{stdout}"
+        );
     }
 }
 
 #[test]
 fn top_level_help_mentions_json() {
     let stdout = vmlab_ok(&["--help"]);
-    assert!(stdout.contains("--json"), "vmlab --help does not mention --json:\n{stdout}");
+    assert!(
+        stdout.contains("--json"),
+        "vmlab --help does not mention --json:\n{stdout}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -589,7 +864,14 @@ fn a_closed_stdout_ends_the_command_without_a_panic() {
     drop(child.stdout.take());
     let output = child.wait_with_output().expect("vmlab ends");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.is_empty(), "vmlab list wrote to stderr on a closed pipe:\n{stderr}");
+    assert!(
+        stderr.is_empty(),
+        "vmlab list wrote to stderr on a closed pipe:\n{stderr}"
+    );
     // Nearly always SIGPIPE; a plain exit if vmlab wrote everything before the close.
-    assert!(output.status.success() || output.status.signal() == Some(libc::SIGPIPE), "{:?}", output.status);
+    assert!(
+        output.status.success() || output.status.signal() == Some(libc::SIGPIPE),
+        "{:?}",
+        output.status
+    );
 }
