@@ -62,7 +62,13 @@ pub struct RunArgs {
     #[arg(long, short = 'w', value_name = "SPEC")]
     pub workload: String,
     /// Paging schemes to compare, comma-separated: native, nested, shadow, pv, tpt, tpt-prototype.
-    #[arg(long, short = 'p', value_name = "SCHEMES", default_value = "native,nested", value_delimiter = ',')]
+    #[arg(
+        long,
+        short = 'p',
+        value_name = "SCHEMES",
+        default_value = "native,nested",
+        value_delimiter = ','
+    )]
     pub paging: Vec<String>,
     #[command(flatten)]
     pub sim: SimArgs,
@@ -84,7 +90,12 @@ pub struct SimArgs {
     #[arg(long, value_name = "SIZE", default_value = "4k")]
     pub host_pages: String,
     /// Fraction (0 to 1) of large host regions too fragmented to back with large pages.
-    #[arg(long, value_name = "F", default_value_t = 0.0, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "F",
+        default_value_t = 0.0,
+        allow_negative_numbers = true
+    )]
     pub fragmentation: f64,
     /// Measured accesses to simulate; the rest of the workload is extrapolated from them.
     /// 0 simulates every access (slow for large workloads).
@@ -135,7 +146,12 @@ pub struct ReproduceArgs {
 #[derive(Args)]
 pub struct BenchArgs {
     /// Workload to time.
-    #[arg(long, short = 'w', value_name = "SPEC", default_value = "sysbench-mem:block=4G,mode=rnd")]
+    #[arg(
+        long,
+        short = 'w',
+        value_name = "SPEC",
+        default_value = "sysbench-mem:block=4G,mode=rnd"
+    )]
     pub workload: String,
     /// Paging schemes to time, comma-separated (default: every scheme).
     #[arg(long, short = 'p', value_name = "SCHEMES", value_delimiter = ',')]
@@ -174,11 +190,22 @@ pub fn parse_schemes(names: &[String]) -> Result<Vec<Paging>, UsageError> {
     Ok(out)
 }
 
-pub fn parse_page_size(flag: &str, text: &str, allowed: &[PageSize]) -> Result<PageSize, UsageError> {
-    allowed.iter().copied().find(|s| s.name().eq_ignore_ascii_case(text)).ok_or_else(|| {
-        let valid: Vec<_> = allowed.iter().map(|s| s.name()).collect();
-        UsageError(format!("invalid {flag} '{text}'; valid values: {}", valid.join(", ")))
-    })
+pub fn parse_page_size(
+    flag: &str,
+    text: &str,
+    allowed: &[PageSize],
+) -> Result<PageSize, UsageError> {
+    allowed
+        .iter()
+        .copied()
+        .find(|s| s.name().eq_ignore_ascii_case(text))
+        .ok_or_else(|| {
+            let valid: Vec<_> = allowed.iter().map(|s| s.name()).collect();
+            UsageError(format!(
+                "invalid {flag} '{text}'; valid values: {}",
+                valid.join(", ")
+            ))
+        })
 }
 
 /// A built-in profile by name, or a profile file by path.
@@ -187,7 +214,8 @@ pub fn load_profile(name: &str) -> Result<Profile, UsageError> {
     if !is_path {
         return Profile::builtin(name).map_err(|e| UsageError(e.to_string()));
     }
-    let text = std::fs::read_to_string(name).map_err(|e| UsageError(format!("cannot read machine profile {name}: {e}")))?;
+    let text = std::fs::read_to_string(name)
+        .map_err(|e| UsageError(format!("cannot read machine profile {name}: {e}")))?;
     Profile::from_toml(&text, name).map_err(|e| UsageError(e.to_string()))
 }
 
@@ -196,13 +224,20 @@ impl SimArgs {
     /// callers comparing schemes set it per run.
     pub fn run_config(&self, workload: WorkloadSpec) -> Result<RunConfig, UsageError> {
         if !(0.0..=1.0).contains(&self.fragmentation) {
-            return Err(UsageError(format!("--fragmentation {} must be between 0 and 1", self.fragmentation)));
+            return Err(UsageError(format!(
+                "--fragmentation {} must be between 0 and 1",
+                self.fragmentation
+            )));
         }
         Ok(RunConfig {
             workload,
             paging: Paging::Native,
             profile: load_profile(&self.machine)?,
-            guest_pages: parse_page_size("--guest-pages", &self.guest_pages, &[PageSize::Size4K, PageSize::Size2M])?,
+            guest_pages: parse_page_size(
+                "--guest-pages",
+                &self.guest_pages,
+                &[PageSize::Size4K, PageSize::Size2M],
+            )?,
             host_pages: parse_page_size("--host-pages", &self.host_pages, &PageSize::ALL)?,
             fragmentation: self.fragmentation,
             accesses: self.accesses,

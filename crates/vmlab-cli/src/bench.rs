@@ -15,7 +15,11 @@ use vmlab_core::scheme::Paging;
 pub fn bench(args: BenchArgs) -> Result<(), CliError> {
     let workload = parse_workload(&args.workload)?;
     let profile = load_profile(&args.machine)?;
-    let schemes = if args.paging.is_empty() { Paging::ALL.to_vec() } else { parse_schemes(&args.paging)? };
+    let schemes = if args.paging.is_empty() {
+        Paging::ALL.to_vec()
+    } else {
+        parse_schemes(&args.paging)?
+    };
     let mut rows = Vec::new();
     for paging in schemes {
         let config = RunConfig {
@@ -33,7 +37,11 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
         let mut timings = Vec::new();
         let mut accesses = 0;
         for round in 1..=args.repeat {
-            let label = if args.repeat == 1 { paging.name().to_string() } else { format!("{} {round}/{}", paging.name(), args.repeat) };
+            let label = if args.repeat == 1 {
+                paging.name().to_string()
+            } else {
+                format!("{} {round}/{}", paging.name(), args.repeat)
+            };
             let (simulated, seconds) = time_measured_phase(&config, &label)?;
             accesses = simulated;
             timings.push(seconds);
@@ -52,9 +60,17 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
     }
     // Print only once every scheme ran, so an error never leaves a partial report.
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "bench": rows })).expect("serializable"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "bench": rows }))
+                .expect("serializable")
+        );
     } else {
-        let best_of = if args.repeat > 1 { format!(", best of {}", args.repeat) } else { String::new() };
+        let best_of = if args.repeat > 1 {
+            format!(", best of {}", args.repeat)
+        } else {
+            String::new()
+        };
         for row in &rows {
             println!(
                 "{:<13} {:>8.2} M simulated accesses/s ({} accesses in {:.2} s{best_of})",

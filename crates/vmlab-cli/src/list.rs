@@ -1,14 +1,17 @@
 //! `vmlab list`: what can be run.
 
-use crate::CliError;
 use crate::args::ListArgs;
+use crate::CliError;
 use vmlab_core::cost::profile::BUILTIN;
 use vmlab_core::cost::Profile;
 use vmlab_core::scheme::Paging;
 use vmlab_core::workload::catalog;
 
 pub fn list(args: ListArgs) -> Result<(), CliError> {
-    let profiles: Vec<Profile> = BUILTIN.iter().map(|(name, _)| Profile::builtin(name).expect("built-in profiles are valid")).collect();
+    let profiles: Vec<Profile> = BUILTIN
+        .iter()
+        .map(|(name, _)| Profile::builtin(name).expect("built-in profiles are valid"))
+        .collect();
     if args.json {
         let value = serde_json::json!({
             "workloads": catalog().iter().map(|w| serde_json::json!({
@@ -19,7 +22,10 @@ pub fn list(args: ListArgs) -> Result<(), CliError> {
             "schemes": Paging::ALL.iter().map(|p| serde_json::json!({"name": p.name(), "summary": p.summary()})).collect::<Vec<_>>(),
             "profiles": profiles.iter().map(|p| serde_json::json!({"name": p.machine.name, "description": p.machine.description})).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&value).expect("serializable"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).expect("serializable")
+        );
         return Ok(());
     }
     println!("Workloads (--workload NAME[:key=value,...]):");

@@ -16,14 +16,20 @@ impl RunProgress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new(0);
             bar.set_style(
-                ProgressStyle::with_template("{prefix:>8} {msg:8} [{bar:30}] {human_pos}/{human_len} ({eta})")
-                    .expect("valid template")
-                    .progress_chars("=> "),
+                ProgressStyle::with_template(
+                    "{prefix:>8} {msg:8} [{bar:30}] {human_pos}/{human_len} ({eta})",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
             );
             bar.set_prefix(label.to_string());
             bar
         });
-        RunProgress { bar, phase: None, label: label.to_string() }
+        RunProgress {
+            bar,
+            phase: None,
+            label: label.to_string(),
+        }
     }
 
     pub fn update(&mut self, p: Progress) {
@@ -56,9 +62,11 @@ impl CountProgress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new(total);
             bar.set_style(
-                ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} runs ({elapsed})")
-                    .expect("valid template")
-                    .progress_chars("=> "),
+                ProgressStyle::with_template(
+                    "{prefix:>10} [{bar:30}] {pos}/{len} runs ({elapsed})",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
             );
             bar.set_prefix(label.to_string());
             bar.enable_steady_tick(std::time::Duration::from_millis(500));

@@ -12,17 +12,28 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     let template = args.sim.run_config(workload.clone())?;
     let mut reports: Vec<RunReport> = Vec::new();
     for paging in schemes {
-        let config = RunConfig { paging, ..template.clone() };
+        let config = RunConfig {
+            paging,
+            ..template.clone()
+        };
         let mut progress = RunProgress::new(paging.name());
         let report = engine::run(&config, &mut |p| progress.update(p));
         progress.finish();
         reports.push(report.map_err(|e| match e {
             engine::EngineError::Config(msg) => CliError::Usage(crate::UsageError(msg)),
-            other => CliError::Run(format!("{} under {}: {other}", workload.canonical(), paging.name())),
+            other => CliError::Run(format!(
+                "{} under {}: {other}",
+                workload.canonical(),
+                paging.name()
+            )),
         })?);
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "runs": reports })).expect("serializable"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "runs": reports }))
+                .expect("serializable")
+        );
     } else {
         print!("{}", table::render(&reports));
     }

@@ -5,7 +5,9 @@ use vmlab_core::stats::{LevelCounts, RunReport};
 
 pub fn render(runs: &[RunReport]) -> String {
     let mut out = String::new();
-    let Some(first) = runs.first() else { return out };
+    let Some(first) = runs.first() else {
+        return out;
+    };
     let _ = writeln!(out, "workload  {}", first.workload);
     let _ = writeln!(
         out,
@@ -20,25 +22,53 @@ pub fn render(runs: &[RunReport]) -> String {
             "sample    {} of {} measured accesses{} after {} warm-up accesses\n",
             first.accesses_simulated,
             first.accesses_total,
-            if first.extrapolated { " (time extrapolated)" } else { "" },
+            if first.extrapolated {
+                " (time extrapolated)"
+            } else {
+                ""
+            },
             first.accesses_warmup
         );
     }
     let forks = runs.iter().any(|r| r.forks > 0);
-    let w = runs.iter().map(|r| r.paging.len()).max().unwrap_or(6).max(8);
+    let w = runs
+        .iter()
+        .map(|r| r.paging.len())
+        .max()
+        .unwrap_or(6)
+        .max(8);
     let _ = write!(
         out,
         "{:<w$} {:>10} {:>7} {:>9} {:>10} {:>9} {:>20} {:>9} {:>7}",
-        "paging", "time (s)", "ratio", "ns/acc", "miss/kacc", "refs/walk", "walk refs l2/llc/mem", "exits", "bound"
+        "paging",
+        "time (s)",
+        "ratio",
+        "ns/acc",
+        "miss/kacc",
+        "refs/walk",
+        "walk refs l2/llc/mem",
+        "exits",
+        "bound"
     );
-    let _ = writeln!(out, "{}", if forks { format!(" {:>10}", "us/fork") } else { String::new() });
+    let _ = writeln!(
+        out,
+        "{}",
+        if forks {
+            format!(" {:>10}", "us/fork")
+        } else {
+            String::new()
+        }
+    );
     for r in runs {
         // Per-access columns mean nothing for a workload of OS operations only.
         let (ns, misses) = if r.accesses_simulated == 0 {
             ("-".to_string(), "-".to_string())
         } else {
             let kacc = r.accesses_simulated as f64 / 1000.0;
-            (format!("{:.2}", r.ns_per_access), format!("{:.1}", r.tlb_misses as f64 / kacc))
+            (
+                format!("{:.2}", r.ns_per_access),
+                format!("{:.1}", r.tlb_misses as f64 / kacc),
+            )
         };
         let _ = write!(
             out,
@@ -53,7 +83,15 @@ pub fn render(runs: &[RunReport]) -> String {
             r.vm_exits,
             r.cycles_breakdown.bound
         );
-        let _ = writeln!(out, "{}", if forks { format!(" {:>10.1}", r.us_per_fork.unwrap_or(0.0)) } else { String::new() });
+        let _ = writeln!(
+            out,
+            "{}",
+            if forks {
+                format!(" {:>10.1}", r.us_per_fork.unwrap_or(0.0))
+            } else {
+                String::new()
+            }
+        );
     }
     let _ = writeln!(
         out,
@@ -67,5 +105,10 @@ pub fn render(runs: &[RunReport]) -> String {
 
 fn served_shares(c: &LevelCounts) -> String {
     let total = (c.l1 + c.l2 + c.llc + c.dram).max(1) as f64;
-    format!("{:.0}/{:.0}/{:.0}%", 100.0 * c.l2 as f64 / total, 100.0 * c.llc as f64 / total, 100.0 * c.dram as f64 / total)
+    format!(
+        "{:.0}/{:.0}/{:.0}%",
+        100.0 * c.l2 as f64 / total,
+        100.0 * c.llc as f64 / total,
+        100.0 * c.dram as f64 / total
+    )
 }

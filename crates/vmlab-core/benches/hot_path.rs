@@ -57,7 +57,8 @@ fn system_with_region(paging: Paging, region: u64) -> System {
     let profile = skylake();
     let mut sys = System::new(&vmlab_core::engine::system_config(paging, &profile))
         .unwrap_or_else(|e| panic!("building a {} system: {e}", paging.name()));
-    sys.mmap(BUFFER_BASE, region, true).expect("mmap of the benchmark region");
+    sys.mmap(BUFFER_BASE, region, true)
+        .expect("mmap of the benchmark region");
     for page in 0..region / PAGE {
         sys.access(Gva::new(BUFFER_BASE.raw() + page * PAGE), true)
             .expect("touching the benchmark region");
@@ -100,8 +101,15 @@ fn tlb_hit(c: &mut Criterion) {
         access_all(&mut sys, &vas);
         let pass = sys.mmu().counters().since(&before);
         assert_eq!(pass.accesses, N as u64);
-        assert_eq!(pass.l1_tlb_misses, 0, "tlb_hit/{}: accesses missed the L1 DTLB", paging.name());
-        group.bench_function(paging.name(), |b| b.iter(|| access_all(&mut sys, black_box(&vas))));
+        assert_eq!(
+            pass.l1_tlb_misses,
+            0,
+            "tlb_hit/{}: accesses missed the L1 DTLB",
+            paging.name()
+        );
+        group.bench_function(paging.name(), |b| {
+            b.iter(|| access_all(&mut sys, black_box(&vas)))
+        });
     }
     group.finish();
 }
@@ -128,7 +136,9 @@ fn walk(c: &mut Criterion) {
             pass.accesses
         );
         assert_eq!(pass.faults, 0);
-        group.bench_function(paging.name(), |b| b.iter(|| access_all(&mut sys, black_box(&vas))));
+        group.bench_function(paging.name(), |b| {
+            b.iter(|| access_all(&mut sys, black_box(&vas)))
+        });
     }
     group.finish();
 }
@@ -137,7 +147,13 @@ fn walk(c: &mut Criterion) {
 fn translation_cache(c: &mut Criterion) {
     const N: usize = 4096;
     let geometries = [
-        ("stlb_1536x12", TranslationCacheConfig { entries: 1536, ways: 12 }),
+        (
+            "stlb_1536x12",
+            TranslationCacheConfig {
+                entries: 1536,
+                ways: 12,
+            },
+        ),
         ("fa_32", TranslationCacheConfig::fully_associative(32)),
     ];
     let mut group = configure(c, "translation_cache");
@@ -154,7 +170,10 @@ fn translation_cache(c: &mut Criterion) {
         let mut rng = rng();
         let hits = uniform(&mut rng, N, entries);
         // Keys above every filled one, spread over all sets.
-        let misses: Vec<u64> = uniform(&mut rng, N, 1 << 36).into_iter().map(|k| k + entries).collect();
+        let misses: Vec<u64> = uniform(&mut rng, N, 1 << 36)
+            .into_iter()
+            .map(|k| k + entries)
+            .collect();
         for &key in &hits {
             assert!(cache.peek(key).is_some());
         }
@@ -173,7 +192,11 @@ fn translation_cache(c: &mut Criterion) {
         group.bench_function(format!("{name}/miss"), |b| {
             b.iter(|| lookup_all(&mut cache, black_box(&misses)))
         });
-        assert_eq!(cache.occupancy(), entries as usize, "lookups must not evict");
+        assert_eq!(
+            cache.occupancy(),
+            entries as usize,
+            "lookups must not evict"
+        );
     }
     group.finish();
 }
@@ -187,7 +210,10 @@ fn cache_hierarchy(c: &mut Criterion) {
     let mut group = configure(c, "cache_hierarchy");
 
     // 256 lines of one 16 KiB block: four per L1D set, well within its 8 ways.
-    let hot: Vec<Hpa> = uniform(&mut rng(), 4096, 256).into_iter().map(|l| Hpa::new(l * line)).collect();
+    let hot: Vec<Hpa> = uniform(&mut rng(), 4096, 256)
+        .into_iter()
+        .map(|l| Hpa::new(l * line))
+        .collect();
     let random: Vec<Hpa> = uniform(&mut rng(), 1 << 20, (4u64 << 30) / line)
         .into_iter()
         .map(|l| Hpa::new(l * line))
@@ -208,10 +234,15 @@ fn cache_hierarchy(c: &mut Criterion) {
         let dram = pass.get(Requester::Data, MemLevel::Dram);
         match name {
             "hot" => assert_eq!(l1, lines.len() as u64, "hot lines must all hit the L1D"),
-            _ => assert!(dram * 2 > lines.len() as u64, "random lines should mostly miss: {dram} DRAM"),
+            _ => assert!(
+                dram * 2 > lines.len() as u64,
+                "random lines should mostly miss: {dram} DRAM"
+            ),
         }
         group.throughput(Throughput::Elements(lines.len() as u64));
-        group.bench_function(name, |b| b.iter(|| access_all(&mut memory, black_box(lines))));
+        group.bench_function(name, |b| {
+            b.iter(|| access_all(&mut memory, black_box(lines)))
+        });
     }
     group.finish();
 }
@@ -246,8 +277,18 @@ fn workload_next_op(c: &mut Criterion) {
         })
     });
     group.finish();
-    assert!(matches!(w.next_op(), Some(Op::Access { .. })), "the stream ran out");
+    assert!(
+        matches!(w.next_op(), Some(Op::Access { .. })),
+        "the stream ran out"
+    );
 }
 
-criterion_group!(benches, tlb_hit, walk, translation_cache, cache_hierarchy, workload_next_op);
+criterion_group!(
+    benches,
+    tlb_hit,
+    walk,
+    translation_cache,
+    cache_hierarchy,
+    workload_next_op
+);
 criterion_main!(benches);

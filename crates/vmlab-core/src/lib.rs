@@ -16,6 +16,7 @@
 pub mod addr;
 pub mod cost;
 pub mod engine;
+mod host;
 pub mod hv;
 pub mod hw;
 pub mod os;

@@ -54,7 +54,9 @@ pub fn deserialize_size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D
     }
     match <Raw as serde::Deserialize>::deserialize(d)? {
         Raw::Bytes(b) => Ok(b),
-        Raw::Text(t) => parse_size(&t).map_err(|e| serde::de::Error::custom(format!("size {t:?}: {e}"))),
+        Raw::Text(t) => {
+            parse_size(&t).map_err(|e| serde::de::Error::custom(format!("size {t:?}: {e}")))
+        }
     }
 }
 

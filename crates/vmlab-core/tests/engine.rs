@@ -78,7 +78,15 @@ fn samples_are_extrapolated_and_say_so() {
     let mut whole = config("tlb-bench:size=1M,accesses=30000", Paging::Native);
     whole.accesses = 0;
     let w = go(&whole);
-    assert_eq!((w.accesses_simulated, w.accesses_total, w.accesses_warmup, w.extrapolated), (30_000, 30_000, 0, false));
+    assert_eq!(
+        (
+            w.accesses_simulated,
+            w.accesses_total,
+            w.accesses_warmup,
+            w.extrapolated
+        ),
+        (30_000, 30_000, 0, false)
+    );
 }
 
 #[test]
@@ -99,7 +107,12 @@ fn nested_walks_cost_more_than_native_walks() {
     assert!(native.tlb_misses > 40_000, "{}", native.tlb_misses);
     assert_eq!(native.ept_walk_refs, 0);
     assert!(nested.walk_refs_per_walk > 2.0 * native.walk_refs_per_walk);
-    assert!(nested.seconds > 1.2 * native.seconds, "{} vs {}", nested.seconds, native.seconds);
+    assert!(
+        nested.seconds > 1.2 * native.seconds,
+        "{} vs {}",
+        nested.seconds,
+        native.seconds
+    );
 }
 
 #[test]
@@ -108,21 +121,28 @@ fn host_huge_pages_shorten_the_nested_walk() {
     let mut c = config("tlb-bench:size=256M", Paging::Nested);
     c.host_pages = PageSize::Size2M;
     let large = go(&c);
-    assert!(large.ept_walk_refs < small.ept_walk_refs, "{} vs {}", large.ept_walk_refs, small.ept_walk_refs);
+    assert!(
+        large.ept_walk_refs < small.ept_walk_refs,
+        "{} vs {}",
+        large.ept_walk_refs,
+        small.ept_walk_refs
+    );
     assert!(large.seconds < small.seconds);
 }
 
 #[test]
 fn memory_is_page_tables_not_data() {
     // 1 GiB of touched data costs its 515 page-table pages in the simulator, nothing per page.
-    
+
     use vmlab_core::scheme::System;
     let profile = Profile::builtin("skylake").unwrap();
-    let mut sys = System::new(&vmlab_core::engine::system_config(Paging::Native, &profile)).unwrap();
+    let mut sys =
+        System::new(&vmlab_core::engine::system_config(Paging::Native, &profile)).unwrap();
     let base = vmlab_core::workload::BUFFER_BASE;
     sys.mmap(base, 1 << 30, true).unwrap();
     for page in 0..(1u64 << 18) {
-        sys.access(vmlab_core::addr::Gva::new(base.raw() + page * 4096), true).unwrap();
+        sys.access(vmlab_core::addr::Gva::new(base.raw() + page * 4096), true)
+            .unwrap();
     }
     assert_eq!(sys.host_memory().table_pages(), 515);
     assert_eq!(sys.kernel().frames_in_use(), 262_144 + 515);
@@ -144,7 +164,11 @@ fn pretouch_backs_all_guest_memory_before_set_up() {
     }
     let mut c = config("sysbench-mem:block=16M,mode=rnd", Paging::Native);
     c.pretouch = true;
-    assert_eq!(go(&c).setup.vm_exits, 0, "nothing to back without a hypervisor");
+    assert_eq!(
+        go(&c).setup.vm_exits,
+        0,
+        "nothing to back without a hypervisor"
+    );
 }
 
 #[test]
@@ -156,10 +180,25 @@ fn host_remaps_are_counted_and_costed_in_the_measured_phase() {
     let nested = go(&c);
     let p = &c.profile.virt;
     for r in [&tpt, &nested] {
-        assert_eq!((r.remap.remaps, r.remap.global_flushes, r.remap.frames_moved), (40, 40, 40), "{}", r.paging);
+        assert_eq!(
+            (r.remap.remaps, r.remap.global_flushes, r.remap.frames_moved),
+            (40, 40, 40),
+            "{}",
+            r.paging
+        );
     }
-    assert_eq!((tpt.remap.tag_updates, tpt.remap.gfn_to_hfn_updates, tpt.remap.devirt_fixups), (80, 40, 40));
-    assert_eq!((nested.remap.tag_updates, nested.remap.devirt_fixups), (0, 0));
+    assert_eq!(
+        (
+            tpt.remap.tag_updates,
+            tpt.remap.gfn_to_hfn_updates,
+            tpt.remap.devirt_fixups
+        ),
+        (80, 40, 40)
+    );
+    assert_eq!(
+        (nested.remap.tag_updates, nested.remap.devirt_fixups),
+        (0, 0)
+    );
     let host = 40.0 * (p.host_remap + c.profile.kernel.copy_page_4k + p.global_flush);
     assert!((nested.cycles_breakdown.exits - host).abs() < 1e-6);
     assert!((tpt.cycles_breakdown.exits - host - 80.0 * p.tag_update).abs() < 1e-6);
@@ -171,10 +210,19 @@ fn host_remaps_are_counted_and_costed_in_the_measured_phase() {
 fn tpt_task_narrows_which_program_runs_with_tpt() {
     let run = |spec: &str| go(&config(spec, Paging::Tpt));
     let marked = run("sysbench-mem:block=16M,mode=rnd");
-    assert!(marked.tag_checks > 0 && marked.ept_walk_refs == 0, "the workload's own program is marked by default");
+    assert!(
+        marked.tag_checks > 0 && marked.ept_walk_refs == 0,
+        "the workload's own program is marked by default"
+    );
     let unmarked = run("sysbench-mem:block=16M,mode=rnd,tpt_task=none");
-    assert_eq!(unmarked.workload, "sysbench-mem:block=16M,oper=write,mode=rnd,events=1,tpt_task=none");
-    assert!(unmarked.tag_checks == 0 && unmarked.ept_walk_refs > 0, "nothing marked: nested paging");
+    assert_eq!(
+        unmarked.workload,
+        "sysbench-mem:block=16M,oper=write,mode=rnd,events=1,tpt_task=none"
+    );
+    assert!(
+        unmarked.tag_checks == 0 && unmarked.ept_walk_refs > 0,
+        "nothing marked: nested paging"
+    );
     let nested = go(&config("sysbench-mem:block=16M,mode=rnd", Paging::Nested));
     assert_eq!(unmarked.walk_refs, nested.walk_refs);
 }

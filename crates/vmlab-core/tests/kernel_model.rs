@@ -5,8 +5,8 @@
 use proptest::prelude::*;
 use vmlab_core::addr::{Gva, PageSize};
 use vmlab_core::cost::Profile;
-use vmlab_core::hv::shadow::ShadowConfig;
-use vmlab_core::hv::vm::BackingConfig;
+use vmlab_core::hv::x86::shadow::ShadowConfig;
+use vmlab_core::hv::x86::vm::BackingConfig;
 use vmlab_core::scheme::{Paging, SimError, System, SystemConfig};
 
 const REGION: u64 = 0x4000_0000_00;
@@ -16,7 +16,12 @@ fn system(paging: Paging, guest_pages: PageSize, pcid: bool) -> System {
     system_with(paging, guest_pages, pcid, None)
 }
 
-fn system_with(paging: Paging, guest_pages: PageSize, pcid: bool, shadow: Option<ShadowConfig>) -> System {
+fn system_with(
+    paging: Paging,
+    guest_pages: PageSize,
+    pcid: bool,
+    shadow: Option<ShadowConfig>,
+) -> System {
     let profile = Profile::builtin("skylake").unwrap();
     System::new(&SystemConfig {
         paging,
@@ -27,7 +32,11 @@ fn system_with(paging: Paging, guest_pages: PageSize, pcid: bool, shadow: Option
         pcid,
         shadow,
         tag_reads: false,
-        backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 1 },
+        backing: BackingConfig {
+            host_pages: PageSize::Size4K,
+            fragmentation: 0.0,
+            seed: 1,
+        },
         program: "test",
         tpt_task: Some("test"),
         tlb: profile.tlb.clone(),
@@ -41,7 +50,8 @@ fn va(page: u64) -> Gva {
 }
 
 fn frame_of(sys: &mut System, pid: u32, page: u64) -> Option<(u64, bool)> {
-    sys.kernel_lookup(pid, va(page)).map(|(gfn, _, writable)| (gfn.raw(), writable))
+    sys.kernel_lookup(pid, va(page))
+        .map(|(gfn, _, writable)| (gfn.raw(), writable))
 }
 
 #[test]
@@ -54,17 +64,33 @@ fn fork_shares_pages_copy_on_write_and_exit_frees_everything() {
     // 16 data frames, PML4 + PDPT + PD + PT.
     let baseline = sys.kernel().frames_in_use();
     assert_eq!(baseline, 20);
-    let original: Vec<u64> = (0..16).map(|p| frame_of(&mut sys, 0, p).unwrap().0).collect();
+    let original: Vec<u64> = (0..16)
+        .map(|p| frame_of(&mut sys, 0, p).unwrap().0)
+        .collect();
 
     let child = sys.fork().unwrap();
     assert_eq!(child, 1);
     for page in 0..16 {
-        assert_eq!(frame_of(&mut sys, 0, page), Some((original[page as usize], false)));
-        assert_eq!(frame_of(&mut sys, child, page), Some((original[page as usize], false)));
-        assert_eq!(sys.kernel().refcount(vmlab_core::addr::Gfn::new(original[page as usize])), 2);
+        assert_eq!(
+            frame_of(&mut sys, 0, page),
+            Some((original[page as usize], false))
+        );
+        assert_eq!(
+            frame_of(&mut sys, child, page),
+            Some((original[page as usize], false))
+        );
+        assert_eq!(
+            sys.kernel()
+                .refcount(vmlab_core::addr::Gfn::new(original[page as usize])),
+            2
+        );
     }
     assert_eq!(sys.kernel().counters().ptes_copied, 16);
-    assert_eq!(sys.kernel().frames_in_use(), baseline + 4, "the child's four table pages");
+    assert_eq!(
+        sys.kernel().frames_in_use(),
+        baseline + 4,
+        "the child's four table pages"
+    );
 
     // The parent writes page 0: it gets a private copy, the child keeps the original.
     sys.access(va(0), true).unwrap();
@@ -77,7 +103,13 @@ fn fork_shares_pages_copy_on_write_and_exit_frees_everything() {
     sys.switch_to(child).unwrap();
     sys.access(va(0), true).unwrap();
     assert_eq!(frame_of(&mut sys, child, 0), Some((original[0], true)));
-    assert_eq!((sys.kernel().counters().cow_faults, sys.kernel().counters().cow_reuses), (1, 1));
+    assert_eq!(
+        (
+            sys.kernel().counters().cow_faults,
+            sys.kernel().counters().cow_reuses
+        ),
+        (1, 1)
+    );
     // The child writes page 1, still shared: copied.
     sys.access(va(1), true).unwrap();
     assert_ne!(frame_of(&mut sys, child, 1).unwrap().0, original[1]);
@@ -120,10 +152,18 @@ fn munmap_madvise_and_mprotect_keep_frames_exact() {
     sys.mprotect(va(600), 10 * PAGE, true).unwrap();
     let frame = frame_of(&mut sys, 0, 600).unwrap().0;
     sys.access(va(600), true).unwrap();
-    assert_eq!(frame_of(&mut sys, 0, 600), Some((frame, true)), "reused, not copied");
+    assert_eq!(
+        frame_of(&mut sys, 0, 600),
+        Some((frame, true)),
+        "reused, not copied"
+    );
 
     sys.munmap(va(0), 1024 * PAGE).unwrap();
-    assert_eq!(sys.kernel().frames_in_use(), before, "data and every emptied table freed");
+    assert_eq!(
+        sys.kernel().frames_in_use(),
+        before,
+        "data and every emptied table freed"
+    );
     assert!(matches!(sys.access(va(700), false), Err(SimError::Os(_))));
 }
 
@@ -191,17 +231,35 @@ fn context_switches_keep_or_flush_the_tlb_by_pcid() {
 /// One step of a random OS operation sequence.
 #[derive(Clone, Debug)]
 enum Step {
-    Touch { page: u64, write: bool },
+    Touch {
+        page: u64,
+        write: bool,
+    },
     Fork,
     Switch(usize),
     Exit(usize),
-    Unmap { page: u64, pages: u64 },
-    DontNeed { page: u64, pages: u64 },
-    Protect { page: u64, pages: u64, writable: bool },
-    Map { page: u64, pages: u64 },
+    Unmap {
+        page: u64,
+        pages: u64,
+    },
+    DontNeed {
+        page: u64,
+        pages: u64,
+    },
+    Protect {
+        page: u64,
+        pages: u64,
+        writable: bool,
+    },
+    Map {
+        page: u64,
+        pages: u64,
+    },
     /// The host moves the page backing `page` of the running process (under nested and tpt
     /// paging, where remapping is modeled; a no-op elsewhere, invisible to the guest).
-    Remap { page: u64 },
+    Remap {
+        page: u64,
+    },
 }
 
 const PAGES: u64 = 96;
@@ -232,15 +290,29 @@ fn apply(sys: &mut System, s: &Step) -> String {
         Step::Switch(i) => sys.switch_to(pick(i)),
         Step::Exit(i) => {
             let next = pick(i);
-            if next == sys.kernel().current() { Ok(()) } else { sys.exit(next) }
+            if next == sys.kernel().current() {
+                Ok(())
+            } else {
+                sys.exit(next)
+            }
         }
         Step::Unmap { page, pages } => sys.munmap(va(page), clamp(page, pages)),
         Step::DontNeed { page, pages } => sys.madvise_dontneed(va(page), clamp(page, pages)),
-        Step::Protect { page, pages, writable } => sys.mprotect(va(page), clamp(page, pages), writable),
+        Step::Protect {
+            page,
+            pages,
+            writable,
+        } => sys.mprotect(va(page), clamp(page, pages), writable),
         Step::Map { page, pages } => sys.mmap(va(page), clamp(page, pages), true),
         Step::Remap { page } => {
-            let mapped = sys.kernel_lookup(sys.kernel().current(), va(page)).is_some();
-            if mapped && matches!(sys.paging(), Paging::Nested | Paging::Tpt) { sys.host_remap(va(page)) } else { Ok(()) }
+            let mapped = sys
+                .kernel_lookup(sys.kernel().current(), va(page))
+                .is_some();
+            if mapped && matches!(sys.paging(), Paging::Nested | Paging::Tpt) {
+                sys.host_remap(va(page))
+            } else {
+                Ok(())
+            }
         }
     };
     format!("{:?}", result.err().map(|e| e.to_string()))
@@ -273,15 +345,38 @@ fn check_same(systems: &mut [System]) -> Result<(), TestCaseError> {
                 // its tables (same frame, no write permission the tables do not give).
                 if let Some((hpa, perms)) = sys.mmu().cached_translation(va(page)) {
                     let Some((gfn, _, writable)) = a else {
-                        return Err(TestCaseError::fail(format!("{:?}: pid {pid} page {page}: TLB holds {hpa:?} for an unmapped page", sys.paging())));
+                        return Err(TestCaseError::fail(format!(
+                            "{:?}: pid {pid} page {page}: TLB holds {hpa:?} for an unmapped page",
+                            sys.paging()
+                        )));
                     };
-                    prop_assert_eq!(Some(hpa.frame()), sys.host_frame(gfn), "{:?}: stale TLB frame, pid {} page {}", sys.paging(), pid, page);
-                    prop_assert!(writable || !perms.write, "{:?}: TLB allows a write the tables deny, pid {} page {}", sys.paging(), pid, page);
+                    prop_assert_eq!(
+                        Some(hpa.frame()),
+                        sys.host_frame(gfn),
+                        "{:?}: stale TLB frame, pid {} page {}",
+                        sys.paging(),
+                        pid,
+                        page
+                    );
+                    prop_assert!(
+                        writable || !perms.write,
+                        "{:?}: TLB allows a write the tables deny, pid {} page {}",
+                        sys.paging(),
+                        pid,
+                        page
+                    );
                 }
                 // The MMU (TLBs, walk caches, 1D, 2D or shadow walk) translates to the kernel's frame.
                 if let Some((gfn, _, _)) = a {
                     let hpa = sys.access(va(page), false).unwrap();
-                    prop_assert_eq!(Some(hpa.frame()), sys.host_frame(gfn), "{:?}: pid {} page {}", sys.paging(), pid, page);
+                    prop_assert_eq!(
+                        Some(hpa.frame()),
+                        sys.host_frame(gfn),
+                        "{:?}: pid {} page {}",
+                        sys.paging(),
+                        pid,
+                        page
+                    );
                 }
             }
         }

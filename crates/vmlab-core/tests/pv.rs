@@ -6,7 +6,7 @@ use common::Setup;
 
 use vmlab_core::addr::Gva;
 use vmlab_core::hv::ExitReason;
-use vmlab_core::hw::mmu::Root;
+use vmlab_core::hw::x86::mmu::Root;
 use vmlab_core::scheme::{Paging, System};
 
 const REGION: u64 = 0x4000_0000_00;
@@ -29,7 +29,10 @@ fn a_demand_fault_bounces_once_and_validates_its_pte_write() {
     let before = sys.exits();
     sys.access(va(1), true).unwrap();
     let d = sys.exits().since(&before);
-    assert_eq!((d.get(ExitReason::PvBounce), d.get(ExitReason::Hypercall)), (1, 1));
+    assert_eq!(
+        (d.get(ExitReason::PvBounce), d.get(ExitReason::Hypercall)),
+        (1, 1)
+    );
 }
 
 #[test]
@@ -56,7 +59,13 @@ fn every_address_space_is_paravirtualized_and_cr3_loads_are_hypercalls() {
     let child = sys.fork().unwrap();
     let before = sys.exits();
     sys.switch_to(child).unwrap();
-    assert!(matches!(sys.mmu().root(), Root::OneD { .. }), "forked children too");
+    assert!(
+        matches!(sys.mmu().root(), Root::OneD { .. }),
+        "forked children too"
+    );
     let d = sys.exits().since(&before);
-    assert_eq!((d.get(ExitReason::PvBounce), d.get(ExitReason::Hypercall)), (1, 1));
+    assert_eq!(
+        (d.get(ExitReason::PvBounce), d.get(ExitReason::Hypercall)),
+        (1, 1)
+    );
 }

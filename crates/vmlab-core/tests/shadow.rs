@@ -5,9 +5,9 @@ mod common;
 use common::Setup;
 
 use vmlab_core::addr::Gva;
-use vmlab_core::hv::shadow::ShadowConfig;
+use vmlab_core::hv::x86::shadow::ShadowConfig;
 use vmlab_core::hv::ExitReason;
-use vmlab_core::hw::mmu::TlbConfig;
+use vmlab_core::hw::x86::mmu::TlbConfig;
 use vmlab_core::scheme::{Paging, System};
 
 const REGION: u64 = 0x4000_0000_00;
@@ -18,8 +18,19 @@ fn va(page: u64) -> Gva {
 }
 
 fn shadow_system(unsync: bool, bypass_not_present: bool, tlb: Option<TlbConfig>) -> System {
-    let setup = Setup { shadow: Some(ShadowConfig { unsync, bypass_not_present, budget_pages: 100_000 }), ..Setup::skylake(Paging::Shadow) };
-    Setup { tlb: tlb.unwrap_or(setup.tlb.clone()), ..setup }.build()
+    let setup = Setup {
+        shadow: Some(ShadowConfig {
+            unsync,
+            bypass_not_present,
+            budget_pages: 100_000,
+        }),
+        ..Setup::skylake(Paging::Shadow)
+    };
+    Setup {
+        tlb: tlb.unwrap_or(setup.tlb.clone()),
+        ..setup
+    }
+    .build()
 }
 
 /// A system whose guest already touched (backed) the frames the next faults will get, with
@@ -40,7 +51,12 @@ fn warm(unsync: bool, bypass: bool) -> System {
 fn exits_of(sys: &mut System, f: impl FnOnce(&mut System)) -> Vec<(&'static str, u64)> {
     let before = sys.exits();
     f(sys);
-    sys.exits().since(&before).iter().filter(|&(_, n)| n > 0).map(|(r, n)| (r.name(), n)).collect()
+    sys.exits()
+        .since(&before)
+        .iter()
+        .filter(|&(_, n)| n > 0)
+        .map(|(r, n)| (r.name(), n))
+        .collect()
 }
 
 #[test]

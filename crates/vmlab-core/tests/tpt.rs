@@ -6,9 +6,9 @@ use common::Setup;
 
 use proptest::prelude::*;
 use vmlab_core::addr::{Gfn, Gva, Hpa};
-use vmlab_core::hw::mmu::{Root, TlbConfig};
-use vmlab_core::hw::pte::{X86, FRAME_MASK};
-use vmlab_core::hw::walker::level_shift;
+use vmlab_core::hw::x86::mmu::{Root, TlbConfig};
+use vmlab_core::hw::x86::pte::{FRAME_MASK, X86};
+use vmlab_core::hw::x86::walker::level_shift;
 use vmlab_core::scheme::{Paging, System};
 
 const REGION: u64 = 0x4000_0000_00;
@@ -28,18 +28,28 @@ fn tpt_scheme(paging: Paging, tlb: Option<TlbConfig>) -> System {
 
 /// A system whose first process runs program "test", with TPT's mark on `tpt_task`.
 fn tpt_marked(paging: Paging, tlb: Option<TlbConfig>, tpt_task: Option<&'static str>) -> System {
-    let setup = Setup { tpt_task, ..Setup::skylake(paging) };
-    Setup { tlb: tlb.unwrap_or(setup.tlb.clone()), ..setup }.build()
+    let setup = Setup {
+        tpt_task,
+        ..Setup::skylake(paging)
+    };
+    Setup {
+        tlb: tlb.unwrap_or(setup.tlb.clone()),
+        ..setup
+    }
+    .build()
 }
 
 /// The devirt leaf entry for `va`, walked in software from the running process's copy.
 fn devirt_leaf(sys: &System, va: Gva) -> u64 {
     let mut table = sys.devirt().unwrap().copy_of(sys.kernel().pgd()).unwrap();
     for level in (2..=4u8).rev() {
-        let entry = sys.host_memory().read_u64(table.addr_at(((va.raw() >> level_shift(level)) & 0x1ff) * 8));
+        let entry = sys
+            .host_memory()
+            .read_u64(table.addr_at(((va.raw() >> level_shift(level)) & 0x1ff) * 8));
         table = Hpa::new(entry & FRAME_MASK).frame();
     }
-    sys.host_memory().read_u64(table.addr_at(((va.raw() >> 12) & 0x1ff) * 8))
+    sys.host_memory()
+        .read_u64(table.addr_at(((va.raw() >> 12) & 0x1ff) * 8))
 }
 
 #[test]
@@ -52,7 +62,17 @@ fn a_tpt_walk_is_one_dimensional_and_checks_every_frame_it_touches() {
     sys.access(va(0), false).unwrap();
     let d = sys.mmu().counters().since(&before);
     // 4 table frames and the data frame.
-    assert_eq!((d.walks, d.guest_refs, d.ept_refs, d.tag_fills, d.tag_checks, d.tag_violations), (1, 4, 0, 1, 5, 0));
+    assert_eq!(
+        (
+            d.walks,
+            d.guest_refs,
+            d.ept_refs,
+            d.tag_fills,
+            d.tag_checks,
+            d.tag_violations
+        ),
+        (1, 4, 0, 1, 5, 0)
+    );
 }
 
 #[test]
@@ -69,11 +89,18 @@ fn devirt_copies_hold_host_frames_and_take_the_hardware_dirty_bits() {
     for page in 0..64 {
         let (gfn, _, _) = sys.kernel_lookup(0, va(page)).unwrap();
         let leaf = devirt_leaf(&sys, va(page));
-        assert_eq!(Some(Hpa::new(leaf & FRAME_MASK).frame()), sys.host_frame(gfn));
+        assert_eq!(
+            Some(Hpa::new(leaf & FRAME_MASK).frame()),
+            sys.host_frame(gfn)
+        );
         assert_eq!(leaf & X86::DIRTY_BIT, 0, "read faults leave the page clean");
     }
     sys.access(va(7), true).unwrap();
-    assert_ne!(devirt_leaf(&sys, va(7)) & X86::DIRTY_BIT, 0, "the hardware dirtied the copy");
+    assert_ne!(
+        devirt_leaf(&sys, va(7)) & X86::DIRTY_BIT,
+        0,
+        "the hardware dirtied the copy"
+    );
 }
 
 #[test]
@@ -89,7 +116,10 @@ fn forked_children_run_on_nested_paging() {
     assert!(matches!(sys.mmu().root(), Root::Tagged { .. }));
     // The parent's copies were not touched by the child's tables.
     let (gfn, _, _) = sys.kernel_lookup(0, va(0)).unwrap();
-    assert_eq!(Some(Hpa::new(devirt_leaf(&sys, va(0)) & FRAME_MASK).frame()), sys.host_frame(gfn));
+    assert_eq!(
+        Some(Hpa::new(devirt_leaf(&sys, va(0)) & FRAME_MASK).frame()),
+        sys.host_frame(gfn)
+    );
     let _ = Gfn::new(0);
 }
 
@@ -114,7 +144,13 @@ fn the_prototype_walks_without_tags_and_pays_three_exits_per_kernel_entry() {
     let exits = sys.exits();
     sys.switch_to(child).unwrap();
     sys.access(va(2), true).unwrap();
-    assert_eq!(sys.exits().since(&exits).get(vmlab_core::hv::ExitReason::TptSwitch), 3, "only the parent's switch away");
+    assert_eq!(
+        sys.exits()
+            .since(&exits)
+            .get(vmlab_core::hv::ExitReason::TptSwitch),
+        3,
+        "only the parent's switch away"
+    );
 }
 
 proptest! {
@@ -156,12 +192,30 @@ fn a_host_remap_moves_the_page_and_the_guest_fixes_its_devirt_entry() {
     let new = sys.host_frame(gfn).unwrap();
     assert_ne!(new, old);
     let leaf = devirt_leaf(&sys, va(3));
-    assert_eq!(Hpa::new(leaf & FRAME_MASK).frame(), new, "the devirt entry names the new frame");
-    assert_eq!(leaf & X86::DIRTY_BIT, dirty_before, "hardware-set bits survive the fix-up");
-    assert!(sys.host_memory().tags().owned(new.raw()) && !sys.host_memory().tags().owned(old.raw()));
+    assert_eq!(
+        Hpa::new(leaf & FRAME_MASK).frame(),
+        new,
+        "the devirt entry names the new frame"
+    );
+    assert_eq!(
+        leaf & X86::DIRTY_BIT,
+        dirty_before,
+        "hardware-set bits survive the fix-up"
+    );
+    assert!(
+        sys.host_memory().tags().owned(new.raw()) && !sys.host_memory().tags().owned(old.raw())
+    );
     let r = sys.remap_counters();
     assert_eq!(
-        (r.remaps, r.frames_moved, r.tag_updates, r.global_flushes, r.gfn_to_hfn_updates, r.guest_notifications, r.devirt_fixups),
+        (
+            r.remaps,
+            r.frames_moved,
+            r.tag_updates,
+            r.global_flushes,
+            r.gfn_to_hfn_updates,
+            r.guest_notifications,
+            r.devirt_fixups
+        ),
         (1, 1, 2, 1, 1, 1, 1)
     );
     // The flush dropped the old translation: the next access walks the fixed tables to the
@@ -185,16 +239,32 @@ fn a_remap_fixes_only_tpt_entries_and_nested_paging_needs_no_fix_up() {
     let (gfn, _, _) = sys.kernel_lookup(0, va(0)).unwrap();
     let new = sys.host_frame(gfn).unwrap();
     sys.switch_to(child).unwrap();
-    assert_eq!(sys.access(va(0), false).unwrap().frame(), new, "the child reaches the new frame through the EPT");
+    assert_eq!(
+        sys.access(va(0), false).unwrap().frame(),
+        new,
+        "the child reaches the new frame through the EPT"
+    );
 
     let mut nested = tpt_scheme(Paging::Nested, None);
     nested.mmap(va(0), PAGE, true).unwrap();
     nested.access(va(0), true).unwrap();
     nested.host_remap(va(0)).unwrap();
     let r = nested.remap_counters();
-    assert_eq!((r.remaps, r.global_flushes, r.tag_updates, r.gfn_to_hfn_updates, r.devirt_fixups), (1, 1, 0, 0, 0));
+    assert_eq!(
+        (
+            r.remaps,
+            r.global_flushes,
+            r.tag_updates,
+            r.gfn_to_hfn_updates,
+            r.devirt_fixups
+        ),
+        (1, 1, 0, 0, 0)
+    );
     let (gfn, _, _) = nested.kernel_lookup(0, va(0)).unwrap();
-    assert_eq!(nested.access(va(0), false).unwrap().frame(), nested.host_frame(gfn).unwrap());
+    assert_eq!(
+        nested.access(va(0), false).unwrap().frame(),
+        nested.host_frame(gfn).unwrap()
+    );
 }
 
 #[test]
@@ -207,7 +277,11 @@ fn remapping_is_refused_where_it_is_not_modeled() {
         assert!(err.contains("nested and tpt"), "{paging:?}: {err}");
     }
     let mut sys = tpt(None);
-    assert!(sys.host_remap(va(5)).unwrap_err().to_string().contains("not mapped"));
+    assert!(sys
+        .host_remap(va(5))
+        .unwrap_err()
+        .to_string()
+        .contains("not mapped"));
 }
 
 #[test]
@@ -219,7 +293,10 @@ fn the_mark_enables_tpt_for_the_next_exec_of_that_program_only() {
     let first = sys.fork().unwrap();
     sys.switch_to(first).unwrap();
     sys.exec(&vmlab_core::os::HELLO).unwrap();
-    assert!(sys.kernel().process(first).unwrap().devirt, "the next exec of hello runs with TPT");
+    assert!(
+        sys.kernel().process(first).unwrap().devirt,
+        "the next exec of hello runs with TPT"
+    );
     assert!(matches!(sys.mmu().root(), Root::Tagged { .. }));
     assert_eq!(sys.kernel().tpt_task(), None, "the mark is used up");
     sys.exit(0).unwrap();

@@ -21,8 +21,8 @@ use common::{guest_walk, p2m, skylake, Setup, GIB, MIB, REGION_4LEVEL, REGION_5L
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use vmlab_core::addr::{Gva, PageSize};
-use vmlab_core::hw::mmu::reference_translate;
-use vmlab_core::hw::pte::Perms;
+use vmlab_core::hw::x86::mmu::reference_translate;
+use vmlab_core::hw::x86::pte::Perms;
 use vmlab_core::os::OsError;
 use vmlab_core::scheme::{Paging, SimError, System};
 
@@ -65,25 +65,35 @@ fn scenario() -> impl Strategy<Value = Scenario> {
     (
         prop_oneof![3 => Just(4u8), 1 => Just(5u8)],
         prop_oneof![Just(PageSize::Size4K), Just(PageSize::Size2M)],
-        prop_oneof![Just(PageSize::Size4K), Just(PageSize::Size2M), Just(PageSize::Size1G)],
+        prop_oneof![
+            Just(PageSize::Size4K),
+            Just(PageSize::Size2M),
+            Just(PageSize::Size1G)
+        ],
         prop_oneof![Just(0.0), Just(0.5), Just(1.0)],
         any::<u64>(),
         prop::collection::vec(spot, 1..8),
         prop::collection::vec(access, 1..40),
         prop::collection::vec(0..REGION_LEN, 0..8),
     )
-        .prop_map(|(levels, guest_pages, host_pages, fragmentation, seed, spots, accesses, probes)| Scenario {
-            levels,
-            guest_pages,
-            host_pages,
-            fragmentation,
-            seed,
-            accesses: accesses
-                .into_iter()
-                .map(|(which, delta, write)| ((*which.get(&spots) + delta) % REGION_LEN, write))
-                .collect(),
-            probes,
-        })
+        .prop_map(
+            |(levels, guest_pages, host_pages, fragmentation, seed, spots, accesses, probes)| {
+                Scenario {
+                    levels,
+                    guest_pages,
+                    host_pages,
+                    fragmentation,
+                    seed,
+                    accesses: accesses
+                        .into_iter()
+                        .map(|(which, delta, write)| {
+                            ((*which.get(&spots) + delta) % REGION_LEN, write)
+                        })
+                        .collect(),
+                    probes,
+                }
+            },
+        )
 }
 
 /// The same kernel inputs under both schemes, caches on and off.
@@ -114,7 +124,11 @@ impl Systems {
             seed: s.seed,
             ..Setup::new(Paging::Nested)
         };
-        let on = |setup: &Setup| Setup { tlb: profile.tlb.clone(), memory: profile.memory.clone(), ..setup.clone() };
+        let on = |setup: &Setup| Setup {
+            tlb: profile.tlb.clone(),
+            memory: profile.memory.clone(),
+            ..setup.clone()
+        };
         let mut systems = Systems {
             native_on: on(&native).build(),
             native_off: native.build(),
@@ -128,7 +142,12 @@ impl Systems {
     }
 
     fn all(&mut self) -> [&mut System; 4] {
-        [&mut self.native_on, &mut self.native_off, &mut self.nested_on, &mut self.nested_off]
+        [
+            &mut self.native_on,
+            &mut self.native_off,
+            &mut self.nested_on,
+            &mut self.nested_off,
+        ]
     }
 
     /// One access on every system: (native HPA, nested HPA), after checking the caches
@@ -137,11 +156,24 @@ impl Systems {
         let mut hpas = [0u64; 4];
         for (hpa, system) in hpas.iter_mut().zip(self.all()) {
             let scheme = system.paging().name();
-            *hpa = system.access(Gva::new(va), write).map_err(|e| TestCaseError::fail(format!("{scheme}: access {va:#x}: {e}")))?.raw();
+            *hpa = system
+                .access(Gva::new(va), write)
+                .map_err(|e| TestCaseError::fail(format!("{scheme}: access {va:#x}: {e}")))?
+                .raw();
         }
         let [native_on, native_off, nested_on, nested_off] = hpas;
-        prop_assert_eq!(native_on, native_off, "native, va {:#x}: TLBs/caches changed the translation", va);
-        prop_assert_eq!(nested_on, nested_off, "nested, va {:#x}: TLBs/caches changed the translation", va);
+        prop_assert_eq!(
+            native_on,
+            native_off,
+            "native, va {:#x}: TLBs/caches changed the translation",
+            va
+        );
+        prop_assert_eq!(
+            nested_on,
+            nested_off,
+            "nested, va {:#x}: TLBs/caches changed the translation",
+            va
+        );
         Ok((native_on, nested_on))
     }
 }
@@ -150,11 +182,18 @@ impl Systems {
 fn reference(system: &System, va: u64) -> Option<(u64, Perms)> {
     let root = system.kernel().pgd().addr().raw();
     let levels = system.kernel().config().levels;
-    reference_translate(system.host_memory(), root, va, levels, &|gpa| p2m(system, gpa))
+    reference_translate(system.host_memory(), root, va, levels, &|gpa| {
+        p2m(system, gpa)
+    })
 }
 
 /// Everything that must hold for a touched address after its access.
-fn check_translation(systems: &Systems, va: u64, native_hpa: u64, nested_hpa: u64) -> Result<(), TestCaseError> {
+fn check_translation(
+    systems: &Systems,
+    va: u64,
+    native_hpa: u64,
+    nested_hpa: u64,
+) -> Result<(), TestCaseError> {
     for (name, system, hpa) in [
         ("native", &systems.native_on, native_hpa),
         ("native, caches off", &systems.native_off, native_hpa),
@@ -162,14 +201,29 @@ fn check_translation(systems: &Systems, va: u64, native_hpa: u64, nested_hpa: u6
         ("nested, caches off", &systems.nested_off, nested_hpa),
     ] {
         let expected = Some((hpa, USER_RW_NX));
-        prop_assert_eq!(reference(system, va), expected, "{}: reference walk of {:#x} vs the MMU", name, va);
+        prop_assert_eq!(
+            reference(system, va),
+            expected,
+            "{}: reference walk of {:#x} vs the MMU",
+            name,
+            va
+        );
     }
     // The native machine's physical address is the guest-physical address in the VM.
     let guest = guest_walk(&systems.nested_on, Gva::new(va));
     let native = guest_walk(&systems.native_on, Gva::new(va));
-    prop_assert!(guest.is_some() && native.is_some(), "va {:#x} is not mapped after its access", va);
+    prop_assert!(
+        guest.is_some() && native.is_some(),
+        "va {:#x} is not mapped after its access",
+        va
+    );
     let (guest, native) = (guest.unwrap(), native.unwrap());
-    prop_assert_eq!(guest.gpa, native_hpa, "va {:#x}: the guest maps it where the native kernel does", va);
+    prop_assert_eq!(
+        guest.gpa,
+        native_hpa,
+        "va {:#x}: the guest maps it where the native kernel does",
+        va
+    );
     prop_assert_eq!(guest.perms, native.perms, "va {:#x}: permissions", va);
     prop_assert_eq!(guest.size, native.size, "va {:#x}: guest page size", va);
     Ok(())
@@ -177,9 +231,24 @@ fn check_translation(systems: &Systems, va: u64, native_hpa: u64, nested_hpa: u6
 
 /// Mapped (by every reference walk) exactly when `touched` says so.
 fn check_mapped(systems: &Systems, va: u64, touched: bool) -> Result<(), TestCaseError> {
-    for (name, system) in [("native", &systems.native_on), ("nested", &systems.nested_on)] {
-        prop_assert_eq!(reference(system, va).is_some(), touched, "{}: va {:#x} mapped?", name, va);
-        prop_assert_eq!(guest_walk(system, Gva::new(va)).is_some(), touched, "{}: va {:#x} in the guest tables?", name, va);
+    for (name, system) in [
+        ("native", &systems.native_on),
+        ("nested", &systems.nested_on),
+    ] {
+        prop_assert_eq!(
+            reference(system, va).is_some(),
+            touched,
+            "{}: va {:#x} mapped?",
+            name,
+            va
+        );
+        prop_assert_eq!(
+            guest_walk(system, Gva::new(va)).is_some(),
+            touched,
+            "{}: va {:#x} in the guest tables?",
+            name,
+            va
+        );
     }
     Ok(())
 }
@@ -198,9 +267,18 @@ fn run(s: &Scenario) -> Result<(), TestCaseError> {
         let (native_hpa, nested_hpa) = systems.access(va, write)?;
         touched.insert(s.guest_page(va));
         check_translation(&systems, va, native_hpa, nested_hpa)?;
-        for (i, (scheme, hpa)) in [("native", native_hpa), ("nested", nested_hpa)].into_iter().enumerate() {
+        for (i, (scheme, hpa)) in [("native", native_hpa), ("nested", nested_hpa)]
+            .into_iter()
+            .enumerate()
+        {
             let owner = *owners[i].entry(hpa >> 12).or_insert(va >> 12);
-            prop_assert_eq!(owner, va >> 12, "{}: host frame of va {:#x} already maps another page", scheme, va);
+            prop_assert_eq!(
+                owner,
+                va >> 12,
+                "{}: host frame of va {:#x} already maps another page",
+                scheme,
+                va
+            );
         }
         first_pass.push((native_hpa, nested_hpa));
     }
@@ -212,7 +290,12 @@ fn run(s: &Scenario) -> Result<(), TestCaseError> {
     for _ in 0..2 {
         for (i, &(offset, write)) in s.accesses.iter().enumerate() {
             let va = region + offset;
-            prop_assert_eq!(systems.access(va, write)?, first_pass[i], "replay of va {:#x}", va);
+            prop_assert_eq!(
+                systems.access(va, write)?,
+                first_pass[i],
+                "replay of va {:#x}",
+                va
+            );
         }
     }
 
@@ -227,7 +310,10 @@ fn run(s: &Scenario) -> Result<(), TestCaseError> {
         for system in systems.all() {
             let scheme = system.paging().name();
             let result = system.access(Gva::new(outside), write);
-            let expected = OsError::SegFault { va: Gva::new(outside), write };
+            let expected = OsError::SegFault {
+                va: Gva::new(outside),
+                write,
+            };
             prop_assert!(
                 matches!(&result, Err(SimError::Os(e)) if *e == expected),
                 "{}: access {:#x} outside the mapping gave {:?}",
@@ -245,7 +331,10 @@ fn config() -> ProptestConfig {
     let base = ProptestConfig::default();
     ProptestConfig {
         // Modest by default (the file should run in seconds); PROPTEST_CASES overrides.
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64),
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(64),
         // Reproducible by default; PROPTEST_RNG_SEED explores other sequences.
         rng_seed: match base.rng_seed {
             RngSeed::Random => RngSeed::Fixed(0x766d_6c61_6221),
@@ -270,11 +359,20 @@ proptest! {
 /// random cases pick: a fixed sequence touching pages near each other and far apart.
 #[test]
 fn every_page_size_pair_and_fragmentation_level_translates_identically() {
-    let accesses: Vec<(u64, bool)> = [0x0, 0x1008, 0x20_0000, 0x3f_fff8, 0x1_2345_6780, 0x8000_0000, 0x1008, 0xb_ffff_f000]
-        .into_iter()
-        .enumerate()
-        .map(|(i, offset)| (offset % REGION_LEN, i % 3 == 1))
-        .collect();
+    let accesses: Vec<(u64, bool)> = [
+        0x0,
+        0x1008,
+        0x20_0000,
+        0x3f_fff8,
+        0x1_2345_6780,
+        0x8000_0000,
+        0x1008,
+        0xb_ffff_f000,
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, offset)| (offset % REGION_LEN, i % 3 == 1))
+    .collect();
     for levels in [4, 5] {
         for guest_pages in [PageSize::Size4K, PageSize::Size2M] {
             for host_pages in PageSize::ALL {

@@ -11,8 +11,8 @@ mod common;
 
 use common::{ept_leaf, guest_table_gpas, guest_walk, Setup, MIB, REGION_4LEVEL, REGION_5LEVEL};
 use vmlab_core::addr::{Gva, PageSize};
-use vmlab_core::hw::mmu::MmuCounters;
-use vmlab_core::hw::pte::{Ept, X86};
+use vmlab_core::hw::x86::mmu::MmuCounters;
+use vmlab_core::hw::x86::pte::{Ept, X86};
 use vmlab_core::scheme::{Paging, System};
 
 use PageSize::{Size1G as G1, Size2M as M2, Size4K as K4};
@@ -29,11 +29,31 @@ struct WalkCase {
 }
 
 const fn native(levels: u8, guest_pages: PageSize, refs: u64) -> WalkCase {
-    WalkCase { paging: Paging::Native, levels, guest_pages, host_pages: K4, guest_refs: refs, ept_refs: 0 }
+    WalkCase {
+        paging: Paging::Native,
+        levels,
+        guest_pages,
+        host_pages: K4,
+        guest_refs: refs,
+        ept_refs: 0,
+    }
 }
 
-const fn nested(levels: u8, guest_pages: PageSize, host_pages: PageSize, guest_refs: u64, ept_refs: u64) -> WalkCase {
-    WalkCase { paging: Paging::Nested, levels, guest_pages, host_pages, guest_refs, ept_refs }
+const fn nested(
+    levels: u8,
+    guest_pages: PageSize,
+    host_pages: PageSize,
+    guest_refs: u64,
+    ept_refs: u64,
+) -> WalkCase {
+    WalkCase {
+        paging: Paging::Nested,
+        levels,
+        guest_pages,
+        host_pages,
+        guest_refs,
+        ept_refs,
+    }
 }
 
 /// The expected counts, written out (not computed) so a wrong formula cannot hide a wrong walk.
@@ -62,12 +82,20 @@ impl WalkCase {
     fn name(&self) -> String {
         match self.paging {
             Paging::Native => format!("native {}-level {}", self.levels, self.guest_pages),
-            _ => format!("nested {}-level {} guest on {} host", self.levels, self.guest_pages, self.host_pages),
+            _ => format!(
+                "nested {}-level {} guest on {} host",
+                self.levels, self.guest_pages, self.host_pages
+            ),
         }
     }
 
     fn setup(&self) -> Setup {
-        Setup { levels: self.levels, guest_pages: self.guest_pages, host_pages: self.host_pages, ..Setup::new(self.paging) }
+        Setup {
+            levels: self.levels,
+            guest_pages: self.guest_pages,
+            host_pages: self.host_pages,
+            ..Setup::new(self.paging)
+        }
     }
 
     fn region(&self) -> u64 {
@@ -92,7 +120,9 @@ impl WalkCase {
 /// Counters of exactly one access to `va`.
 fn measure(system: &mut System, va: u64, write: bool) -> (MmuCounters, u64) {
     let before = *system.mmu().counters();
-    let hpa = system.access(Gva::new(va), write).expect("access to a mapped page");
+    let hpa = system
+        .access(Gva::new(va), write)
+        .expect("access to a mapped page");
     (system.mmu().counters().since(&before), hpa.raw())
 }
 
@@ -105,7 +135,12 @@ fn written_out_counts_match_the_two_dimensional_formula() {
     // EPT walk for the final guest-physical address.
     for case in CASES {
         let (g, h) = case.depths();
-        assert_eq!((case.guest_refs, case.ept_refs), (g, g * h + h), "{}", case.name());
+        assert_eq!(
+            (case.guest_refs, case.ept_refs),
+            (g, g * h + h),
+            "{}",
+            case.name()
+        );
     }
 }
 
@@ -119,7 +154,9 @@ fn every_tlb_miss_walk_reads_exactly_the_expected_entries() {
             let va = region + offset;
             // The first touch faults (guest page fault, EPT backing) and fills A/D bits;
             // with a write touch, later reads and writes need no A/D update.
-            let first = system.access(Gva::new(va), true).unwrap_or_else(|e| panic!("{}: touch {va:#x}: {e}", case.name()));
+            let first = system
+                .access(Gva::new(va), true)
+                .unwrap_or_else(|e| panic!("{}: touch {va:#x}: {e}", case.name()));
             for write in [false, true] {
                 let (delta, hpa) = measure(&mut system, va, write);
                 let what = format!("{}, va {va:#x}, write {write}", case.name());
@@ -130,11 +167,23 @@ fn every_tlb_miss_walk_reads_exactly_the_expected_entries() {
                 assert_eq!(delta.faults, 0, "{what}");
                 assert_eq!(delta.guest_refs, case.guest_refs, "{what}: guest refs");
                 assert_eq!(delta.ept_refs, case.ept_refs, "{what}: EPT refs");
-                assert_eq!(delta.walk_refs(), case.guest_refs + case.ept_refs, "{what}: total refs");
+                assert_eq!(
+                    delta.walk_refs(),
+                    case.guest_refs + case.ept_refs,
+                    "{what}: total refs"
+                );
                 // With the nested TLB off, every guest-physical address needs an EPT walk:
                 // one per guest table read, plus the final data address.
-                let nested_walks = if case.paging == Paging::Nested { case.guest_refs + 1 } else { 0 };
-                assert_eq!((delta.nested_tlb_hits, delta.nested_tlb_misses), (0, nested_walks), "{what}");
+                let nested_walks = if case.paging == Paging::Nested {
+                    case.guest_refs + 1
+                } else {
+                    0
+                };
+                assert_eq!(
+                    (delta.nested_tlb_hits, delta.nested_tlb_misses),
+                    (0, nested_walks),
+                    "{what}"
+                );
             }
         }
     }
@@ -145,12 +194,21 @@ fn walk_counts_do_not_depend_on_the_data_caches() {
     // The cache hierarchy changes where a reference is served, never how many there are.
     for memory in [common::memory_small(), common::skylake().memory] {
         for case in CASES.iter().filter(|c| c.levels == 4) {
-            let mut system = Setup { memory: memory.clone(), ..case.setup() }.build();
+            let mut system = Setup {
+                memory: memory.clone(),
+                ..case.setup()
+            }
+            .build();
             system.mmap(Gva::new(case.region()), 4 * MIB, true).unwrap();
             let va = case.region() + 0x1000;
             system.access(Gva::new(va), false).unwrap();
             let (delta, _) = measure(&mut system, va, false);
-            assert_eq!((delta.walks, delta.guest_refs, delta.ept_refs), (1, case.guest_refs, case.ept_refs), "{}", case.name());
+            assert_eq!(
+                (delta.walks, delta.guest_refs, delta.ept_refs),
+                (1, case.guest_refs, case.ept_refs),
+                "{}",
+                case.name()
+            );
         }
     }
 }
@@ -159,7 +217,8 @@ fn walk_counts_do_not_depend_on_the_data_caches() {
 fn ad_bits(system: &System, va: u64) -> (u64, Option<u64>) {
     let leaf = guest_walk(system, Gva::new(va)).expect("mapped in the guest");
     let guest = leaf.entry & (X86::ACCESSED_BIT | X86::DIRTY_BIT);
-    let ept = ept_leaf(system, leaf.gpa).map(|(_, entry, _)| entry & (Ept::ACCESSED_BIT | Ept::DIRTY_BIT));
+    let ept = ept_leaf(system, leaf.gpa)
+        .map(|(_, entry, _)| entry & (Ept::ACCESSED_BIT | Ept::DIRTY_BIT));
     (guest, ept)
 }
 
@@ -177,7 +236,10 @@ fn walks_set_accessed_on_read_and_dirty_on_write_in_both_dimensions() {
         // Hardware A/D semantics; shadow paging emulates dirty bits (tests/shadow.rs).
         for paging in [Paging::Native, Paging::Nested] {
             for guest_pages in [K4, M2] {
-                let mut setup = Setup { guest_pages, ..Setup::new(paging) };
+                let mut setup = Setup {
+                    guest_pages,
+                    ..Setup::new(paging)
+                };
                 if tlb_on {
                     setup.tlb = common::skylake().tlb;
                 }
@@ -192,19 +254,30 @@ fn walks_set_accessed_on_read_and_dirty_on_write_in_both_dimensions() {
                 assert_eq!(guest, A, "{what}: guest leaf after a read");
                 if paging == Paging::Nested {
                     // Only the hardware sets EPT A/D: the hypervisor maps frames without them.
-                    assert_eq!(ept, Some(EA), "{what}: EPT leaf of the data page after a read");
+                    assert_eq!(
+                        ept,
+                        Some(EA),
+                        "{what}: EPT leaf of the data page after a read"
+                    );
                 }
 
                 let before = *system.mmu().counters();
                 let write = system.access(Gva::new(va), true).unwrap();
                 let delta = system.mmu().counters().since(&before);
                 assert_eq!(write, read, "{what}: a write goes to the same place");
-                assert_eq!(delta.walks, 1, "{what}: a write to a clean page walks once to set D");
+                assert_eq!(
+                    delta.walks, 1,
+                    "{what}: a write to a clean page walks once to set D"
+                );
                 assert_eq!(delta.faults, 0, "{what}: no fault needed to set D");
                 let (guest, ept) = ad_bits(&system, va);
                 assert_eq!(guest, AD, "{what}: the hardware walk set the guest D bit");
                 if paging == Paging::Nested {
-                    assert_eq!(ept, Some(EAD), "{what}: the hardware walk set the EPT D bit");
+                    assert_eq!(
+                        ept,
+                        Some(EAD),
+                        "{what}: the hardware walk set the EPT D bit"
+                    );
                 }
 
                 // Once dirty, a write with TLBs on is a hit; with them off it walks without
@@ -233,7 +306,11 @@ fn guest_table_walks_set_ept_accessed_and_dirty_on_the_table_pages() {
         let (_, entry, size) = ept_leaf(&system, gpa).expect("guest table pages are backed");
         assert_eq!(size, K4);
         let ad = entry & (Ept::ACCESSED_BIT | Ept::DIRTY_BIT);
-        assert_eq!(ad, Ept::ACCESSED_BIT | Ept::DIRTY_BIT, "EPT leaf of the guest table page at GPA {gpa:#x}");
+        assert_eq!(
+            ad,
+            Ept::ACCESSED_BIT | Ept::DIRTY_BIT,
+            "EPT leaf of the guest table page at GPA {gpa:#x}"
+        );
     }
 }
 
@@ -242,13 +319,27 @@ fn second_access_hits_the_tlb_and_translates_the_same() {
     let tlb = common::skylake().tlb;
     let mut cases: Vec<Setup> = Vec::new();
     for guest_pages in [K4, M2] {
-        cases.push(Setup { guest_pages, tlb: tlb.clone(), ..Setup::new(Paging::Native) });
+        cases.push(Setup {
+            guest_pages,
+            tlb: tlb.clone(),
+            ..Setup::new(Paging::Native)
+        });
         for host_pages in [K4, M2, G1] {
-            cases.push(Setup { guest_pages, host_pages, tlb: tlb.clone(), ..Setup::new(Paging::Nested) });
+            cases.push(Setup {
+                guest_pages,
+                host_pages,
+                tlb: tlb.clone(),
+                ..Setup::new(Paging::Nested)
+            });
         }
     }
     for setup in cases {
-        let what = format!("{} {} guest on {} host", setup.paging.name(), setup.guest_pages, setup.host_pages);
+        let what = format!(
+            "{} {} guest on {} host",
+            setup.paging.name(),
+            setup.guest_pages,
+            setup.host_pages
+        );
         let mut system = setup.build();
         system.mmap(Gva::new(REGION_4LEVEL), 4 * MIB, true).unwrap();
         for write in [false, true] {
@@ -256,11 +347,19 @@ fn second_access_hits_the_tlb_and_translates_the_same() {
             let first = system.access(Gva::new(va), write).unwrap();
             let (delta, second) = measure(&mut system, va, write);
             assert_eq!(second, first.raw(), "{what}, write {write}: same HPA");
-            assert_eq!((delta.walks, delta.tlb_misses, delta.l1_tlb_misses), (0, 0, 0), "{what}, write {write}: L1 TLB hit");
+            assert_eq!(
+                (delta.walks, delta.tlb_misses, delta.l1_tlb_misses),
+                (0, 0, 0),
+                "{what}, write {write}: L1 TLB hit"
+            );
             assert_eq!(delta.walk_refs(), 0, "{what}, write {write}");
             // Another byte of the same 4K page hits too and keeps its page offset.
             let (delta, other) = measure(&mut system, va + 0x18, write);
-            assert_eq!(other, first.raw() + 0x18, "{what}, write {write}: same page");
+            assert_eq!(
+                other,
+                first.raw() + 0x18,
+                "{what}, write {write}: same page"
+            );
             assert_eq!(delta.walks, 0, "{what}, write {write}");
         }
     }
@@ -284,8 +383,18 @@ fn one_dimensional_schemes_walk_like_native_and_tpt_checks_every_frame() {
         (Paging::TptPrototype, 5, M2, 4),
     ];
     for (paging, levels, pages, refs) in cases {
-        let mut system = Setup { levels, guest_pages: pages, host_pages: pages, ..Setup::new(paging) }.build();
-        let region = if levels == 5 { REGION_5LEVEL } else { REGION_4LEVEL };
+        let mut system = Setup {
+            levels,
+            guest_pages: pages,
+            host_pages: pages,
+            ..Setup::new(paging)
+        }
+        .build();
+        let region = if levels == 5 {
+            REGION_5LEVEL
+        } else {
+            REGION_4LEVEL
+        };
         system.mmap(Gva::new(region), 4 * MIB, true).unwrap();
         for offset in OFFSETS {
             let va = region + offset;
@@ -296,7 +405,11 @@ fn one_dimensional_schemes_walk_like_native_and_tpt_checks_every_frame() {
             assert_eq!(d.nested_tlb_hits + d.nested_tlb_misses, 0, "{what}");
             // TPT checks the tag of every table frame it reads and of the data frame.
             let checks = if paging == Paging::Tpt { refs + 1 } else { 0 };
-            assert_eq!((d.tag_fills, d.tag_checks, d.tag_violations), (u64::from(paging == Paging::Tpt), checks, 0), "{what}");
+            assert_eq!(
+                (d.tag_fills, d.tag_checks, d.tag_violations),
+                (u64::from(paging == Paging::Tpt), checks, 0),
+                "{what}"
+            );
         }
     }
 }

@@ -14,10 +14,19 @@ use vmlab_core::workload::{catalog, parse_size, WorkloadConfig, WorkloadSpec};
 /// the order `--list` shows them.
 pub const BUILTIN: [(&str, &str); 6] = [
     ("tpt", include_str!("../../../../experiments/tpt.toml")),
-    ("pagetable", include_str!("../../../../experiments/pagetable.toml")),
+    (
+        "pagetable",
+        include_str!("../../../../experiments/pagetable.toml"),
+    ),
     ("tlb", include_str!("../../../../experiments/tlb.toml")),
-    ("lmbench", include_str!("../../../../experiments/lmbench.toml")),
-    ("hugepages", include_str!("../../../../experiments/hugepages.toml")),
+    (
+        "lmbench",
+        include_str!("../../../../experiments/lmbench.toml"),
+    ),
+    (
+        "hugepages",
+        include_str!("../../../../experiments/hugepages.toml"),
+    ),
     ("remap", include_str!("../../../../experiments/remap.toml")),
 ];
 
@@ -165,7 +174,9 @@ impl Metric {
         match self {
             Metric::Seconds => format!("{v:.3}"),
             Metric::Slowdown => format!("{v:.2}"),
-            Metric::CyclesPerAccess | Metric::NsPerAccess | Metric::WalkRefsPerWalk => format!("{v:.2}"),
+            Metric::CyclesPerAccess | Metric::NsPerAccess | Metric::WalkRefsPerWalk => {
+                format!("{v:.2}")
+            }
             Metric::UsPerFork | Metric::UsPerIter => format!("{v:.1}"),
         }
     }
@@ -244,7 +255,11 @@ impl Varies {
             }
         }
         if self.pages {
-            parts.push(format!("guest {} / host {}", g.guest_pages.name(), g.host_pages.name()));
+            parts.push(format!(
+                "guest {} / host {}",
+                g.guest_pages.name(),
+                g.host_pages.name()
+            ));
         }
         if parts.is_empty() {
             g.workload.clone()
@@ -257,22 +272,26 @@ impl Varies {
 impl Experiment {
     /// Parses an experiment file (`origin` names it in errors).
     pub fn from_toml(text: &str, origin: &str) -> Result<Experiment, UsageError> {
-        toml::from_str(text).map_err(|e| UsageError(format!("experiment {origin}: {}", one_line(&e.to_string()))))
+        toml::from_str(text)
+            .map_err(|e| UsageError(format!("experiment {origin}: {}", one_line(&e.to_string()))))
     }
 
     /// A built-in experiment by name, or an experiment file by path (a name ending in .toml
     /// or containing a slash).
     pub fn load(name: &str) -> Result<Experiment, UsageError> {
         if name.ends_with(".toml") || name.contains('/') {
-            let text = std::fs::read_to_string(name).map_err(|e| UsageError(format!("cannot read experiment {name}: {e}")))?;
+            let text = std::fs::read_to_string(name)
+                .map_err(|e| UsageError(format!("cannot read experiment {name}: {e}")))?;
             return Experiment::from_toml(&text, name);
         }
         match BUILTIN.iter().find(|(n, _)| *n == name) {
             Some((n, text)) => Experiment::from_toml(text, n),
-            None => Err(UsageError(format!(
+            None => {
+                Err(UsageError(format!(
                 "unknown experiment '{name}'; valid experiments: {} (or a path to a .toml file)",
                 BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-            ))),
+            )))
+            }
         }
     }
 
@@ -280,24 +299,45 @@ impl Experiment {
     pub fn plan(&self, quick: bool) -> Result<Plan, UsageError> {
         let err = |msg: String| UsageError(format!("experiment {}: {msg}", self.name));
         let schemes = parse_schemes(&self.schemes).map_err(|e| err(e.0))?;
-        let pages = |flag: &str, names: &[String], allowed: &[PageSize]| -> Result<Vec<PageSize>, UsageError> {
+        let pages = |flag: &str,
+                     names: &[String],
+                     allowed: &[PageSize]|
+         -> Result<Vec<PageSize>, UsageError> {
             if names.is_empty() {
                 return Err(err(format!("{flag} needs at least one page size")));
             }
-            names.iter().map(|n| parse_page_size(flag, n, allowed).map_err(|e| err(e.0))).collect()
+            names
+                .iter()
+                .map(|n| parse_page_size(flag, n, allowed).map_err(|e| err(e.0)))
+                .collect()
         };
-        let guest = pages("guest_pages", &self.guest_pages, &[PageSize::Size4K, PageSize::Size2M])?;
+        let guest = pages(
+            "guest_pages",
+            &self.guest_pages,
+            &[PageSize::Size4K, PageSize::Size2M],
+        )?;
         let host = pages("host_pages", &self.host_pages, &PageSize::ALL)?;
         if self.workloads.is_empty() {
             return Err(err("no [[workloads]]".into()));
         }
-        let (accesses, warmup) = if quick { (self.quick.accesses, self.quick.warmup) } else { (self.sample.accesses, self.sample.warmup) };
+        let (accesses, warmup) = if quick {
+            (self.quick.accesses, self.quick.warmup)
+        } else {
+            (self.sample.accesses, self.sample.warmup)
+        };
         let mut jobs = Vec::new();
         let mut labels = Vec::new();
         for (entry, w) in self.workloads.iter().enumerate() {
-            let sizes: Vec<Option<&String>> = if w.sizes.is_empty() { vec![None] } else { w.sizes.iter().map(Some).collect() };
+            let sizes: Vec<Option<&String>> = if w.sizes.is_empty() {
+                vec![None]
+            } else {
+                w.sizes.iter().map(Some).collect()
+            };
             if w.sizes.is_empty() == w.spec.contains("{size}") {
-                return Err(err(format!("workload '{}': `sizes` and a {{size}} in the spec go together", w.spec)));
+                return Err(err(format!(
+                    "workload '{}': `sizes` and a {{size}} in the spec go together",
+                    w.spec
+                )));
             }
             for size in sizes {
                 let mut text = match size {
@@ -309,16 +349,30 @@ impl Experiment {
                 }
                 let spec = parse_workload(&text).map_err(|e| err(e.0))?;
                 let size = match size {
-                    Some(s) => Some((parse_size(s).map_err(|e| err(format!("size '{s}': {e}")))?, s.clone())),
+                    Some(s) => Some((
+                        parse_size(s).map_err(|e| err(format!("size '{s}': {e}")))?,
+                        s.clone(),
+                    )),
                     None => None,
                 };
                 let label = w.label.clone().unwrap_or_else(|| spec.name().to_string());
                 labels.push(label.clone());
                 for &g in &guest {
                     for &h in &host {
-                        let group = GroupKey { entry, workload: label.clone(), size: size.clone(), guest_pages: g, host_pages: h };
+                        let group = GroupKey {
+                            entry,
+                            workload: label.clone(),
+                            size: size.clone(),
+                            guest_pages: g,
+                            host_pages: h,
+                        };
                         for &paging in &schemes {
-                            jobs.push(Job { group: group.clone(), spec: spec.clone(), paging, skip: paging.unsupported_pages(g, h) });
+                            jobs.push(Job {
+                                group: group.clone(),
+                                spec: spec.clone(),
+                                paging,
+                                skip: paging.unsupported_pages(g, h),
+                            });
                         }
                     }
                 }
@@ -330,7 +384,13 @@ impl Experiment {
             size: self.workloads.iter().any(|w| w.sizes.len() > 1),
             pages: guest.len() * host.len() > 1,
         };
-        Ok(Plan { schemes, jobs, accesses, warmup, varies })
+        Ok(Plan {
+            schemes,
+            jobs,
+            accesses,
+            warmup,
+            varies,
+        })
     }
 }
 
@@ -338,7 +398,9 @@ impl Experiment {
 /// already given). Specs are `NAME[:key=value,...]`.
 fn set_params(spec: &str, set: &BTreeMap<String, String>) -> String {
     let (name, params) = spec.split_once(':').unwrap_or((spec, ""));
-    let Some(info) = catalog().into_iter().find(|w| w.name == name) else { return spec.to_string() };
+    let Some(info) = catalog().into_iter().find(|w| w.name == name) else {
+        return spec.to_string();
+    };
     let mut pairs: Vec<(String, String)> = params
         .split(',')
         .filter(|p| !p.is_empty())
@@ -387,8 +449,14 @@ mod tests {
     #[test]
     fn quick_sets_only_known_parameters() {
         let set: BTreeMap<String, String> = [("forks".to_string(), "10".to_string())].into();
-        assert_eq!(set_params("fork-bench:rss=64M,forks=100", &set), "fork-bench:rss=64M,forks=10");
-        assert_eq!(set_params("fork-bench:rss=64M", &set), "fork-bench:rss=64M,forks=10");
+        assert_eq!(
+            set_params("fork-bench:rss=64M,forks=100", &set),
+            "fork-bench:rss=64M,forks=10"
+        );
+        assert_eq!(
+            set_params("fork-bench:rss=64M", &set),
+            "fork-bench:rss=64M,forks=10"
+        );
         assert_eq!(set_params("tlb-bench:size=64M", &set), "tlb-bench:size=64M");
         assert_eq!(set_params("fork-bench", &set), "fork-bench:forks=10");
     }
@@ -396,14 +464,26 @@ mod tests {
     #[test]
     fn unknown_names_list_the_valid_ones() {
         let e = Experiment::load("nope").expect_err("unknown");
-        assert!(e.0.contains("tpt, pagetable, tlb, lmbench, hugepages"), "{}", e.0);
+        assert!(
+            e.0.contains("tpt, pagetable, tlb, lmbench, hugepages"),
+            "{}",
+            e.0
+        );
     }
 
     #[test]
     fn pv_and_tpt_skip_guest_pages_larger_than_host_pages() {
-        assert!(Paging::Tpt.unsupported_pages(PageSize::Size2M, PageSize::Size4K).is_some());
-        assert!(Paging::Pv.unsupported_pages(PageSize::Size2M, PageSize::Size4K).is_some());
-        assert!(Paging::Tpt.unsupported_pages(PageSize::Size2M, PageSize::Size2M).is_none());
-        assert!(Paging::Nested.unsupported_pages(PageSize::Size2M, PageSize::Size4K).is_none());
+        assert!(Paging::Tpt
+            .unsupported_pages(PageSize::Size2M, PageSize::Size4K)
+            .is_some());
+        assert!(Paging::Pv
+            .unsupported_pages(PageSize::Size2M, PageSize::Size4K)
+            .is_some());
+        assert!(Paging::Tpt
+            .unsupported_pages(PageSize::Size2M, PageSize::Size2M)
+            .is_none());
+        assert!(Paging::Nested
+            .unsupported_pages(PageSize::Size2M, PageSize::Size4K)
+            .is_none());
     }
 }

@@ -29,33 +29,48 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
         return list();
     }
     let Some(name) = args.name.as_deref() else {
-        return Err(UsageError("name an experiment (vmlab reproduce --list shows them)".into()).into());
+        return Err(
+            UsageError("name an experiment (vmlab reproduce --list shows them)".into()).into(),
+        );
     };
     let exp = Experiment::load(name)?;
     let plan = exp.plan(args.quick)?;
-    let profile = load_profile(&exp.machine).map_err(|e| UsageError(format!("experiment {}: {}", exp.name, e.0)))?;
+    let profile = load_profile(&exp.machine)
+        .map_err(|e| UsageError(format!("experiment {}: {}", exp.name, e.0)))?;
     let threads = match args.jobs {
         Some(0) => return Err(UsageError("--jobs must be at least 1".into()).into()),
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let out_dir = args.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&exp.name));
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(&exp.name));
 
     let reports = run_all(&exp, &plan, &profile, threads)?;
     let rows = rows(&plan, &reports);
 
-    std::fs::create_dir_all(&out_dir).map_err(|e| CliError::Run(format!("cannot create {}: {e}", out_dir.display())))?;
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| CliError::Run(format!("cannot create {}: {e}", out_dir.display())))?;
     let files = [
         (out_dir.join(format!("{}.csv", exp.name)), csv(&exp, &rows)?),
-        (out_dir.join(format!("{}.json", exp.name)), json_file(&exp, &plan, &args, &rows)),
-        (out_dir.join(format!("{}.svg", exp.name)), figure(&exp, &plan, &rows, args.quick).to_svg()),
+        (
+            out_dir.join(format!("{}.json", exp.name)),
+            json_file(&exp, &plan, &args, &rows),
+        ),
+        (
+            out_dir.join(format!("{}.svg", exp.name)),
+            figure(&exp, &plan, &rows, args.quick).to_svg(),
+        ),
     ];
     for (path, text) in &files {
-        std::fs::write(path, text).map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))?;
+        std::fs::write(path, text)
+            .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))?;
     }
     let text = if args.json {
         let runs: Vec<&RunReport> = rows.iter().filter_map(|r| r.report.as_ref()).collect();
-        serde_json::to_string_pretty(&serde_json::json!({ "runs": runs })).expect("serializable") + "\n"
+        serde_json::to_string_pretty(&serde_json::json!({ "runs": runs })).expect("serializable")
+            + "\n"
     } else {
         let mut text = render(&exp, &plan, &rows, args.quick) + "\n";
         for (path, _) in &files {
@@ -65,7 +80,9 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
     };
     // A closed pipe (`| head`) is not an error; the files are written already.
     match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Run(format!("cannot write to stdout: {e}"))),
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CliError::Run(format!("cannot write to stdout: {e}")))
+        }
         _ => Ok(()),
     }
 }
@@ -94,7 +111,12 @@ type RunKey = (String, Paging, PageSize, Option<PageSize>);
 /// Native paging has no host page size: one run serves every host page size of a group.
 fn dedup_key(job: &Job) -> RunKey {
     let host = job.paging.is_virtualized().then_some(job.group.host_pages);
-    (job.spec.canonical(), job.paging, job.group.guest_pages, host)
+    (
+        job.spec.canonical(),
+        job.paging,
+        job.group.guest_pages,
+        host,
+    )
 }
 
 /// Runs every distinct job of the plan on `threads` threads; reports by dedup key.
@@ -111,7 +133,8 @@ fn run_all(
         }
     }
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<RunReport, CliError>>>> = Mutex::new((0..todo.len()).map(|_| None).collect());
+    let results: Mutex<Vec<Option<Result<RunReport, CliError>>>> =
+        Mutex::new((0..todo.len()).map(|_| None).collect());
     let progress = CountProgress::new(&exp.name, todo.len() as u64);
     std::thread::scope(|scope| {
         for _ in 0..threads.min(todo.len()) {
@@ -131,8 +154,14 @@ fn run_all(
                     pretouch: false,
                 };
                 let result = engine::run(&config, &mut |_| {}).map_err(|e| match e {
-                    engine::EngineError::Config(msg) => CliError::Usage(UsageError(format!("experiment {}: {msg}", exp.name))),
-                    other => CliError::Run(format!("{} under {}: {other}", job.spec.canonical(), job.paging.name())),
+                    engine::EngineError::Config(msg) => {
+                        CliError::Usage(UsageError(format!("experiment {}: {msg}", exp.name)))
+                    }
+                    other => CliError::Run(format!(
+                        "{} under {}: {other}",
+                        job.spec.canonical(),
+                        job.paging.name()
+                    )),
                 });
                 progress.inc();
                 results.lock().expect("no thread panics holding the lock")[i] = Some(result);
@@ -141,7 +170,10 @@ fn run_all(
     });
     progress.finish();
     let mut out = BTreeMap::new();
-    for (job, result) in todo.iter().zip(results.into_inner().expect("no thread panicked")) {
+    for (job, result) in todo
+        .iter()
+        .zip(results.into_inner().expect("no thread panicked"))
+    {
         let report = result.unwrap_or_else(|| Err(CliError::Run("a run did not finish".into())))?;
         out.insert(dedup_key(job), report);
     }
@@ -150,7 +182,13 @@ fn run_all(
 
 /// The plan's jobs in order, with their reports and native's time in their group.
 fn rows(plan: &Plan, reports: &BTreeMap<RunKey, RunReport>) -> Vec<Row> {
-    let report = |job: &Job| if job.skip.is_some() { None } else { reports.get(&dedup_key(job)).cloned() };
+    let report = |job: &Job| {
+        if job.skip.is_some() {
+            None
+        } else {
+            reports.get(&dedup_key(job)).cloned()
+        }
+    };
     plan.jobs
         .iter()
         .map(|job| {
@@ -160,7 +198,11 @@ fn rows(plan: &Plan, reports: &BTreeMap<RunKey, RunReport>) -> Vec<Row> {
                 .find(|j| j.group == job.group && j.paging == Paging::Native)
                 .and_then(&report)
                 .map(|r| r.seconds);
-            Row { job: job.clone(), report: report(job), native_seconds }
+            Row {
+                job: job.clone(),
+                report: report(job),
+                native_seconds,
+            }
         })
         .collect()
 }
@@ -177,7 +219,9 @@ fn groups(rows: &[Row]) -> Vec<&GroupKey> {
 }
 
 fn value(rows: &[Row], group: &GroupKey, paging: Paging, metric: Metric) -> Option<f64> {
-    let row = rows.iter().find(|r| &r.job.group == group && r.job.paging == paging)?;
+    let row = rows
+        .iter()
+        .find(|r| &r.job.group == group && r.job.paging == paging)?;
     metric.value(row.report.as_ref()?, row.native_seconds)
 }
 
@@ -185,17 +229,41 @@ fn value(rows: &[Row], group: &GroupKey, paging: Paging, metric: Metric) -> Opti
 /// one pivot table per metric (rows = groups, columns = schemes).
 fn render(exp: &Experiment, plan: &Plan, rows: &[Row], quick: bool) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "experiment {}{}: {}", exp.name, if quick { " (quick)" } else { "" }, exp.title);
+    let _ = writeln!(
+        out,
+        "experiment {}{}: {}",
+        exp.name,
+        if quick { " (quick)" } else { "" },
+        exp.title
+    );
     let groups = groups(rows);
     if groups.len() == 1 {
         let reports: Vec<RunReport> = rows.iter().filter_map(|r| r.report.clone()).collect();
         out.push_str(&table::render(&reports));
         return out;
     }
-    let _ = writeln!(out, "machine    {}, seed {}, {}\n", exp.machine, exp.seed, sample_text(plan));
+    let _ = writeln!(
+        out,
+        "machine    {}, seed {}, {}\n",
+        exp.machine,
+        exp.seed,
+        sample_text(plan)
+    );
     let labels: Vec<String> = groups.iter().map(|g| plan.varies.label(g, true)).collect();
-    let lw = labels.iter().map(|l| l.len()).chain(exp.report.tables.iter().map(|m| m.label().len())).max().unwrap_or(8);
-    let cw = plan.schemes.iter().map(|p| p.name().len()).max().unwrap_or(8).max(9) + 1;
+    let lw = labels
+        .iter()
+        .map(|l| l.len())
+        .chain(exp.report.tables.iter().map(|m| m.label().len()))
+        .max()
+        .unwrap_or(8);
+    let cw = plan
+        .schemes
+        .iter()
+        .map(|p| p.name().len())
+        .max()
+        .unwrap_or(8)
+        .max(9)
+        + 1;
     let mut skipped = false;
     for metric in &exp.report.tables {
         let _ = write!(out, "{:<lw$}", metric.label());
@@ -208,7 +276,10 @@ fn render(exp: &Experiment, plan: &Plan, rows: &[Row], quick: bool) -> String {
             for &p in &plan.schemes {
                 let cell = match value(rows, g, p, *metric) {
                     Some(v) => metric.format(v),
-                    None if rows.iter().any(|r| &r.job.group == *g && r.job.paging == p && r.job.skip.is_some()) => {
+                    None if rows.iter().any(|r| {
+                        &r.job.group == *g && r.job.paging == p && r.job.skip.is_some()
+                    }) =>
+                    {
                         skipped = true;
                         "n/a".to_string()
                     }
@@ -234,7 +305,10 @@ fn sample_text(plan: &Plan) -> String {
     if plan.accesses == 0 {
         "every operation simulated".to_string()
     } else {
-        format!("sample of {} measured accesses after {} warm-up accesses per run", plan.accesses, plan.warmup)
+        format!(
+            "sample of {} measured accesses after {} warm-up accesses per run",
+            plan.accesses, plan.warmup
+        )
     }
 }
 
@@ -294,7 +368,9 @@ fn csv(exp: &Experiment, rows: &[Row]) -> Result<String, CliError> {
         ])
         .map_err(fail)?;
     }
-    let bytes = w.into_inner().map_err(|e| CliError::Run(format!("cannot write the CSV: {e}")))?;
+    let bytes = w
+        .into_inner()
+        .map_err(|e| CliError::Run(format!("cannot write the CSV: {e}")))?;
     String::from_utf8(bytes).map_err(|e| CliError::Run(format!("CSV is not UTF-8: {e}")))
 }
 
@@ -335,7 +411,10 @@ fn json_file(exp: &Experiment, plan: &Plan, args: &ReproduceArgs, rows: &[Row]) 
 fn command_line() -> String {
     std::env::args()
         .map(|a| {
-            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
                 a
             } else {
                 format!("'{}'", a.replace('\'', r"'\''"))
@@ -359,26 +438,45 @@ fn figure(exp: &Experiment, plan: &Plan, rows: &[Row], quick: bool) -> plot::Fig
         }
     }
     // A scheme's style is its place in Paging::ALL: the same colour in every figure.
-    let series: Vec<(String, usize)> =
-        plan.schemes.iter().map(|p| (p.name().to_string(), Paging::ALL.iter().position(|q| q == p).unwrap_or(0))).collect();
+    let series: Vec<(String, usize)> = plan
+        .schemes
+        .iter()
+        .map(|p| {
+            (
+                p.name().to_string(),
+                Paging::ALL.iter().position(|q| q == p).unwrap_or(0),
+            )
+        })
+        .collect();
     let panels = panels
         .into_iter()
         .map(|(title, gs)| {
-            let values: Vec<Vec<Option<f64>>> =
-                plan.schemes.iter().map(|&p| gs.iter().map(|g| value(rows, g, p, spec.metric)).collect()).collect();
+            let values: Vec<Vec<Option<f64>>> = plan
+                .schemes
+                .iter()
+                .map(|&p| gs.iter().map(|g| value(rows, g, p, spec.metric)).collect())
+                .collect();
             let notes = plan
                 .schemes
                 .iter()
                 .map(|&p| {
                     gs.iter()
                         .map(|g| {
-                            if rows.iter().any(|r| &r.job.group == *g && r.job.paging == p && r.job.skip.is_some()) {
+                            if rows.iter().any(|r| {
+                                &r.job.group == *g && r.job.paging == p && r.job.skip.is_some()
+                            }) {
                                 return Some("n/a".to_string());
                             }
                             let v = value(rows, g, p, spec.metric)?;
-                            let text = if spec.metric == Metric::Slowdown { format!("{v:.2}x") } else { plot::number(v) };
+                            let text = if spec.metric == Metric::Slowdown {
+                                format!("{v:.2}x")
+                            } else {
+                                plot::number(v)
+                            };
                             Some(match value(rows, g, p, Metric::Slowdown) {
-                                Some(s) if spec.metric != Metric::Slowdown => format!("{text} ({s:.2}x)"),
+                                Some(s) if spec.metric != Metric::Slowdown => {
+                                    format!("{text} ({s:.2}x)")
+                                }
                                 _ => text,
                             })
                         })
@@ -387,9 +485,18 @@ fn figure(exp: &Experiment, plan: &Plan, rows: &[Row], quick: bool) -> plot::Fig
                 .collect();
             let x = match spec.kind {
                 PlotKind::Lines => plot::XAxis::Sizes {
-                    label: spec.x_label.clone().unwrap_or_else(|| size_axis_label(&exp.workloads[gs[0].entry].spec)),
-                    bytes: gs.iter().map(|g| g.size.as_ref().map_or(1, |s| s.0)).collect(),
-                    names: gs.iter().map(|g| g.size.as_ref().map_or(String::new(), |s| s.1.clone())).collect(),
+                    label: spec
+                        .x_label
+                        .clone()
+                        .unwrap_or_else(|| size_axis_label(&exp.workloads[gs[0].entry].spec)),
+                    bytes: gs
+                        .iter()
+                        .map(|g| g.size.as_ref().map_or(1, |s| s.0))
+                        .collect(),
+                    names: gs
+                        .iter()
+                        .map(|g| g.size.as_ref().map_or(String::new(), |s| s.1.clone()))
+                        .collect(),
                 },
                 PlotKind::Bars => plot::XAxis::Categories {
                     label: if let Some(label) = &spec.x_label {
@@ -401,10 +508,20 @@ fn figure(exp: &Experiment, plan: &Plan, rows: &[Row], quick: bool) -> plot::Fig
                     } else {
                         String::new()
                     },
-                    names: gs.iter().map(|g| plan.varies.label(g, title.is_none())).collect(),
+                    names: gs
+                        .iter()
+                        .map(|g| plan.varies.label(g, title.is_none()))
+                        .collect(),
                 },
             };
-            plot::Panel { title, x, y_label: spec.metric.label().to_string(), y_log: spec.y_log, values, notes }
+            plot::Panel {
+                title,
+                x,
+                y_label: spec.metric.label().to_string(),
+                y_log: spec.y_log,
+                values,
+                notes,
+            }
         })
         .collect();
     plot::Figure {
@@ -436,4 +553,3 @@ fn size_axis_label(spec: &str) -> String {
     };
     format!("{what} (bytes, log scale)")
 }
-

@@ -43,7 +43,11 @@ pub enum XAxis {
     /// Named groups (bars).
     Categories { label: String, names: Vec<String> },
     /// Sizes in bytes, placed on a log2 scale, labelled with their names.
-    Sizes { label: String, bytes: Vec<u64>, names: Vec<String> },
+    Sizes {
+        label: String,
+        bytes: Vec<u64>,
+        names: Vec<String>,
+    },
 }
 
 const WIDTH: f64 = 1000.0;
@@ -54,7 +58,9 @@ const PLOT_TOP: f64 = 30.0;
 const PLOT_HEIGHT: f64 = 290.0;
 const HEADER: f64 = 100.0;
 /// Colour-blind-safe (Okabe-Ito) colours, one per series in order.
-const COLORS: [&str; 8] = ["#4d4d4d", "#d55e00", "#0072b2", "#009e73", "#e69f00", "#cc79a7", "#56b4e9", "#f0e442"];
+const COLORS: [&str; 8] = [
+    "#4d4d4d", "#d55e00", "#0072b2", "#009e73", "#e69f00", "#cc79a7", "#56b4e9", "#f0e442",
+];
 const DASHES: [&str; 8] = ["", "8 4", "2 3", "10 3 2 3", "5 5", "1 2", "6 2", "3 6"];
 const MAX_NOTED_BARS: usize = 12;
 
@@ -67,19 +73,41 @@ impl Figure {
             r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="Helvetica, Arial, sans-serif">"#
         );
         let _ = writeln!(s, r#"<title>{}</title>"#, esc(&self.title));
-        let _ = writeln!(s, r#"<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="white"/>"#);
-        let _ = writeln!(s, r#"<text x="{}" y="30" font-size="20" font-weight="bold" text-anchor="middle">{}</text>"#, WIDTH / 2.0, esc(&self.title));
-        let _ = writeln!(s, r##"<text x="{}" y="52" font-size="13" fill="#555" text-anchor="middle">{}</text>"##, WIDTH / 2.0, esc(&self.subtitle));
+        let _ = writeln!(
+            s,
+            r#"<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="white"/>"#
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="30" font-size="20" font-weight="bold" text-anchor="middle">{}</text>"#,
+            WIDTH / 2.0,
+            esc(&self.title)
+        );
+        let _ = writeln!(
+            s,
+            r##"<text x="{}" y="52" font-size="13" fill="#555" text-anchor="middle">{}</text>"##,
+            WIDTH / 2.0,
+            esc(&self.subtitle)
+        );
         self.legend(&mut s, 78.0);
         for (i, panel) in self.panels.iter().enumerate() {
-            panel.render(&mut s, self.kind, &self.series, HEADER + PANEL_HEIGHT * i as f64);
+            panel.render(
+                &mut s,
+                self.kind,
+                &self.series,
+                HEADER + PANEL_HEIGHT * i as f64,
+            );
         }
         s.push_str("</svg>\n");
         s
     }
 
     fn legend(&self, s: &mut String, y: f64) {
-        let widths: Vec<f64> = self.series.iter().map(|(n, _)| 34.0 + 7.5 * n.len() as f64 + 22.0).collect();
+        let widths: Vec<f64> = self
+            .series
+            .iter()
+            .map(|(n, _)| 34.0 + 7.5 * n.len() as f64 + 22.0)
+            .collect();
         let total: f64 = widths.iter().sum();
         let mut x = (WIDTH - total) / 2.0;
         s.push_str("<g class=\"legend\">\n");
@@ -87,7 +115,11 @@ impl Figure {
             let color = COLORS[style % COLORS.len()];
             match self.kind {
                 Kind::Bars => {
-                    let _ = writeln!(s, r#"<rect x="{x:.1}" y="{:.1}" width="24" height="12" fill="{color}"/>"#, y - 10.0);
+                    let _ = writeln!(
+                        s,
+                        r#"<rect x="{x:.1}" y="{:.1}" width="24" height="12" fill="{color}"/>"#,
+                        y - 10.0
+                    );
                 }
                 Kind::Lines => {
                     let _ = writeln!(
@@ -101,7 +133,12 @@ impl Figure {
                     marker(s, *style, x + 12.0, y - 4.0, color);
                 }
             }
-            let _ = writeln!(s, r#"<text x="{:.1}" y="{y:.1}" font-size="14">{}</text>"#, x + 32.0, esc(name));
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{y:.1}" font-size="14">{}</text>"#,
+                x + 32.0,
+                esc(name)
+            );
             x += widths[i];
         }
         s.push_str("</g>\n");
@@ -113,61 +150,143 @@ impl Panel {
         let (x0, x1) = (LEFT, WIDTH - RIGHT);
         let (y0, y1) = (top + PLOT_TOP, top + PLOT_TOP + PLOT_HEIGHT);
         if let Some(t) = &self.title {
-            let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" font-size="15" font-weight="bold" text-anchor="middle">{}</text>"#, (x0 + x1) / 2.0, top + 18.0, esc(t));
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" font-size="15" font-weight="bold" text-anchor="middle">{}</text>"#,
+                (x0 + x1) / 2.0,
+                top + 18.0,
+                esc(t)
+            );
         }
-        let values: Vec<f64> = self.values.iter().flatten().flatten().copied().filter(|v| v.is_finite()).collect();
+        let values: Vec<f64> = self
+            .values
+            .iter()
+            .flatten()
+            .flatten()
+            .copied()
+            .filter(|v| v.is_finite())
+            .collect();
         let scale = YScale::new(&values, self.y_log, kind == Kind::Bars);
         let y_of = |v: f64| y1 - scale.fraction(v) * (y1 - y0);
         // Grid and y ticks.
         s.push_str("<g class=\"y-axis\">\n");
         for t in scale.ticks() {
             let y = y_of(t);
-            let _ = writeln!(s, r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#e0e0e0"/>"##);
-            let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">{}</text>"#, x0 - 8.0, y + 4.0, number(t));
+            let _ = writeln!(
+                s,
+                r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#e0e0e0"/>"##
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">{}</text>"#,
+                x0 - 8.0,
+                y + 4.0,
+                number(t)
+            );
         }
         let mid = (y0 + y1) / 2.0;
         let _ = writeln!(
             s,
             r#"<text x="22" y="{mid:.1}" font-size="14" text-anchor="middle" transform="rotate(-90 22 {mid:.1})">{}</text>"#,
-            esc(&format!("{}{}", self.y_label, if self.y_log { ", log scale" } else { "" }))
+            esc(&format!(
+                "{}{}",
+                self.y_label,
+                if self.y_log { ", log scale" } else { "" }
+            ))
         );
         s.push_str("</g>\n");
         // X axis.
         let (x_label, names, positions) = match &self.x {
             XAxis::Categories { label, names } => {
                 let w = (x1 - x0) / names.len().max(1) as f64;
-                (label, names, (0..names.len()).map(|i| x0 + w * (i as f64 + 0.5)).collect::<Vec<f64>>())
+                (
+                    label,
+                    names,
+                    (0..names.len())
+                        .map(|i| x0 + w * (i as f64 + 0.5))
+                        .collect::<Vec<f64>>(),
+                )
             }
-            XAxis::Sizes { label, bytes, names } => {
+            XAxis::Sizes {
+                label,
+                bytes,
+                names,
+            } => {
                 let logs: Vec<f64> = bytes.iter().map(|b| (*b.max(&1) as f64).log2()).collect();
                 let lo = logs.iter().copied().fold(f64::INFINITY, f64::min) - 0.5;
                 let hi = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max) + 0.5;
                 let span = (hi - lo).max(1.0);
-                (label, names, logs.iter().map(|l| x0 + (l - lo) / span * (x1 - x0)).collect())
+                (
+                    label,
+                    names,
+                    logs.iter()
+                        .map(|l| x0 + (l - lo) / span * (x1 - x0))
+                        .collect(),
+                )
             }
         };
         s.push_str("<g class=\"x-axis\">\n");
-        let _ = writeln!(s, r#"<line x1="{x0}" y1="{y1:.1}" x2="{x1}" y2="{y1:.1}" stroke="black"/>"#);
-        let _ = writeln!(s, r#"<line x1="{x0}" y1="{y0:.1}" x2="{x0}" y2="{y1:.1}" stroke="black"/>"#);
+        let _ = writeln!(
+            s,
+            r#"<line x1="{x0}" y1="{y1:.1}" x2="{x1}" y2="{y1:.1}" stroke="black"/>"#
+        );
+        let _ = writeln!(
+            s,
+            r#"<line x1="{x0}" y1="{y0:.1}" x2="{x0}" y2="{y1:.1}" stroke="black"/>"#
+        );
         for (name, x) in names.iter().zip(&positions) {
-            let _ = writeln!(s, r#"<line x1="{x:.1}" y1="{y1:.1}" x2="{x:.1}" y2="{:.1}" stroke="black"/>"#, y1 + 5.0);
-            let _ = writeln!(s, r#"<text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#, y1 + 20.0, esc(name));
+            let _ = writeln!(
+                s,
+                r#"<line x1="{x:.1}" y1="{y1:.1}" x2="{x:.1}" y2="{:.1}" stroke="black"/>"#,
+                y1 + 5.0
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#,
+                y1 + 20.0,
+                esc(name)
+            );
         }
-        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" font-size="14" text-anchor="middle">{}</text>"#, (x0 + x1) / 2.0, y1 + 44.0, esc(x_label));
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" font-size="14" text-anchor="middle">{}</text>"#,
+            (x0 + x1) / 2.0,
+            y1 + 44.0,
+            esc(x_label)
+        );
         s.push_str("</g>\n");
         match kind {
-            Kind::Bars => self.bars(s, series, &positions, (x1 - x0) / names.len().max(1) as f64, &y_of, y1),
+            Kind::Bars => self.bars(
+                s,
+                series,
+                &positions,
+                (x1 - x0) / names.len().max(1) as f64,
+                &y_of,
+                y1,
+            ),
             Kind::Lines => self.lines(s, series, &positions, &y_of),
         }
     }
 
-    fn bars(&self, s: &mut String, series: &[(String, usize)], centers: &[f64], group: f64, y_of: &dyn Fn(f64) -> f64, base: f64) {
+    fn bars(
+        &self,
+        s: &mut String,
+        series: &[(String, usize)],
+        centers: &[f64],
+        group: f64,
+        y_of: &dyn Fn(f64) -> f64,
+        base: f64,
+    ) {
         let n = series.len().max(1) as f64;
         let bar = group * 0.8 / n;
         let bars = self.values.iter().flatten().filter(|v| v.is_some()).count();
         for (i, (name, style)) in series.iter().enumerate() {
             let color = COLORS[style % COLORS.len()];
-            let _ = writeln!(s, r#"<g class="series" data-series="{}" fill="{color}">"#, esc(name));
+            let _ = writeln!(
+                s,
+                r#"<g class="series" data-series="{}" fill="{color}">"#,
+                esc(name)
+            );
             for (j, c) in centers.iter().enumerate() {
                 let x = c - group * 0.4 + bar * i as f64;
                 let note = self.notes.get(i).and_then(|p| p.get(j)).cloned().flatten();
@@ -196,17 +315,38 @@ impl Panel {
         }
     }
 
-    fn lines(&self, s: &mut String, series: &[(String, usize)], xs: &[f64], y_of: &dyn Fn(f64) -> f64) {
+    fn lines(
+        &self,
+        s: &mut String,
+        series: &[(String, usize)],
+        xs: &[f64],
+        y_of: &dyn Fn(f64) -> f64,
+    ) {
         for (i, (name, style)) in series.iter().enumerate() {
             let color = COLORS[style % COLORS.len()];
             let _ = writeln!(s, r#"<g class="series" data-series="{}">"#, esc(name));
             let points: Vec<(f64, f64, f64)> = xs
                 .iter()
                 .enumerate()
-                .filter_map(|(j, x)| self.values.get(i).and_then(|p| p.get(j)).copied().flatten().map(|v| (*x, y_of(v), v)))
+                .filter_map(|(j, x)| {
+                    self.values
+                        .get(i)
+                        .and_then(|p| p.get(j))
+                        .copied()
+                        .flatten()
+                        .map(|v| (*x, y_of(v), v))
+                })
                 .collect();
-            let path: Vec<String> = points.iter().map(|(x, y, _)| format!("{x:.1},{y:.1}")).collect();
-            let _ = writeln!(s, r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2.5"{}/>"#, path.join(" "), dash(*style));
+            let path: Vec<String> = points
+                .iter()
+                .map(|(x, y, _)| format!("{x:.1},{y:.1}"))
+                .collect();
+            let _ = writeln!(
+                s,
+                r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2.5"{}/>"#,
+                path.join(" "),
+                dash(*style)
+            );
             for (x, y, v) in &points {
                 let _ = write!(s, "<g><title>{}: {}</title>", esc(name), number(*v));
                 marker(s, *style, *x, *y, color);
@@ -229,28 +369,62 @@ impl YScale {
     fn new(values: &[f64], log: bool, headroom: bool) -> YScale {
         let max = values.iter().copied().fold(0.0f64, f64::max);
         if log {
-            let min = values.iter().copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
-            let (min, max) = if min.is_finite() { (min, max) } else { (1.0, 10.0) };
+            let min = values
+                .iter()
+                .copied()
+                .filter(|v| *v > 0.0)
+                .fold(f64::INFINITY, f64::min);
+            let (min, max) = if min.is_finite() {
+                (min, max)
+            } else {
+                (1.0, 10.0)
+            };
             let lo = 10f64.powf(min.log10().floor());
             let hi = 10f64.powf(max.log10().ceil()).max(lo * 10.0);
-            return YScale { lo, hi, log, step: 0.0 };
+            return YScale {
+                lo,
+                hi,
+                log,
+                step: 0.0,
+            };
         }
-        let max = if max > 0.0 { max * if headroom { 1.12 } else { 1.02 } } else { 1.0 };
+        let max = if max > 0.0 {
+            max * if headroom { 1.12 } else { 1.02 }
+        } else {
+            1.0
+        };
         let raw = max / 5.0;
         let mag = 10f64.powf(raw.log10().floor());
-        let step = [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag);
-        YScale { lo: 0.0, hi: (max / step).ceil() * step, log, step }
+        let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+            .iter()
+            .map(|m| m * mag)
+            .find(|s| *s >= raw)
+            .unwrap_or(10.0 * mag);
+        YScale {
+            lo: 0.0,
+            hi: (max / step).ceil() * step,
+            log,
+            step,
+        }
     }
 
     fn fraction(&self, v: f64) -> f64 {
-        let f = if self.log { (v.max(self.lo).log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10()) } else { (v - self.lo) / (self.hi - self.lo) };
+        let f = if self.log {
+            (v.max(self.lo).log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10())
+        } else {
+            (v - self.lo) / (self.hi - self.lo)
+        };
         f.clamp(0.0, 1.0)
     }
 
     fn ticks(&self) -> Vec<f64> {
         if self.log {
             let decades = (self.hi.log10() - self.lo.log10()).round() as i32;
-            let mults: &[f64] = if decades <= 2 { &[1.0, 2.0, 5.0] } else { &[1.0] };
+            let mults: &[f64] = if decades <= 2 {
+                &[1.0, 2.0, 5.0]
+            } else {
+                &[1.0]
+            };
             let mut out = Vec::new();
             let mut d = self.lo;
             while d <= self.hi * 1.0001 {
@@ -270,9 +444,21 @@ impl YScale {
 
 fn marker(s: &mut String, series: usize, x: f64, y: f64, color: &str) {
     let _ = match series % 3 {
-        0 => write!(s, r#"<circle cx="{x:.1}" cy="{y:.1}" r="4" fill="{color}"/>"#),
-        1 => write!(s, r#"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="{color}"/>"#, x - 4.0, y - 4.0),
-        _ => write!(s, r#"<path d="M{x:.1},{:.1} l5,9 h-10 z" fill="{color}"/>"#, y - 5.5),
+        0 => write!(
+            s,
+            r#"<circle cx="{x:.1}" cy="{y:.1}" r="4" fill="{color}"/>"#
+        ),
+        1 => write!(
+            s,
+            r#"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="{color}"/>"#,
+            x - 4.0,
+            y - 4.0
+        ),
+        _ => write!(
+            s,
+            r#"<path d="M{x:.1},{:.1} l5,9 h-10 z" fill="{color}"/>"#,
+            y - 5.5
+        ),
     };
 }
 
@@ -304,11 +490,18 @@ pub fn number(v: f64) -> String {
 
 /// A label centred on `x` with its baseline at `y` (a bar's value, or why a bar is missing).
 fn centered_text(s: &mut String, x: f64, y: f64, size: u32, fill: &str, text: &str) {
-    let _ = writeln!(s, r##"<text x="{x:.1}" y="{y:.1}" font-size="{size}" fill="{fill}" text-anchor="middle">{}</text>"##, esc(text));
+    let _ = writeln!(
+        s,
+        r##"<text x="{x:.1}" y="{y:.1}" font-size="{size}" fill="{fill}" text-anchor="middle">{}</text>"##,
+        esc(text)
+    );
 }
 
 fn esc(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 #[cfg(test)]
@@ -348,7 +541,10 @@ mod tests {
             kind: Kind::Bars,
             panels: vec![Panel {
                 title: None,
-                x: XAxis::Categories { label: "g".into(), names: vec!["<1>".into()] },
+                x: XAxis::Categories {
+                    label: "g".into(),
+                    names: vec!["<1>".into()],
+                },
                 y_label: "s".into(),
                 y_log: false,
                 values: vec![vec![Some(1.0)]],
@@ -356,6 +552,10 @@ mod tests {
             }],
         };
         let svg = f.to_svg();
-        assert!(svg.contains("a &lt; b &amp; c") && svg.contains("x&quot;y") && svg.contains("&lt;1&gt;"));
+        assert!(
+            svg.contains("a &lt; b &amp; c")
+                && svg.contains("x&quot;y")
+                && svg.contains("&lt;1&gt;")
+        );
     }
 }

@@ -112,14 +112,18 @@ impl Profile {
             + r.frames_moved as f64 * self.kernel.copy_page_4k
             + r.tag_updates as f64 * v.tag_update
             + r.global_flushes as f64 * v.global_flush;
-        let guest = r.guest_notifications as f64 * v.remap_notify + r.devirt_fixups as f64 * v.devirt_fixup;
+        let guest =
+            r.guest_notifications as f64 * v.remap_notify + r.devirt_fixups as f64 * v.devirt_fixup;
         (host, guest)
     }
 
     /// Turn events into cycles.
     pub fn cycles(&self, e: &Events, dependent: bool) -> CycleBreakdown {
         let served = |counts: &[u64; 4]| -> f64 {
-            MemLevel::ALL.iter().map(|&l| counts[l as usize] as f64 * self.latency(l)).sum()
+            MemLevel::ALL
+                .iter()
+                .map(|&l| counts[l as usize] as f64 * self.latency(l))
+                .sum()
         };
         let compute = e.instructions / self.core.ipc;
         let tag_cycles = match self.tags.check_cost {
@@ -128,25 +132,51 @@ impl Profile {
             crate::hw::tags::TagCheckCost::PerFrame => served(&e.tag_served),
         };
         // Tag checks sit on the fill path: they add to the walk's latency.
-        let walk_latency = e.stlb_hits as f64 * self.latency.stlb_hit + served(&e.walk_served) + tag_cycles;
+        let walk_latency =
+            e.stlb_hits as f64 * self.latency.stlb_hit + served(&e.walk_served) + tag_cycles;
         let (remap_host, remap_guest) = self.remap_cycles(&e.remap);
-        let exits = e.exits.iter().map(|(r, n)| n as f64 * self.exit_cost(r)).sum::<f64>() + remap_host;
+        let exits = e
+            .exits
+            .iter()
+            .map(|(r, n)| n as f64 * self.exit_cost(r))
+            .sum::<f64>()
+            + remap_host;
         let kernel = self.kernel_cycles(&e.kernel) + remap_guest;
         if dependent {
             let data = served(&e.data_served);
             let total = compute + data + walk_latency + exits + kernel;
             let loop_cycles = compute + data + walk_latency;
             let bound = dominant("serial", loop_cycles, exits, kernel);
-            return CycleBreakdown { compute, data, walk: walk_latency, exits, kernel, total, bound };
+            return CycleBreakdown {
+                compute,
+                data,
+                walk: walk_latency,
+                exits,
+                kernel,
+                total,
+                bound,
+            };
         }
         let data_accesses: u64 = e.data_served.iter().sum();
-        let data = (served(&e.data_served) - data_accesses as f64 * self.latency.l1d).max(0.0) / self.core.mlp;
+        let data = (served(&e.data_served) - data_accesses as f64 * self.latency.l1d).max(0.0)
+            / self.core.mlp;
         let walk = walk_latency / self.core.page_walkers;
         let (bound, busiest) = [("compute", compute), ("data", data), ("walk", walk)]
             .into_iter()
-            .fold(("compute", f64::MIN), |best, c| if c.1 > best.1 { c } else { best });
+            .fold(
+                ("compute", f64::MIN),
+                |best, c| if c.1 > best.1 { c } else { best },
+            );
         let bound = dominant(bound, busiest, exits, kernel);
-        CycleBreakdown { compute, data, walk, exits, kernel, total: busiest + exits + kernel, bound }
+        CycleBreakdown {
+            compute,
+            data,
+            walk,
+            exits,
+            kernel,
+            total: busiest + exits + kernel,
+            bound,
+        }
     }
 }
 
@@ -172,9 +202,20 @@ mod tests {
     #[test]
     fn dependent_accesses_add_every_latency() {
         let p = profile();
-        let e = Events { accesses: 2, instructions: 4.0, data_served: [1, 0, 0, 1], walk_served: [0, 1, 0, 0], stlb_hits: 1, ..Events::default() };
+        let e = Events {
+            accesses: 2,
+            instructions: 4.0,
+            data_served: [1, 0, 0, 1],
+            walk_served: [0, 1, 0, 0],
+            stlb_hits: 1,
+            ..Events::default()
+        };
         let c = p.cycles(&e, true);
-        let expected = 4.0 / p.core.ipc + p.latency.l1d + p.latency.dram_ns * p.machine.frequency_ghz + p.latency.l2 + p.latency.stlb_hit;
+        let expected = 4.0 / p.core.ipc
+            + p.latency.l1d
+            + p.latency.dram_ns * p.machine.frequency_ghz
+            + p.latency.l2
+            + p.latency.stlb_hit;
         assert!((c.total - expected).abs() < 1e-9, "{c:?}");
         assert_eq!(c.bound, "serial");
     }
@@ -182,7 +223,13 @@ mod tests {
     #[test]
     fn independent_accesses_are_bound_by_the_busiest_resource() {
         let p = profile();
-        let e = Events { accesses: 10, instructions: 10.0, data_served: [0, 0, 0, 10], walk_served: [0, 0, 40, 0], ..Events::default() };
+        let e = Events {
+            accesses: 10,
+            instructions: 10.0,
+            data_served: [0, 0, 0, 10],
+            walk_served: [0, 0, 40, 0],
+            ..Events::default()
+        };
         let c = p.cycles(&e, false);
         let data = 10.0 * (p.latency(MemLevel::Dram) - p.latency.l1d) / p.core.mlp;
         let walk = 40.0 * p.latency.llc / p.core.page_walkers;
@@ -196,10 +243,26 @@ mod tests {
         let p = profile();
         let mut exits = ExitCounters::default();
         exits.record(ExitReason::EptViolation);
-        let kernel = KernelCounters { page_faults: 2, frames_cleared: 2, forks: 1, ptes_copied: 10, ..KernelCounters::default() };
-        let e = Events { exits, kernel, ..Events::default() };
+        let kernel = KernelCounters {
+            page_faults: 2,
+            frames_cleared: 2,
+            forks: 1,
+            ptes_copied: 10,
+            ..KernelCounters::default()
+        };
+        let e = Events {
+            exits,
+            kernel,
+            ..Events::default()
+        };
         let c = p.cycles(&e, false);
         let k = &p.kernel;
-        assert_eq!(c.total, p.virt.ept_violation + 2.0 * (k.page_fault + k.clear_page_4k) + k.fork + 10.0 * k.fork_per_pte);
+        assert_eq!(
+            c.total,
+            p.virt.ept_violation
+                + 2.0 * (k.page_fault + k.clear_page_4k)
+                + k.fork
+                + 10.0 * k.fork_per_pte
+        );
     }
 }

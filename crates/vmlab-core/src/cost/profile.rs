@@ -3,11 +3,12 @@
 //! source in a comment beside it.
 
 use crate::hw::cache::MemoryConfig;
-use crate::hw::mmu::TlbConfig;
+use crate::hw::x86::mmu::TlbConfig;
 use serde::Deserialize;
 
 /// Profiles built into the binary, by name; `profiles/NAME.toml` in the repository.
-pub const BUILTIN: &[(&str, &str)] = &[("skylake", include_str!("../../../../profiles/skylake.toml"))];
+pub const BUILTIN: &[(&str, &str)] =
+    &[("skylake", include_str!("../../../../profiles/skylake.toml"))];
 
 /// The default machine.
 pub const DEFAULT_PROFILE: &str = "skylake";
@@ -138,10 +139,18 @@ pub struct KernelSection {
 impl Profile {
     /// A built-in profile by name.
     pub fn builtin(name: &str) -> Result<Profile, ProfileError> {
-        let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name).ok_or_else(|| ProfileError::Unknown {
-            name: name.to_string(),
-            valid: BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
-        })?;
+        let (_, text) =
+            BUILTIN
+                .iter()
+                .find(|(n, _)| *n == name)
+                .ok_or_else(|| ProfileError::Unknown {
+                    name: name.to_string(),
+                    valid: BUILTIN
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })?;
         Profile::from_toml(text, &format!("'{name}'"))
     }
 
@@ -149,9 +158,17 @@ impl Profile {
     pub fn from_toml(text: &str, origin: &str) -> Result<Profile, ProfileError> {
         let profile: Profile = toml::from_str(text).map_err(|e| ProfileError::Parse {
             origin: origin.to_string(),
-            message: e.message().to_string() + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
+            message: e.message().to_string()
+                + &e.span()
+                    .map(|s| format!(" (at byte {})", s.start))
+                    .unwrap_or_default(),
         })?;
-        profile.validate().map_err(|message| ProfileError::Invalid { origin: origin.to_string(), message })?;
+        profile
+            .validate()
+            .map_err(|message| ProfileError::Invalid {
+                origin: origin.to_string(),
+                message,
+            })?;
         Ok(profile)
     }
 
@@ -159,16 +176,25 @@ impl Profile {
     pub fn validate(&self) -> Result<(), String> {
         let m = &self.machine;
         if !(4..=5).contains(&m.paging_levels) {
-            return Err(format!("machine.paging_levels = {} (valid: 4 or 5)", m.paging_levels));
+            return Err(format!(
+                "machine.paging_levels = {} (valid: 4 or 5)",
+                m.paging_levels
+            ));
         }
         if !(m.frequency_ghz > 0.0 && m.frequency_ghz < 20.0) {
-            return Err(format!("machine.frequency_ghz = {} must be in (0, 20)", m.frequency_ghz));
+            return Err(format!(
+                "machine.frequency_ghz = {} must be in (0, 20)",
+                m.frequency_ghz
+            ));
         }
         if m.host_memory < (64 << 20) || m.host_memory % (1 << 30) != 0 {
             return Err("machine.host_memory must be a whole number of GiB (e.g. \"64G\")".into());
         }
-        if m.guest_memory == 0 || m.guest_memory % (1 << 30) != 0 || m.guest_memory > m.host_memory {
-            return Err("machine.guest_memory must be a whole number of GiB, at most host_memory".into());
+        if m.guest_memory == 0 || m.guest_memory % (1 << 30) != 0 || m.guest_memory > m.host_memory
+        {
+            return Err(
+                "machine.guest_memory must be a whole number of GiB, at most host_memory".into(),
+            );
         }
         let positive = [
             ("core.ipc", self.core.ipc),
@@ -237,22 +263,32 @@ mod tests {
     #[test]
     fn unknown_profile_lists_the_valid_ones() {
         let err = Profile::builtin("pentium").unwrap_err().to_string();
-        assert!(err.contains("'pentium'") && err.contains("skylake"), "{err}");
+        assert!(
+            err.contains("'pentium'") && err.contains("skylake"),
+            "{err}"
+        );
     }
 
     #[test]
     fn unknown_keys_are_named() {
         let text = BUILTIN[0].1.replace("[core]", "[core]\nturbo = true");
-        let err = Profile::from_toml(&text, "test.toml").unwrap_err().to_string();
+        let err = Profile::from_toml(&text, "test.toml")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("test.toml") && err.contains("turbo"), "{err}");
     }
 
     #[test]
     fn invalid_values_are_named() {
-        let text = BUILTIN[0].1.replace("paging_levels = 4", "paging_levels = 3");
+        let text = BUILTIN[0]
+            .1
+            .replace("paging_levels = 4", "paging_levels = 3");
         let err = Profile::from_toml(&text, "x").unwrap_err().to_string();
         assert!(err.contains("paging_levels"), "{err}");
         let text = BUILTIN[0].1.replace("page_walkers = 2", "page_walkers = 0");
-        assert!(Profile::from_toml(&text, "x").unwrap_err().to_string().contains("core.page_walkers"));
+        assert!(Profile::from_toml(&text, "x")
+            .unwrap_err()
+            .to_string()
+            .contains("core.page_walkers"));
     }
 }

@@ -9,12 +9,12 @@
 
 use crate::addr::{Gva, PageSize, PAGE_SIZE};
 use crate::cost::{Events, Profile};
-use crate::hv::shadow::ShadowConfig;
-use crate::hw::tags::TagCheckCost;
-use crate::hv::vm::BackingConfig;
+use crate::hv::x86::shadow::ShadowConfig;
+use crate::hv::x86::vm::BackingConfig;
 use crate::hv::{ExitCounters, RemapCounters};
 use crate::hw::cache::{MemoryStats, Requester};
-use crate::hw::mmu::MmuCounters;
+use crate::hw::tags::TagCheckCost;
+use crate::hw::x86::mmu::MmuCounters;
 use crate::os::KernelCounters;
 use crate::scheme::{Paging, SimError, System, SystemConfig};
 use crate::stats::{exits_by_reason, LevelCounts, RunReport, SetupReport, StructureStats};
@@ -114,9 +114,16 @@ pub fn system_config(paging: Paging, profile: &Profile) -> SystemConfig {
         shadow: Some(ShadowConfig {
             unsync: profile.virt.shadow_unsync,
             bypass_not_present: profile.virt.shadow_bypass_not_present,
-            budget_pages: ShadowConfig::kvm_default(profile.machine.guest_memory >> crate::addr::PAGE_SHIFT).budget_pages,
+            budget_pages: ShadowConfig::kvm_default(
+                profile.machine.guest_memory >> crate::addr::PAGE_SHIFT,
+            )
+            .budget_pages,
         }),
-        backing: BackingConfig { host_pages: PageSize::Size4K, fragmentation: 0.0, seed: 0 },
+        backing: BackingConfig {
+            host_pages: PageSize::Size4K,
+            fragmentation: 0.0,
+            seed: 0,
+        },
         program: "main",
         tpt_task: Some("main"),
         tlb: profile.tlb.clone(),
@@ -125,7 +132,10 @@ pub fn system_config(paging: Paging, profile: &Profile) -> SystemConfig {
 }
 
 /// Run one workload under one scheme.
-pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunReport, EngineError> {
+pub fn run(
+    config: &RunConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunReport, EngineError> {
     let footprint = config.workload.footprint_bytes();
     let profile = &config.profile;
     // Room for the page tables (under 1/256 of the footprint) and the kernel's own frames.
@@ -145,7 +155,11 @@ pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<Run
     }
     let mut system = System::new(&SystemConfig {
         guest_pages: config.guest_pages,
-        backing: BackingConfig { host_pages: config.host_pages, fragmentation: config.fragmentation, seed: config.seed },
+        backing: BackingConfig {
+            host_pages: config.host_pages,
+            fragmentation: config.fragmentation,
+            seed: config.seed,
+        },
         program: config.workload.program(),
         tpt_task: config.workload.tpt_task(),
         ..system_config(config.paging, profile)
@@ -165,7 +179,12 @@ pub fn run(config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<Run
     }
 }
 
-fn drive<W: Workload>(mut w: W, sys: &mut System, config: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunReport, EngineError> {
+fn drive<W: Workload>(
+    mut w: W,
+    sys: &mut System,
+    config: &RunConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunReport, EngineError> {
     let total = w.measured_accesses_total();
     let (warmup, sample) = if config.accesses == 0 || config.warmup + config.accesses >= total {
         (0, total)
@@ -185,11 +204,28 @@ fn drive<W: Workload>(mut w: W, sys: &mut System, config: &RunConfig, progress: 
         simulated += drain(&mut w, sys, progress)?;
     }
     let after = Snapshot::take(sys);
-    Ok(report(sys, config, &w, Interval { start, after_setup, before, after }, warmup, simulated, total))
+    Ok(report(
+        sys,
+        config,
+        &w,
+        Interval {
+            start,
+            after_setup,
+            before,
+            after,
+        },
+        warmup,
+        simulated,
+        total,
+    ))
 }
 
 /// Run ops until `StartMeasurement`.
-fn setup<W: Workload>(w: &mut W, sys: &mut System, progress: &mut dyn FnMut(Progress)) -> Result<(), EngineError> {
+fn setup<W: Workload>(
+    w: &mut W,
+    sys: &mut System,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), EngineError> {
     while let Some(op) = w.next_op() {
         match op {
             Op::StartMeasurement => return Ok(()),
@@ -200,7 +236,11 @@ fn setup<W: Workload>(w: &mut W, sys: &mut System, progress: &mut dyn FnMut(Prog
 }
 
 /// Run every op left; returns how many were accesses.
-fn drain<W: Workload>(w: &mut W, sys: &mut System, progress: &mut dyn FnMut(Progress)) -> Result<u64, EngineError> {
+fn drain<W: Workload>(
+    w: &mut W,
+    sys: &mut System,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<u64, EngineError> {
     let mut accesses = 0;
     while let Some(op) = w.next_op() {
         accesses += matches!(op, Op::Access { .. }) as u64;
@@ -215,7 +255,11 @@ fn os_op(sys: &mut System, op: Op, progress: &mut dyn FnMut(Progress)) -> Result
         Op::Map { start, len } => sys.mmap(start, len, true)?,
         Op::MapReadOnly { start, len } => sys.mmap(start, len, false)?,
         Op::Unmap { start, len } => sys.munmap(start, len)?,
-        Op::Protect { start, len, writable } => sys.mprotect(start, len, writable)?,
+        Op::Protect {
+            start,
+            len,
+            writable,
+        } => sys.mprotect(start, len, writable)?,
         Op::DontNeed { start, len } => sys.madvise_dontneed(start, len)?,
         Op::Fork => {
             sys.fork()?;
@@ -232,7 +276,11 @@ fn os_op(sys: &mut System, op: Op, progress: &mut dyn FnMut(Progress)) -> Result
             for page in 0..pages {
                 sys.access(Gva::new(start.raw() + page * PAGE_SIZE), write)?;
                 if page & PROGRESS_MASK == 0 {
-                    progress(Progress { phase: Phase::Setup, done: page, total: pages });
+                    progress(Progress {
+                        phase: Phase::Setup,
+                        done: page,
+                        total: pages,
+                    });
                 }
             }
         }
@@ -250,11 +298,21 @@ const BATCH: usize = 8;
 
 /// Run up to `n` accesses (other ops on the way are executed, not counted); returns how
 /// many accesses ran before the workload ended.
-fn run_accesses<W: Workload>(w: &mut W, sys: &mut System, n: u64, phase: Phase, progress: &mut dyn FnMut(Progress)) -> Result<u64, EngineError> {
+fn run_accesses<W: Workload>(
+    w: &mut W,
+    sys: &mut System,
+    n: u64,
+    phase: Phase,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<u64, EngineError> {
     let mut done = 0;
     let mut batch = [(Gva::new(0), false); BATCH];
     let mut vas = [Gva::new(0); BATCH];
-    progress(Progress { phase, done, total: n });
+    progress(Progress {
+        phase,
+        done,
+        total: n,
+    });
     while done < n {
         let want = (n - done).min(BATCH as u64) as usize;
         let (mut len, mut other, mut ended) = (0, None, false);
@@ -280,7 +338,11 @@ fn run_accesses<W: Workload>(w: &mut W, sys: &mut System, n: u64, phase: Phase, 
             sys.access(va, write)?;
             done += 1;
             if done & PROGRESS_MASK == 0 {
-                progress(Progress { phase, done, total: n });
+                progress(Progress {
+                    phase,
+                    done,
+                    total: n,
+                });
             }
         }
         if let Some(op) = other {
@@ -290,7 +352,11 @@ fn run_accesses<W: Workload>(w: &mut W, sys: &mut System, n: u64, phase: Phase, 
             break;
         }
     }
-    progress(Progress { phase, done, total: n });
+    progress(Progress {
+        phase,
+        done,
+        total: n,
+    });
     Ok(done)
 }
 
@@ -301,7 +367,15 @@ struct Interval {
     after: Snapshot,
 }
 
-fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, warmup: u64, simulated: u64, total: u64) -> RunReport {
+fn report<W: Workload>(
+    sys: &System,
+    config: &RunConfig,
+    w: &W,
+    iv: Interval,
+    warmup: u64,
+    simulated: u64,
+    total: u64,
+) -> RunReport {
     let profile = &config.profile;
     let mmu = iv.after.mmu.since(&iv.before.mmu);
     let memory = iv.after.memory.since(&iv.before.memory);
@@ -321,10 +395,20 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
         remap,
     };
     let breakdown = profile.cycles(&events, w.dependent_accesses());
-    let per_access = |x: f64| if simulated == 0 { 0.0 } else { x / simulated as f64 };
+    let per_access = |x: f64| {
+        if simulated == 0 {
+            0.0
+        } else {
+            x / simulated as f64
+        }
+    };
     let cycles_per_access = per_access(breakdown.total);
     let extrapolated = simulated < total;
-    let cycles = if extrapolated { cycles_per_access * total as f64 } else { breakdown.total };
+    let cycles = if extrapolated {
+        cycles_per_access * total as f64
+    } else {
+        breakdown.total
+    };
     let ghz = profile.machine.frequency_ghz;
 
     let setup_exits = iv.after_setup.exits.since(&iv.start.exits);
@@ -338,25 +422,41 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
         ept_table_pages: sys.vm().map_or(0, |vm| vm.ept_table_pages()),
         backed_bytes: sys
             .vm()
-            .map(|vm| PageSize::ALL.iter().map(|s| (s.name(), vm.backed_frames()[s.index()] * PAGE_SIZE)).collect())
+            .map(|vm| {
+                PageSize::ALL
+                    .iter()
+                    .map(|s| (s.name(), vm.backed_frames()[s.index()] * PAGE_SIZE))
+                    .collect()
+            })
             .unwrap_or_default(),
     };
-    let scaled = |b: &crate::cost::CycleBreakdown, f: &dyn Fn(f64) -> f64| crate::cost::CycleBreakdown {
-        compute: f(b.compute),
-        data: f(b.data),
-        walk: f(b.walk),
-        exits: f(b.exits),
-        kernel: f(b.kernel),
-        total: f(b.total),
-        bound: b.bound,
+    let scaled =
+        |b: &crate::cost::CycleBreakdown, f: &dyn Fn(f64) -> f64| crate::cost::CycleBreakdown {
+            compute: f(b.compute),
+            data: f(b.data),
+            walk: f(b.walk),
+            exits: f(b.exits),
+            kernel: f(b.kernel),
+            total: f(b.total),
+            bound: b.bound,
+        };
+    let whole = |x: f64| {
+        if extrapolated {
+            per_access(x) * total as f64
+        } else {
+            x
+        }
     };
-    let whole = |x: f64| if extrapolated { per_access(x) * total as f64 } else { x };
     RunReport {
         workload: config.workload.canonical(),
         paging: config.paging.name(),
         machine: profile.machine.name.clone(),
         guest_pages: config.guest_pages.name(),
-        host_pages: if config.paging.is_virtualized() { config.host_pages.name() } else { "-" },
+        host_pages: if config.paging.is_virtualized() {
+            config.host_pages.name()
+        } else {
+            "-"
+        },
         seed: config.seed,
         pretouch: config.pretouch,
         accesses_simulated: simulated,
@@ -376,7 +476,11 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
         walk_refs: mmu.walk_refs(),
         guest_walk_refs: mmu.guest_refs,
         ept_walk_refs: mmu.ept_refs,
-        walk_refs_per_walk: if mmu.walks == 0 { 0.0 } else { mmu.walk_refs() as f64 / mmu.walks as f64 },
+        walk_refs_per_walk: if mmu.walks == 0 {
+            0.0
+        } else {
+            mmu.walk_refs() as f64 / mmu.walks as f64
+        },
         nested_tlb_hits: mmu.nested_tlb_hits,
         nested_tlb_misses: mmu.nested_tlb_misses,
         walk_refs_served: LevelCounts::from(events.walk_served),
@@ -396,6 +500,11 @@ fn report<W: Workload>(sys: &System, config: &RunConfig, w: &W, iv: Interval, wa
         os: kernel,
         remap,
         setup,
-        structures: sys.mmu().structure_stats().into_iter().map(|(name, hits, misses)| StructureStats { name, hits, misses }).collect(),
+        structures: sys
+            .mmu()
+            .structure_stats()
+            .into_iter()
+            .map(|(name, hits, misses)| StructureStats { name, hits, misses })
+            .collect(),
     }
 }

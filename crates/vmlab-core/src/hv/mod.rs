@@ -1,11 +1,10 @@
-//! The hypervisor model: VMs, guest-physical memory and its backing (the p2m, kept as the
-//! EPT itself), and exit accounting.
+//! The hypervisor model. What does not depend on the architecture (host remapping of guest
+//! pages, `remap`) sits here; the x86 hypervisor (a VM's guest memory and its EPT, exits by
+//! reason, KVM's shadow MMU) lives in [`x86`].
 
-pub mod exits;
 pub mod remap;
-pub mod shadow;
-pub mod vm;
+pub mod x86;
 
-pub use exits::{ExitCounters, ExitReason};
 pub use remap::{Moved, RemapCounters};
-pub use vm::{BackingConfig, Vm};
+pub use x86::exits::{ExitCounters, ExitReason};
+pub use x86::vm::{BackingConfig, Vm};

@@ -9,7 +9,7 @@
 //! Reference: tpt-mechanism.md, section 1 ("With real tags, remapping a guest frame means...").
 
 use crate::addr::{Gfn, Hfn, PageSize};
-use crate::hv::vm::{HvError, Vm};
+use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
 
 /// What host remapping did (exact counts).
@@ -70,7 +70,9 @@ impl Vm {
     /// the page held (a guest page-table page) move with it; data pages have no contents in
     /// the simulator. The old page goes back to the host, untagged.
     pub fn remap(&mut self, mem: &mut HostMemory, gfn: Gfn, tpt: bool) -> Result<Moved, HvError> {
-        let size = self.backing_page(mem, gfn).ok_or(HvError::NotBacked(gfn.addr()))?;
+        let size = self
+            .backing_page(mem, gfn)
+            .ok_or(HvError::NotBacked(gfn.addr()))?;
         let first = Gfn::new(gfn.raw() & !(size.frames() - 1));
         let old = self.translate(mem, first).expect("backed");
         let new = mem.alloc(size)?;
@@ -88,17 +90,32 @@ impl Vm {
             c.tag_updates += 2;
             c.gfn_to_hfn_updates += size.frames();
         }
-        Ok(Moved { gfn: first, old, new, size })
+        Ok(Moved {
+            gfn: first,
+            old,
+            new,
+            size,
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hv::vm::BackingConfig;
+    use crate::hv::x86::vm::BackingConfig;
 
     fn vm(mem: &mut HostMemory, host_pages: PageSize) -> Vm {
-        Vm::new(mem, 1 << 30, 4, BackingConfig { host_pages, fragmentation: 0.0, seed: 1 }).unwrap()
+        Vm::new(
+            mem,
+            1 << 30,
+            4,
+            BackingConfig {
+                host_pages,
+                fragmentation: 0.0,
+                seed: 1,
+            },
+        )
+        .unwrap()
     }
 
     #[test]
@@ -112,10 +129,22 @@ mod tests {
         assert_eq!(vm.translate(&mem, Gfn::new(7)), Some(moved.new));
         assert_ne!(moved.new, old);
         assert_eq!(mem.read_u64(moved.new.addr_at(16)), 0xabc0_0001);
-        assert_eq!(mem.read_u64(old.addr_at(16)), 0, "the old page's contents are gone");
+        assert_eq!(
+            mem.read_u64(old.addr_at(16)),
+            0,
+            "the old page's contents are gone"
+        );
         assert!(mem.tags().owned(moved.new.raw()) && !mem.tags().owned(old.raw()));
         let c = vm.remap_counters();
-        assert_eq!((c.remaps, c.frames_moved, c.tag_updates, c.gfn_to_hfn_updates), (1, 1, 2, 1));
+        assert_eq!(
+            (
+                c.remaps,
+                c.frames_moved,
+                c.tag_updates,
+                c.gfn_to_hfn_updates
+            ),
+            (1, 1, 2, 1)
+        );
         // No exit: the guest never faulted.
         assert_eq!(vm.exits().total(), 1);
     }
@@ -129,15 +158,25 @@ mod tests {
         assert_eq!((moved.gfn, moved.size), (Gfn::new(512), PageSize::Size2M));
         assert_eq!(moved.relocate(old), Some(Hfn::new(moved.new.raw() + 9)));
         assert_eq!(moved.relocate(Hfn::new(moved.old.raw() + 512)), None);
-        assert_eq!(vm.translate(&mem, Gfn::new(512 + 100)), Some(Hfn::new(moved.new.raw() + 100)));
+        assert_eq!(
+            vm.translate(&mem, Gfn::new(512 + 100)),
+            Some(Hfn::new(moved.new.raw() + 100))
+        );
         let c = vm.remap_counters();
-        assert_eq!((c.frames_moved, c.tag_updates, c.gfn_to_hfn_updates), (512, 0, 0), "no tags or gfn_to_hfn outside TPT");
+        assert_eq!(
+            (c.frames_moved, c.tag_updates, c.gfn_to_hfn_updates),
+            (512, 0, 0),
+            "no tags or gfn_to_hfn outside TPT"
+        );
     }
 
     #[test]
     fn an_unbacked_frame_cannot_move() {
         let mut mem = HostMemory::new(4 << 30);
         let mut vm = vm(&mut mem, PageSize::Size4K);
-        assert!(matches!(vm.remap(&mut mem, Gfn::new(3), true), Err(HvError::NotBacked(_))));
+        assert!(matches!(
+            vm.remap(&mut mem, Gfn::new(3), true),
+            Err(HvError::NotBacked(_))
+        ));
     }
 }

@@ -13,7 +13,7 @@
 //! method allocates afterwards. Validity is a per-set bit mask plus a zero fingerprint in
 //! empty ways, which keeps every `u64` (including `0` and `u64::MAX`) usable as a key. A set
 //! is searched sixteen 8-bit key fingerprints at a time (one vector compare, see
-//! [`crate::hw::simd`]) and full keys are compared only where a fingerprint matches.
+//! [`crate::host::simd`]) and full keys are compared only where a fingerprint matches.
 
 /// Geometry of one translation cache. `entries == 0` disables it (lookups always miss, fills
 /// do nothing).
@@ -99,7 +99,12 @@ struct Set<const G: usize> {
 
 impl<const G: usize> Set<G> {
     /// A set with every way empty.
-    const VACANT: Self = Set { valid: 0, prints: [[0; LANES]; G], ranks: [[EMPTY; LANES]; G], entries: [[(0, 0); LANES]; G] };
+    const VACANT: Self = Set {
+        valid: 0,
+        prints: [[0; LANES]; G],
+        ranks: [[EMPTY; LANES]; G],
+        entries: [[(0, 0); LANES]; G],
+    };
 
     /// Way holding a valid entry for `key`.
     #[inline(always)]
@@ -107,7 +112,7 @@ impl<const G: usize> Set<G> {
         let print = fingerprint(key);
         for (g, lanes) in self.prints.iter().enumerate() {
             // Empty ways and padding lanes hold 0, which no key's fingerprint is.
-            let mut candidates = crate::hw::simd::eq_mask_u8x16(lanes, print);
+            let mut candidates = crate::host::simd::eq_mask_u8x16(lanes, print);
             while candidates != 0 {
                 let lane = candidates.trailing_zeros() as usize;
                 if self.entries[g][lane].0 == key {
@@ -164,7 +169,7 @@ impl<const G: usize> Set<G> {
         // A full set's ranks are 0..ways, each once.
         let oldest = (ways - 1) as u8;
         for (g, lanes) in self.ranks.iter().enumerate() {
-            let at = crate::hw::simd::eq_mask_u8x16(lanes, oldest);
+            let at = crate::host::simd::eq_mask_u8x16(lanes, oldest);
             if at != 0 {
                 return g * LANES + at.trailing_zeros() as usize;
             }

@@ -31,7 +31,7 @@
 //! In every policy an empty way is filled before anything is evicted.
 
 use crate::addr::Hpa;
-use crate::hw::hugepages::FixedVec;
+use crate::host::hugepages::FixedVec;
 
 /// Replacement policy of one cache level: a modeling decision with large effects (page-table
 /// lines vs streaming or random data). See the module documentation for the exact semantics.
@@ -221,7 +221,7 @@ pub struct Cache {
     set_bits: u32,
     policy: Replacement,
     /// The tag array (2 MiB in a typical LLC, read at random: on huge pages, see
-    /// [`crate::hw::hugepages`]). Empty when the level is disabled, so that the set lookup's
+    /// [`crate::host::hugepages`]). Empty when the level is disabled, so that the set lookup's
     /// bounds check is also the check for a disabled level.
     sets: FixedVec<Set>,
     /// DRRIP: the set index modulo this (a power of two) picks the set's dueling role;
@@ -251,7 +251,10 @@ impl Cache {
             set_mask: sets as u64 - 1,
             set_bits: sets.trailing_zeros(),
             policy: cfg.replacement,
-            sets: FixedVec::filled(if ways == 0 { 0 } else { sets }, Set([EMPTY; MAX_WAYS as usize])),
+            sets: FixedVec::filled(
+                if ways == 0 { 0 } else { sets },
+                Set([EMPTY; MAX_WAYS as usize]),
+            ),
             leader_stride: (sets as u64).checked_div(leaders).unwrap_or(0),
             psel: PSEL_MID,
             brrip_fills: 0,
@@ -271,7 +274,10 @@ impl Cache {
 
     #[inline]
     fn tag_of(&self, line: u64) -> u32 {
-        debug_assert!(line <= self.max_line(), "line {line:#x} beyond the tag width");
+        debug_assert!(
+            line <= self.max_line(),
+            "line {line:#x} beyond the tag width"
+        );
         ((line >> self.set_bits) as u32) << STATE_BITS
     }
 
@@ -306,23 +312,25 @@ impl Cache {
     #[inline(always)]
     fn access_lru<const N: usize>(&mut self, set: usize, tag: u32) -> bool {
         let ways = self.ways;
-        let Some(Set(entries)) = self.sets.get_mut(set) else { return false };
+        let Some(Set(entries)) = self.sets.get_mut(set) else {
+            return false;
+        };
         // LRU entries have state 0 and empty ways (and unused lanes) are [`EMPTY`], so whole
         // entries can be compared at once.
-        let hits = crate::hw::simd::masked_eq_mask_u32x16::<N>(entries, u32::MAX, tag);
+        let hits = crate::host::simd::masked_eq_mask_u32x16::<N>(entries, u32::MAX, tag);
         if hits != 0 {
             let way = hits.trailing_zeros() as usize;
             // A hit on the most recent line changes nothing.
             if way != 0 {
-                crate::hw::simd::move_to_front_u32x16::<N>(entries, way, tag);
+                crate::host::simd::move_to_front_u32x16::<N>(entries, way, tag);
             }
             return true;
         }
         if ways == N {
-            crate::hw::simd::push_front_u32x16::<N>(entries, tag);
+            crate::host::simd::push_front_u32x16::<N>(entries, tag);
         } else {
             // Lanes from `ways` on are unused and must stay empty.
-            crate::hw::simd::move_to_front_u32x16::<N>(entries, ways - 1, tag);
+            crate::host::simd::move_to_front_u32x16::<N>(entries, ways - 1, tag);
         }
         false
     }
@@ -330,7 +338,9 @@ impl Cache {
     /// [`Self::access_lanes`] under SRRIP or DRRIP.
     #[inline(always)]
     fn access_rrip<const N: usize>(&mut self, set: usize, tag: u32) -> bool {
-        let Some(Set(entries)) = self.sets.get_mut(set) else { return false };
+        let Some(Set(entries)) = self.sets.get_mut(set) else {
+            return false;
+        };
         // Empty ways and unused lanes have a tag part no line has, so the lanes can be
         // compared at once.
         let hits = tag_mask::<N>(entries, tag);
@@ -359,13 +369,15 @@ impl Cache {
     #[inline]
     pub fn prefetch(&self, line: u64) {
         if let Some(set) = self.sets.get((line & self.set_mask) as usize) {
-            crate::hw::prefetch::prefetch(set);
+            crate::host::prefetch::prefetch(set);
         }
     }
 
     /// Empties the level and resets the replacement state (including DRRIP's selector).
     pub fn flush(&mut self) {
-        self.sets.iter_mut().for_each(|s| s.0 = [EMPTY; MAX_WAYS as usize]);
+        self.sets
+            .iter_mut()
+            .for_each(|s| s.0 = [EMPTY; MAX_WAYS as usize]);
         self.psel = PSEL_MID;
         self.brrip_fills = 0;
     }
@@ -418,7 +430,7 @@ impl Cache {
 /// and each lane beyond the level's ways).
 #[inline]
 fn tag_mask<const N: usize>(entries: &[u32; MAX_WAYS as usize], tag: u32) -> u32 {
-    crate::hw::simd::masked_eq_mask_u32x16::<N>(entries, !STATE_MASK, tag)
+    crate::host::simd::masked_eq_mask_u32x16::<N>(entries, !STATE_MASK, tag)
 }
 
 /// The way a fill takes in a set under RRIP: the first empty way, else the first way with
@@ -427,8 +439,12 @@ fn tag_mask<const N: usize>(entries: &[u32; MAX_WAYS as usize], tag: u32) -> u32
 #[inline(always)]
 fn rrip_victim<const N: usize>(entries: &mut [u32; MAX_WAYS as usize], way_mask: u32) -> usize {
     // Empty ways have state 15, above every RRPV.
-    let [empty, at3, at2, at1] =
-        crate::hw::simd::masked_eq_masks_u32x16::<N, 4>(entries, STATE_MASK, [EMPTY & STATE_MASK, RRPV_MAX, 2, 1]).map(|m| m & way_mask);
+    let [empty, at3, at2, at1] = crate::host::simd::masked_eq_masks_u32x16::<N, 4>(
+        entries,
+        STATE_MASK,
+        [EMPTY & STATE_MASK, RRPV_MAX, 2, 1],
+    )
+    .map(|m| m & way_mask);
     if empty != 0 {
         return empty.trailing_zeros() as usize;
     }
@@ -565,7 +581,11 @@ impl MemoryHierarchy {
 
     /// Highest host address every enabled level can tag (packed tags are 28 bits wide).
     pub fn max_addr(&self) -> u64 {
-        let lines = [&self.l1, &self.l2, &self.llc].iter().filter(|c| c.is_enabled()).map(|c| c.max_line()).min();
+        let lines = [&self.l1, &self.l2, &self.llc]
+            .iter()
+            .filter(|c| c.is_enabled())
+            .map(|c| c.max_line())
+            .min();
         lines.map_or(u64::MAX, |l| l.saturating_mul(1 << self.line_shift))
     }
 
@@ -783,13 +803,27 @@ mod tests {
                     let lines = 2 * sets * u64::from(ways);
                     for i in 0..4000 {
                         let r = lcg(&mut rng);
-                        let line = if r % 2 == 0 { r / 2 % lines.div_ceil(8) } else { r / 2 % lines };
+                        let line = if r % 2 == 0 {
+                            r / 2 % lines.div_ceil(8)
+                        } else {
+                            r / 2 % lines
+                        };
                         let want = model.access(line);
-                        assert_eq!(c.access(line), want, "{replacement:?} {ways} ways {sets} sets, access {i}");
+                        assert_eq!(
+                            c.access(line),
+                            want,
+                            "{replacement:?} {ways} ways {sets} sets, access {i}"
+                        );
                     }
                     for line in 0..lines {
-                        let want = model.sets[(line % sets) as usize].iter().any(|&(l, _)| l == line);
-                        assert_eq!(c.contains(line), want, "{replacement:?} {ways} ways {sets} sets, line {line}");
+                        let want = model.sets[(line % sets) as usize]
+                            .iter()
+                            .any(|&(l, _)| l == line);
+                        assert_eq!(
+                            c.contains(line),
+                            want,
+                            "{replacement:?} {ways} ways {sets} sets, line {line}"
+                        );
                     }
                 }
             }

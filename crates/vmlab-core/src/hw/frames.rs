@@ -11,7 +11,7 @@
 //! is a multiply and, nearly always, one load from a table that stays in the host's caches.
 
 use crate::addr::{Hfn, Hpa, PageSize};
-use crate::hw::hugepages::{FixedVec, HUGE_PAGE};
+use crate::host::hugepages::{FixedVec, HUGE_PAGE};
 use crate::hw::tags::TagTable;
 
 /// Entries in one 4 KiB table page.
@@ -35,7 +35,11 @@ struct FrameIndex {
 impl FrameIndex {
     fn new() -> Self {
         let buckets = 1024;
-        FrameIndex { buckets: vec![(EMPTY, 0); buckets].into_boxed_slice(), shift: 64 - buckets.trailing_zeros(), len: 0 }
+        FrameIndex {
+            buckets: vec![(EMPTY, 0); buckets].into_boxed_slice(),
+            shift: 64 - buckets.trailing_zeros(),
+            len: 0,
+        }
     }
 
     #[inline]
@@ -125,7 +129,7 @@ impl FrameIndex {
 }
 
 /// Table pages in the arena's first allocation: one host huge page (see
-/// [`crate::hw::hugepages`]).
+/// [`crate::host::hugepages`]).
 const FIRST_PAGES: usize = HUGE_PAGE / std::mem::size_of::<TablePage>();
 
 /// The table pages, by slot, in one block on host huge pages, since walks read them at
@@ -138,7 +142,9 @@ struct Arena {
 
 impl Arena {
     fn new() -> Self {
-        Arena { pages: FixedVec::with_capacity(0) }
+        Arena {
+            pages: FixedVec::with_capacity(0),
+        }
     }
 
     /// Slots handed out so far.
@@ -217,10 +223,10 @@ impl HostMemory {
 
     /// Allocate a naturally aligned page of `size`; its table contents (if any) are zero.
     pub fn alloc(&mut self, size: PageSize) -> Result<Hfn, OutOfMemory> {
-        self.allocator
-            .alloc(size)
-            .map(Hfn::new)
-            .ok_or(OutOfMemory { size, total_frames: self.total_frames })
+        self.allocator.alloc(size).map(Hfn::new).ok_or(OutOfMemory {
+            size,
+            total_frames: self.total_frames,
+        })
     }
 
     /// Return a page to the allocator, dropping any table contents it held.
@@ -245,7 +251,8 @@ impl HostMemory {
     /// contents reads as zeros: a not-present entry.
     #[inline]
     pub fn read_u64(&self, addr: Hpa) -> u64 {
-        self.table(addr.frame()).map_or(0, |page| page[entry_index(addr)])
+        self.table(addr.frame())
+            .map_or(0, |page| page[entry_index(addr)])
     }
 
     /// The simulator's copy of the 8-byte entry at `addr` (8-byte aligned), if its frame has
@@ -253,7 +260,8 @@ impl HostMemory {
     /// one stage and reads it in a later one.
     #[inline]
     pub fn entry(&self, addr: Hpa) -> Option<&u64> {
-        self.table(addr.frame()).map(|page| &page[entry_index(addr)])
+        self.table(addr.frame())
+            .map(|page| &page[entry_index(addr)])
     }
 
     /// Write the 8-byte entry at `addr`, giving the frame table contents if it had none.
@@ -330,15 +338,16 @@ impl HostMemory {
     }
 
     fn materialize(&mut self, frame: Hfn) -> usize {
-        assert!(frame.raw() < self.total_frames, "frame {frame:?} is outside host memory");
+        assert!(
+            frame.raw() < self.total_frames,
+            "frame {frame:?} is outside host memory"
+        );
         let slot = match self.free_slots.pop() {
             Some(slot) => {
                 self.pages.page_mut(slot as usize).fill(0);
                 slot
             }
-            None => {
-                self.pages.push_zeroed() as u32
-            }
+            None => self.pages.push_zeroed() as u32,
         };
         self.index.insert(frame.raw(), slot);
         slot as usize
@@ -368,7 +377,13 @@ pub struct FrameAllocator {
 impl FrameAllocator {
     pub fn new(total_frames: u64) -> Self {
         // Frame 0 is never handed out, so a zero frame number can mean "none" in tables.
-        FrameAllocator { total: total_frames, next_small: 1, large_floor: total_frames, free: Default::default(), in_use: 0 }
+        FrameAllocator {
+            total: total_frames,
+            next_small: 1,
+            large_floor: total_frames,
+            free: Default::default(),
+            in_use: 0,
+        }
     }
 
     /// Allocate `size` worth of frames, aligned to `size`; returns the first frame number.
@@ -434,7 +449,9 @@ mod tests {
     #[test]
     fn index_survives_growth_and_removals() {
         let mut mem = HostMemory::new(1 << 40);
-        let frames: Vec<u64> = (0..5000u64).map(|i| i.wrapping_mul(0x2545_f491) % (1 << 28)).collect();
+        let frames: Vec<u64> = (0..5000u64)
+            .map(|i| i.wrapping_mul(0x2545_f491) % (1 << 28))
+            .collect();
         for (i, &f) in frames.iter().enumerate() {
             mem.write_u64(Hfn::new(f).addr_at(8), i as u64 + 1);
         }
@@ -477,11 +494,22 @@ mod tests {
             let entries = mem.table_entries(Hfn::new(f)).unwrap();
             assert_eq!(entries.iter().filter(|&&e| e != 0).count(), 1);
         }
-        assert_eq!(mem.pages.len(), 3 * first as usize, "freed slots were reused");
+        assert_eq!(
+            mem.pages.len(),
+            3 * first as usize,
+            "freed slots were reused"
+        );
         for f in 1..=3 * first {
             let want = if f <= first && f % 2 == 1 { 0 } else { f };
-            assert_eq!(mem.read_u64(Hfn::new(f).addr_at(8 * (f % 512))), want, "frame {f}");
-            assert_eq!(mem.entry(Hfn::new(f).addr_at(8 * (f % 512))).is_some(), want != 0);
+            assert_eq!(
+                mem.read_u64(Hfn::new(f).addr_at(8 * (f % 512))),
+                want,
+                "frame {f}"
+            );
+            assert_eq!(
+                mem.entry(Hfn::new(f).addr_at(8 * (f % 512))).is_some(),
+                want != 0
+            );
         }
     }
 

@@ -1,12 +1,12 @@
 //! The simulated machine: everything the hardware does on its own.
+//!
+//! This level holds what every machine has, whatever its architecture: set-associative
+//! arrays (`assoc`), the cache hierarchy (`cache`), host memory and its table pages
+//! (`frames`) and memory tags (`tags`). What is particular to one architecture lives in its
+//! own folder: [`x86`] (entry layouts, paging modes, the MMU and its walker).
 
 pub mod assoc;
 pub mod cache;
 pub mod frames;
-pub mod hugepages;
-pub mod mmu;
-pub mod prefetch;
-pub mod pte;
-pub mod simd;
 pub mod tags;
-pub mod walker;
+pub mod x86;

@@ -32,13 +32,18 @@ pub struct TagTable {
 impl TagTable {
     /// Tags for `frames` host frames; the table itself sits at host address `base`.
     pub fn new(frames: u64, base: u64) -> TagTable {
-        TagTable { owned: vec![0; frames.div_ceil(64) as usize], base }
+        TagTable {
+            owned: vec![0; frames.div_ceil(64) as usize],
+            base,
+        }
     }
 
     /// Whether host frame `hfn` belongs to the VM.
     #[inline]
     pub fn owned(&self, hfn: u64) -> bool {
-        self.owned.get((hfn / 64) as usize).is_some_and(|w| w >> (hfn % 64) & 1 != 0)
+        self.owned
+            .get((hfn / 64) as usize)
+            .is_some_and(|w| w >> (hfn % 64) & 1 != 0)
     }
 
     /// Give `count` frames from `hfn` to the VM, or take them back.
@@ -72,7 +77,10 @@ mod tests {
         assert!((4..7).all(|f| t.owned(f)) && !t.owned(3) && !t.owned(7));
         t.assign(5, 1, false);
         assert!(t.owned(4) && !t.owned(5) && t.owned(6));
-        assert!(!t.owned(1_000_000), "frames beyond the table belong to no VM");
+        assert!(
+            !t.owned(1_000_000),
+            "frames beyond the table belong to no VM"
+        );
         assert_eq!(t.entry_addr(2), 0x1_0000_0020);
     }
 }

@@ -21,15 +21,30 @@ pub struct Program {
 }
 
 /// lmbench's `/tmp/hello`, which `lat_proc exec` runs: the small image below.
-pub const HELLO: Program = Program { name: "hello", image: &SMALL_IMAGE };
+pub const HELLO: Program = Program {
+    name: "hello",
+    image: &SMALL_IMAGE,
+};
 
 /// A small static program as the loader maps it: text (read-only, read at start-up), data and
 /// stack (written at start-up). Sizes of a minimal static binary (a few pages each), not
 /// measured; the probe's fork+exec cost covers the kernel's work.
 pub const SMALL_IMAGE: [ImageRegion; 3] = [
-    ImageRegion { start: Gva::new(0x40_0000), len: 64 << 10, writable: false },
-    ImageRegion { start: Gva::new(0x60_0000), len: 16 << 10, writable: true },
-    ImageRegion { start: Gva::new(0x7fff_fff0_0000), len: 32 << 10, writable: true },
+    ImageRegion {
+        start: Gva::new(0x40_0000),
+        len: 64 << 10,
+        writable: false,
+    },
+    ImageRegion {
+        start: Gva::new(0x60_0000),
+        len: 16 << 10,
+        writable: true,
+    },
+    ImageRegion {
+        start: Gva::new(0x7fff_fff0_0000),
+        len: 32 << 10,
+        writable: true,
+    },
 ];
 
 impl Kernel {
@@ -37,11 +52,23 @@ impl Kernel {
     /// is torn down. The new one runs with TPT if TPT's mark names the program. The caller
     /// then touches the image as the starting program does (the touches are the program's
     /// own accesses, through the MMU).
-    pub fn exec<P: PvOps + ?Sized>(&mut self, pv: &mut P, program: &Program) -> Result<(), OsError> {
+    pub fn exec<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        program: &Program,
+    ) -> Result<(), OsError> {
         let mut vmas = VmaList::default();
         for r in program.image {
-            vmas.insert(Vma { start: r.start, end: Gva::new(r.start.raw() + r.len), writable: r.writable })
-                .map_err(|existing| OsError::Overlap { start: r.start, len: r.len, existing: existing.start })?;
+            vmas.insert(Vma {
+                start: r.start,
+                end: Gva::new(r.start.raw() + r.len),
+                writable: r.writable,
+            })
+            .map_err(|existing| OsError::Overlap {
+                start: r.start,
+                len: r.len,
+                existing: existing.start,
+            })?;
         }
         let pgd = self.alloc_table(pv, self.config.levels)?;
         let devirt = self.take_tpt_mark(program.name);

@@ -9,17 +9,26 @@
 //! - Present and allowed: a spurious fault (a stale TLB entry); nothing to do.
 
 use crate::addr::{Gfn, Gva, PageSize};
-use crate::hw::pte::{EntryFormat, Perms, X86, FRAME_MASK};
+use crate::hw::x86::pte::{EntryFormat, Perms, FRAME_MASK, X86};
 use crate::os::kernel::{Kernel, OsError};
 use crate::os::pvops::PvOps;
 use crate::os::tables::{self, LeafEntry};
 
 impl Kernel {
     /// Handle a page fault of the current process at `va`.
-    pub fn handle_page_fault<P: PvOps + ?Sized>(&mut self, pv: &mut P, va: Gva, write: bool) -> Result<(), OsError> {
+    pub fn handle_page_fault<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        va: Gva,
+        write: bool,
+    ) -> Result<(), OsError> {
         let current = self.current;
         let process = self.proc(current)?;
-        let vma = *process.vmas.find(va).filter(|v| v.writable || !write).ok_or(OsError::SegFault { va, write })?;
+        let vma = *process
+            .vmas
+            .find(va)
+            .filter(|v| v.writable || !write)
+            .ok_or(OsError::SegFault { va, write })?;
         let pgd = process.pgd;
         self.counters.page_faults += 1;
         if let Some(leaf) = tables::find_leaf(pv, pgd, self.config.levels, va) {
@@ -28,15 +37,26 @@ impl Kernel {
             }
             return self.copy_on_write(pv, leaf);
         }
-        let perms = Perms { write: vma.writable, exec: false, ..Perms::ALL };
+        let perms = Perms {
+            write: vma.writable,
+            exec: false,
+            ..Perms::ALL
+        };
         let huge_base = va.align_down(PageSize::Size2M);
-        if self.config.thp == crate::os::ThpPolicy::Always && vma.covers(huge_base, PageSize::Size2M.bytes()) {
+        if self.config.thp == crate::os::ThpPolicy::Always
+            && vma.covers(huge_base, PageSize::Size2M.bytes())
+        {
             let pmd = self.ensure_tables(pv, pgd, va, 2)?;
             if !X86::is_present(pv.read_entry(pmd, tables::index_of(va, 2))) {
                 if let Some(frame) = self.phys.alloc(PageSize::Size2M) {
                     pv.clear_page(frame, PageSize::Size2M);
                     self.counters.frames_cleared += PageSize::Size2M.frames();
-                    pv.set_entry(2, pmd, tables::index_of(va, 2), leaf_entry(frame, perms, write, true));
+                    pv.set_entry(
+                        2,
+                        pmd,
+                        tables::index_of(va, 2),
+                        leaf_entry(frame, perms, write, true),
+                    );
                     self.counters.huge_page_faults += 1;
                     return Ok(());
                 }
@@ -47,12 +67,21 @@ impl Kernel {
         let frame = self.alloc_frame(PageSize::Size4K)?;
         pv.clear_page(frame, PageSize::Size4K);
         self.counters.frames_cleared += 1;
-        pv.set_entry(1, pt, tables::index_of(va, 1), leaf_entry(frame, perms, write, false));
+        pv.set_entry(
+            1,
+            pt,
+            tables::index_of(va, 1),
+            leaf_entry(frame, perms, write, false),
+        );
         Ok(())
     }
 
     /// A write to a present, write-protected page of a writable mapping.
-    fn copy_on_write<P: PvOps + ?Sized>(&mut self, pv: &mut P, leaf: LeafEntry) -> Result<(), OsError> {
+    fn copy_on_write<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        leaf: LeafEntry,
+    ) -> Result<(), OsError> {
         let size = leaf.size();
         let old = leaf.frame();
         let entry = if self.phys.refcount(old) == 1 {
@@ -64,7 +93,11 @@ impl Kernel {
             self.phys.put(old, size);
             self.counters.cow_faults += 1;
             self.counters.frames_copied += size.frames();
-            (leaf.entry & !FRAME_MASK) | new.addr().raw() | X86::WRITE | X86::DIRTY_BIT | X86::ACCESSED_BIT
+            (leaf.entry & !FRAME_MASK)
+                | new.addr().raw()
+                | X86::WRITE
+                | X86::DIRTY_BIT
+                | X86::ACCESSED_BIT
         };
         pv.set_entry(leaf.slot.level, leaf.slot.table, leaf.slot.index, entry);
         // The read-only translation may be cached.
@@ -74,7 +107,13 @@ impl Kernel {
     }
 
     /// The table at `level` on the path to `va`, creating missing tables above it.
-    pub(super) fn ensure_tables<P: PvOps + ?Sized>(&mut self, pv: &mut P, pgd: Gfn, va: Gva, level: u8) -> Result<Gfn, OsError> {
+    pub(super) fn ensure_tables<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        pgd: Gfn,
+        va: Gva,
+        level: u8,
+    ) -> Result<Gfn, OsError> {
         let mut table = pgd;
         for upper in (level + 1..=self.config.levels).rev() {
             let index = tables::index_of(va, upper);

@@ -6,7 +6,7 @@
 //! reference on the page. Child page tables are allocated only where the parent has entries.
 //! The parent's TLB is flushed afterwards, since its writable translations are stale.
 
-use crate::hw::pte::X86;
+use crate::hw::x86::pte::X86;
 use crate::os::kernel::{Kernel, OsError, Pid, Process};
 use crate::os::pvops::PvOps;
 use crate::os::tables::{self, LeafEntry};
@@ -23,14 +23,24 @@ impl Kernel {
         let mut copied = Vec::new();
         pv.lazy_mmu_begin();
         for vma in parent.vmas.iter() {
-            tables::for_each_leaf(pv, parent.pgd, levels, vma.start, vma.end, &mut |pv, leaf: LeafEntry| {
-                let mut entry = leaf.entry;
-                if entry & X86::WRITE != 0 {
-                    entry &= !X86::WRITE;
-                    pv.set_entry(leaf.slot.level, leaf.slot.table, leaf.slot.index, entry);
-                }
-                copied.push(LeafEntry { entry: entry & !X86::ACCESSED_BIT, ..leaf });
-            });
+            tables::for_each_leaf(
+                pv,
+                parent.pgd,
+                levels,
+                vma.start,
+                vma.end,
+                &mut |pv, leaf: LeafEntry| {
+                    let mut entry = leaf.entry;
+                    if entry & X86::WRITE != 0 {
+                        entry &= !X86::WRITE;
+                        pv.set_entry(leaf.slot.level, leaf.slot.table, leaf.slot.index, entry);
+                    }
+                    copied.push(LeafEntry {
+                        entry: entry & !X86::ACCESSED_BIT,
+                        ..leaf
+                    });
+                },
+            );
         }
         let tables_before = self.counters.table_pages;
         for leaf in &copied {

@@ -15,7 +15,10 @@ pub struct PhysMemory {
 
 impl PhysMemory {
     pub fn new(frames: u64) -> Self {
-        PhysMemory { allocator: FrameAllocator::new(frames), shared: FxHashMap::default() }
+        PhysMemory {
+            allocator: FrameAllocator::new(frames),
+            shared: FxHashMap::default(),
+        }
     }
 
     /// A new page of `size`, referenced once.
@@ -80,7 +83,10 @@ mod tests {
         assert_eq!(mem.refcount(f), 3);
         assert!(!mem.put(f, PageSize::Size4K));
         assert!(!mem.put(f, PageSize::Size4K));
-        assert_eq!((mem.refcount(f), mem.in_use(), mem.shared_frames()), (1, 1, 0));
+        assert_eq!(
+            (mem.refcount(f), mem.in_use(), mem.shared_frames()),
+            (1, 1, 0)
+        );
         assert!(mem.put(f, PageSize::Size4K));
         assert_eq!(mem.in_use(), 0);
     }

@@ -5,7 +5,7 @@
 //! Every page-table edit goes through [`PvOps`]; the kernel never knows which scheme runs it.
 
 use crate::addr::{Gfn, Gva, PageSize};
-use crate::hw::pte::{EntryFormat, X86};
+use crate::hw::x86::pte::{EntryFormat, X86};
 use crate::os::frames::PhysMemory;
 use crate::os::mm::{Vma, VmaList};
 use crate::os::pvops::PvOps;
@@ -53,7 +53,9 @@ pub enum OsError {
     NoProcess(Pid),
     #[error("process {0} cannot exit: it is the last one")]
     LastProcess(Pid),
-    #[error("{0} splits a 2 MiB page, which the kernel model does not do; align the range to 2 MiB")]
+    #[error(
+        "{0} splits a 2 MiB page, which the kernel model does not do; align the range to 2 MiB"
+    )]
     SplitsHugePage(&'static str),
 }
 
@@ -162,7 +164,14 @@ impl Kernel {
         let pgd = kernel.alloc_table(pv, config.levels)?;
         let devirt = kernel.take_tpt_mark(config.program);
         pv.mm_created(pgd, devirt);
-        kernel.procs.push(Some(Process { pid: 0, parent: None, pgd, vmas: VmaList::default(), pcid: kernel.pcid_for(0), devirt }));
+        kernel.procs.push(Some(Process {
+            pid: 0,
+            parent: None,
+            pgd,
+            vmas: VmaList::default(),
+            pcid: kernel.pcid_for(0),
+            devirt,
+        }));
         pv.write_cr3(pgd, kernel.pcid_for(0), true);
         Ok(kernel)
     }
@@ -196,7 +205,9 @@ impl Kernel {
 
     /// The running process's top-level table.
     pub fn pgd(&self) -> Gfn {
-        self.proc(self.current).expect("the current process exists").pgd
+        self.proc(self.current)
+            .expect("the current process exists")
+            .pgd
     }
 
     pub fn process(&self, pid: Pid) -> Option<&Process> {
@@ -210,7 +221,10 @@ impl Kernel {
 
     /// The current process's VMAs.
     pub fn vmas(&self) -> &VmaList {
-        &self.proc(self.current).expect("the current process exists").vmas
+        &self
+            .proc(self.current)
+            .expect("the current process exists")
+            .vmas
     }
 
     /// Physical frames allocated (data and tables), in 4 KiB units.
@@ -228,7 +242,10 @@ impl Kernel {
     }
 
     pub(super) fn proc_mut(&mut self, pid: Pid) -> Result<&mut Process, OsError> {
-        self.procs.get_mut(pid as usize).and_then(Option::as_mut).ok_or(OsError::NoProcess(pid))
+        self.procs
+            .get_mut(pid as usize)
+            .and_then(Option::as_mut)
+            .ok_or(OsError::NoProcess(pid))
     }
 
     pub(super) fn pcid_for(&self, pid: Pid) -> u16 {
@@ -257,7 +274,12 @@ impl Kernel {
     }
 
     /// The page `va` maps to in process `pid`: (first frame, page size, writable).
-    pub fn lookup<P: PvOps + ?Sized>(&self, pv: &mut P, pid: Pid, va: Gva) -> Option<(Gfn, PageSize, bool)> {
+    pub fn lookup<P: PvOps + ?Sized>(
+        &self,
+        pv: &mut P,
+        pid: Pid,
+        va: Gva,
+    ) -> Option<(Gfn, PageSize, bool)> {
         let p = self.process(pid)?;
         let leaf = tables::find_leaf(pv, p.pgd, self.config.levels, va)?;
         Some((leaf.frame(), leaf.size(), X86::perms(leaf.entry).write))
@@ -270,12 +292,25 @@ impl Kernel {
         let current = self.current;
         self.proc_mut(current)?
             .vmas
-            .insert(Vma { start, end, writable })
-            .map_err(|existing| OsError::Overlap { start, len, existing: existing.start })
+            .insert(Vma {
+                start,
+                end,
+                writable,
+            })
+            .map_err(|existing| OsError::Overlap {
+                start,
+                len,
+                existing: existing.start,
+            })
     }
 
     /// munmap: drop the range's pages and mappings, and the page tables left empty.
-    pub fn munmap<P: PvOps + ?Sized>(&mut self, pv: &mut P, start: Gva, len: u64) -> Result<(), OsError> {
+    pub fn munmap<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        start: Gva,
+        len: u64,
+    ) -> Result<(), OsError> {
         let end = checked_range(start, len)?;
         self.check_no_huge_split(pv, start, end, "munmap")?;
         let current = self.current;
@@ -290,7 +325,12 @@ impl Kernel {
 
     /// madvise(MADV_DONTNEED): drop the range's pages; the mapping stays, and the next touch
     /// maps a new zeroed page.
-    pub fn madvise_dontneed<P: PvOps + ?Sized>(&mut self, pv: &mut P, start: Gva, len: u64) -> Result<(), OsError> {
+    pub fn madvise_dontneed<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        start: Gva,
+        len: u64,
+    ) -> Result<(), OsError> {
         let end = checked_range(start, len)?;
         self.check_no_huge_split(pv, start, end, "madvise")?;
         if self.zap_range(pv, self.current, start, end) {
@@ -303,21 +343,41 @@ impl Kernel {
     /// mprotect: change the range's protection. Removing write permission write-protects the
     /// present entries; granting it changes no entry (the next write faults and is resolved
     /// like a copy-on-write fault, reusing the page when no one else maps it).
-    pub fn mprotect<P: PvOps + ?Sized>(&mut self, pv: &mut P, start: Gva, len: u64, writable: bool) -> Result<(), OsError> {
+    pub fn mprotect<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        start: Gva,
+        len: u64,
+        writable: bool,
+    ) -> Result<(), OsError> {
         let end = checked_range(start, len)?;
         self.check_no_huge_split(pv, start, end, "mprotect")?;
         let current = self.current;
         let pgd = self.proc(current)?.pgd;
-        self.proc_mut(current)?.vmas.protect_range(start, end, writable);
+        self.proc_mut(current)?
+            .vmas
+            .protect_range(start, end, writable);
         let mut changed = false;
         if !writable {
             pv.lazy_mmu_begin();
-            tables::for_each_leaf(pv, pgd, self.config.levels, start, end, &mut |pv, leaf: LeafEntry| {
-                if leaf.entry & X86::WRITE != 0 {
-                    pv.set_entry(leaf.slot.level, leaf.slot.table, leaf.slot.index, leaf.entry & !X86::WRITE);
-                    changed = true;
-                }
-            });
+            tables::for_each_leaf(
+                pv,
+                pgd,
+                self.config.levels,
+                start,
+                end,
+                &mut |pv, leaf: LeafEntry| {
+                    if leaf.entry & X86::WRITE != 0 {
+                        pv.set_entry(
+                            leaf.slot.level,
+                            leaf.slot.table,
+                            leaf.slot.index,
+                            leaf.entry & !X86::WRITE,
+                        );
+                        changed = true;
+                    }
+                },
+            );
             pv.lazy_mmu_end();
         }
         if changed {
@@ -345,7 +405,13 @@ impl Kernel {
     }
 
     /// Refuse ranges whose ends fall inside a 2 MiB page (Linux would split it).
-    fn check_no_huge_split<P: PvOps + ?Sized>(&self, pv: &mut P, start: Gva, end: Gva, what: &'static str) -> Result<(), OsError> {
+    fn check_no_huge_split<P: PvOps + ?Sized>(
+        &self,
+        pv: &mut P,
+        start: Gva,
+        end: Gva,
+        what: &'static str,
+    ) -> Result<(), OsError> {
         let pgd = self.proc(self.current)?.pgd;
         for edge in [start, end] {
             if let Some(leaf) = tables::find_leaf(pv, pgd, self.config.levels, edge) {
@@ -358,14 +424,23 @@ impl Kernel {
     }
 
     pub(super) fn alloc_frame(&mut self, size: PageSize) -> Result<Gfn, OsError> {
-        self.phys.alloc(size).ok_or(OsError::OutOfMemory { frames: self.phys.total() })
+        self.phys.alloc(size).ok_or(OsError::OutOfMemory {
+            frames: self.phys.total(),
+        })
     }
 
-    pub(super) fn alloc_table<P: PvOps + ?Sized>(&mut self, pv: &mut P, level: u8) -> Result<Gfn, OsError> {
+    pub(super) fn alloc_table<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        level: u8,
+    ) -> Result<Gfn, OsError> {
         let table = self.alloc_frame(PageSize::Size4K)?;
         pv.alloc_table(level, table);
         self.counters.table_pages += 1;
-        self.counters.table_pages_peak = self.counters.table_pages_peak.max(self.counters.table_pages);
+        self.counters.table_pages_peak = self
+            .counters
+            .table_pages_peak
+            .max(self.counters.table_pages);
         Ok(table)
     }
 
@@ -380,6 +455,8 @@ impl Kernel {
 fn checked_range(start: Gva, len: u64) -> Result<Gva, OsError> {
     start
         .checked_add(len)
-        .filter(|_| len > 0 && start.is_aligned(PageSize::Size4K) && len % crate::addr::PAGE_SIZE == 0)
+        .filter(|_| {
+            len > 0 && start.is_aligned(PageSize::Size4K) && len % crate::addr::PAGE_SIZE == 0
+        })
         .ok_or(OsError::BadRange { start, len })
 }

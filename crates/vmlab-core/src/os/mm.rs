@@ -18,7 +18,11 @@ impl Vma {
     /// Whether the whole aligned region `[base, base + bytes)` lies in this VMA (a huge page
     /// may only back a region the VMA covers completely).
     pub fn covers(&self, base: Gva, bytes: u64) -> bool {
-        self.start <= base && base.raw().checked_add(bytes).is_some_and(|end| end <= self.end.raw())
+        self.start <= base
+            && base
+                .raw()
+                .checked_add(bytes)
+                .is_some_and(|end| end <= self.end.raw())
     }
 
     pub fn overlaps(&self, other: &Vma) -> bool {
@@ -58,7 +62,11 @@ impl VmaList {
 
     /// Whether any VMA overlaps `[start, end)`.
     pub fn overlaps(&self, start: Gva, end: Gva) -> bool {
-        let probe = Vma { start, end, writable: false };
+        let probe = Vma {
+            start,
+            end,
+            writable: false,
+        };
         self.vmas.iter().any(|v| v.overlaps(&probe))
     }
 
@@ -73,7 +81,11 @@ impl VmaList {
                 }
             }
             cuts.push(v.end);
-            out.extend(cuts.windows(2).map(|w| Vma { start: w[0], end: w[1], ..v }));
+            out.extend(cuts.windows(2).map(|w| Vma {
+                start: w[0],
+                end: w[1],
+                ..v
+            }));
         }
         self.vmas = out;
     }
@@ -81,7 +93,10 @@ impl VmaList {
     /// Remove `[start, end)` from the mappings; returns the pieces removed.
     pub fn remove_range(&mut self, start: Gva, end: Gva) -> Vec<Vma> {
         self.split_at(start, end);
-        let (removed, kept) = self.vmas.drain(..).partition(|v| start <= v.start && v.end <= end);
+        let (removed, kept) = self
+            .vmas
+            .drain(..)
+            .partition(|v| start <= v.start && v.end <= end);
         self.vmas = kept;
         removed
     }
@@ -90,7 +105,11 @@ impl VmaList {
     pub fn protect_range(&mut self, start: Gva, end: Gva, writable: bool) -> Vec<Vma> {
         self.split_at(start, end);
         let mut changed = Vec::new();
-        for v in self.vmas.iter_mut().filter(|v| start <= v.start && v.end <= end) {
+        for v in self
+            .vmas
+            .iter_mut()
+            .filter(|v| start <= v.start && v.end <= end)
+        {
             v.writable = writable;
             changed.push(*v);
         }
@@ -103,7 +122,9 @@ impl VmaList {
         let mut out: Vec<Vma> = Vec::with_capacity(self.vmas.len());
         for v in self.vmas.drain(..) {
             match out.last_mut() {
-                Some(last) if last.end == v.start && last.writable == v.writable => last.end = v.end,
+                Some(last) if last.end == v.start && last.writable == v.writable => {
+                    last.end = v.end
+                }
                 _ => out.push(v),
             }
         }
@@ -116,7 +137,11 @@ mod tests {
     use super::*;
 
     fn vma(start: u64, end: u64) -> Vma {
-        Vma { start: Gva::new(start), end: Gva::new(end), writable: true }
+        Vma {
+            start: Gva::new(start),
+            end: Gva::new(end),
+            writable: true,
+        }
     }
 
     #[test]
@@ -124,10 +149,16 @@ mod tests {
         let mut list = VmaList::default();
         list.insert(vma(0x10000, 0x20000)).unwrap();
         list.insert(vma(0x40000, 0x50000)).unwrap();
-        assert_eq!(list.insert(vma(0x1f000, 0x21000)), Err(vma(0x10000, 0x20000)));
+        assert_eq!(
+            list.insert(vma(0x1f000, 0x21000)),
+            Err(vma(0x10000, 0x20000))
+        );
         assert_eq!(list.find(Gva::new(0x1ffff)), Some(&vma(0x10000, 0x20000)));
         assert_eq!(list.find(Gva::new(0x20000)), None);
-        assert_eq!(list.find(Gva::new(0x40000)).map(|v| v.end), Some(Gva::new(0x50000)));
+        assert_eq!(
+            list.find(Gva::new(0x40000)).map(|v| v.end),
+            Some(Gva::new(0x50000))
+        );
         assert!(vma(0, 0x40_0000).covers(Gva::new(0x20_0000), 0x20_0000));
         assert!(!vma(0x1000, 0x40_0000).covers(Gva::new(0), 0x20_0000));
     }
@@ -138,13 +169,19 @@ mod tests {
         list.insert(vma(0x10000, 0x20000)).unwrap();
         let removed = list.remove_range(Gva::new(0x14000), Gva::new(0x16000));
         assert_eq!(removed, vec![vma(0x14000, 0x16000)]);
-        assert_eq!(list.iter().copied().collect::<Vec<_>>(), vec![vma(0x10000, 0x14000), vma(0x16000, 0x20000)]);
+        assert_eq!(
+            list.iter().copied().collect::<Vec<_>>(),
+            vec![vma(0x10000, 0x14000), vma(0x16000, 0x20000)]
+        );
         let changed = list.protect_range(Gva::new(0x12000), Gva::new(0x18000), false);
         assert_eq!(changed.len(), 2);
         assert!(!list.find(Gva::new(0x12000)).unwrap().writable);
         assert!(list.find(Gva::new(0x11000)).unwrap().writable);
         list.protect_range(Gva::new(0x10000), Gva::new(0x20000), true);
-        assert_eq!(list.iter().copied().collect::<Vec<_>>(), vec![vma(0x10000, 0x14000), vma(0x16000, 0x20000)]);
+        assert_eq!(
+            list.iter().copied().collect::<Vec<_>>(),
+            vec![vma(0x10000, 0x14000), vma(0x16000, 0x20000)]
+        );
         assert!(list.overlaps(Gva::new(0x13000), Gva::new(0x15000)));
         assert!(!list.overlaps(Gva::new(0x14000), Gva::new(0x16000)));
     }

@@ -2,7 +2,7 @@
 //! Linux's paravirt MMU operations. Native hardware, nested paging and (later) shadow, PV and
 //! TPT each implement it; the kernel code above it is the same for all.
 //!
-//! Entries hold guest-physical frame addresses in x86-64 layout (see `hw::pte::X86`): the
+//! Entries hold guest-physical frame addresses in x86-64 layout (see `hw::x86::pte::X86`): the
 //! kernel's view of memory. A backend may keep other copies (shadow, devirt) in sync.
 
 use crate::addr::{Gfn, Gva, PageSize};

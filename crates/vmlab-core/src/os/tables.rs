@@ -1,9 +1,9 @@
 //! Walking and editing a process's page tables in software, through pv-ops: the kernel's
-//! view of its tables (the hardware walker is `hw::walker`).
+//! view of its tables (the hardware walker is `hw::x86::walker`).
 
 use crate::addr::{Gfn, Gva, PageSize};
-use crate::hw::pte::{EntryFormat, X86, FRAME_MASK};
-use crate::hw::walker::level_shift;
+use crate::hw::x86::pte::{EntryFormat, FRAME_MASK, X86};
+use crate::hw::x86::walker::level_shift;
 use crate::os::pvops::PvOps;
 
 /// Where one entry lives: the table page, the index in it, and the table's level.
@@ -51,7 +51,12 @@ pub fn next_table(entry: u64) -> Gfn {
 }
 
 /// The present leaf mapping `va`, if any.
-pub fn find_leaf<P: PvOps + ?Sized>(pv: &mut P, pgd: Gfn, levels: u8, va: Gva) -> Option<LeafEntry> {
+pub fn find_leaf<P: PvOps + ?Sized>(
+    pv: &mut P,
+    pgd: Gfn,
+    levels: u8,
+    va: Gva,
+) -> Option<LeafEntry> {
     let mut table = pgd;
     for level in (1..=levels).rev() {
         let index = index_of(va, level);
@@ -61,7 +66,15 @@ pub fn find_leaf<P: PvOps + ?Sized>(pv: &mut P, pgd: Gfn, levels: u8, va: Gva) -
         }
         if is_leaf(entry, level) {
             let size = PageSize::at_level(level)?;
-            return Some(LeafEntry { slot: Slot { level, table, index }, va: va.align_down(size), entry });
+            return Some(LeafEntry {
+                slot: Slot {
+                    level,
+                    table,
+                    index,
+                },
+                va: va.align_down(size),
+                entry,
+            });
         }
         table = next_table(entry);
     }
@@ -80,7 +93,15 @@ pub fn for_each_leaf<P: PvOps + ?Sized>(
     visit(pv, pgd, levels, 0, start.raw(), end.raw(), f);
 }
 
-fn visit<P: PvOps + ?Sized>(pv: &mut P, table: Gfn, level: u8, base: u64, start: u64, end: u64, f: &mut dyn FnMut(&mut P, LeafEntry)) {
+fn visit<P: PvOps + ?Sized>(
+    pv: &mut P,
+    table: Gfn,
+    level: u8,
+    base: u64,
+    start: u64,
+    end: u64,
+    f: &mut dyn FnMut(&mut P, LeafEntry),
+) {
     let span = span(level);
     for index in 0..512u64 {
         let lo = base + index * span;
@@ -94,7 +115,18 @@ fn visit<P: PvOps + ?Sized>(pv: &mut P, table: Gfn, level: u8, base: u64, start:
         }
         if is_leaf(entry, level) {
             if lo >= start {
-                f(pv, LeafEntry { slot: Slot { level, table, index: index as usize }, va: Gva::new(lo), entry });
+                f(
+                    pv,
+                    LeafEntry {
+                        slot: Slot {
+                            level,
+                            table,
+                            index: index as usize,
+                        },
+                        va: Gva::new(lo),
+                        entry,
+                    },
+                );
             }
         } else {
             visit(pv, next_table(entry), level - 1, lo, start, end, f);

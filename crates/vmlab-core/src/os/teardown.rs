@@ -3,7 +3,7 @@
 //! goes, every table page when its address space (or its last covered mapping) goes.
 
 use crate::addr::{Gfn, Gva};
-use crate::hw::pte::{EntryFormat, X86};
+use crate::hw::x86::pte::{EntryFormat, X86};
 use crate::os::kernel::{Kernel, OsError, Pid};
 use crate::os::mm::VmaList;
 use crate::os::pvops::PvOps;
@@ -12,22 +12,42 @@ use crate::os::tables::{self, LeafEntry};
 impl Kernel {
     /// Clear every present leaf of `pid` in `[start, end)` and drop its page references.
     /// Returns whether any entry was cleared.
-    pub(super) fn zap_range<P: PvOps + ?Sized>(&mut self, pv: &mut P, pid: Pid, start: Gva, end: Gva) -> bool {
-        let Ok(process) = self.proc(pid) else { return false };
+    pub(super) fn zap_range<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        pid: Pid,
+        start: Gva,
+        end: Gva,
+    ) -> bool {
+        let Ok(process) = self.proc(pid) else {
+            return false;
+        };
         let pgd = process.pgd;
         self.zap_leaves(pv, pgd, &[(start, end)])
     }
 
     /// Clear every present leaf under `pgd` in the `ranges` (one lazy-MMU section) and drop
     /// the page references; returns whether any entry was cleared.
-    fn zap_leaves<P: PvOps + ?Sized>(&mut self, pv: &mut P, pgd: Gfn, ranges: &[(Gva, Gva)]) -> bool {
+    fn zap_leaves<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        pgd: Gfn,
+        ranges: &[(Gva, Gva)],
+    ) -> bool {
         let mut zapped = Vec::new();
         pv.lazy_mmu_begin();
         for &(start, end) in ranges {
-            tables::for_each_leaf(pv, pgd, self.config.levels, start, end, &mut |pv, leaf: LeafEntry| {
-                pv.get_and_clear(leaf.slot.level, leaf.slot.table, leaf.slot.index);
-                zapped.push(leaf);
-            });
+            tables::for_each_leaf(
+                pv,
+                pgd,
+                self.config.levels,
+                start,
+                end,
+                &mut |pv, leaf: LeafEntry| {
+                    pv.get_and_clear(leaf.slot.level, leaf.slot.table, leaf.slot.index);
+                    zapped.push(leaf);
+                },
+            );
         }
         pv.lazy_mmu_end();
         for leaf in &zapped {
@@ -41,7 +61,13 @@ impl Kernel {
     /// Free the page tables of `pid` reachable from `[start, end)` whose span holds no
     /// remaining VMA (after munmap), clearing the entries that pointed at them. Flushes the
     /// TLB if any went, since the paging-structure caches may hold them.
-    pub(super) fn free_empty_tables<P: PvOps + ?Sized>(&mut self, pv: &mut P, pid: Pid, start: Gva, end: Gva) {
+    pub(super) fn free_empty_tables<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        pid: Pid,
+        start: Gva,
+        end: Gva,
+    ) {
         let Ok(process) = self.proc(pid) else { return };
         let (pgd, vmas) = (process.pgd, process.vmas.clone());
         let levels = self.config.levels;
@@ -54,7 +80,16 @@ impl Kernel {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn free_unused<P: PvOps + ?Sized>(&mut self, pv: &mut P, vmas: &VmaList, table: Gfn, level: u8, base: u64, start: u64, end: u64) {
+    fn free_unused<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        vmas: &VmaList,
+        table: Gfn,
+        level: u8,
+        base: u64,
+        start: u64,
+        end: u64,
+    ) {
         let span = tables::span(level);
         for index in 0..512u64 {
             let lo = base + index * span;
@@ -107,7 +142,9 @@ impl Kernel {
         pv.flush_tlb();
         self.counters.tlb_flushes += 1;
         self.switch_to(pv, next)?;
-        let dead = self.procs[pid as usize].take().ok_or(OsError::NoProcess(pid))?;
+        let dead = self.procs[pid as usize]
+            .take()
+            .ok_or(OsError::NoProcess(pid))?;
         self.destroy_mm(pv, dead.pgd, &dead.vmas);
         self.counters.exits += 1;
         Ok(())

@@ -11,18 +11,18 @@ pub mod shadow;
 pub mod tpt;
 
 use crate::addr::{Gfn, Gpa, Gva, Hfn, Hpa, PageSize};
-use crate::hv::vm::{BackingConfig, HvError, Vm};
+use crate::hv::x86::shadow::{Ctx as ShadowCtx, ShadowConfig, ShadowMmu};
+use crate::hv::x86::vm::{BackingConfig, HvError, Vm};
 use crate::hv::ExitCounters;
 use crate::hw::cache::MemoryConfig;
 use crate::hw::frames::HostMemory;
-use crate::hw::mmu::{Mmu, TlbConfig};
-use crate::hw::walker::{Dimension, Fault};
+use crate::hw::x86::mmu::{Mmu, TlbConfig};
+use crate::hw::x86::walker::{Dimension, Fault};
 use crate::os::{Kernel, KernelConfig, OsError, Pid, Program, PvOps, ThpPolicy};
-use crate::hv::shadow::{Ctx as ShadowCtx, ShadowConfig, ShadowMmu};
 use native::NativePvOps;
+use nested::NestedPvOps;
 use shadow::ShadowPvOps;
 use tpt::{Devirt, DevirtMode, TptPvOps};
-use nested::NestedPvOps;
 
 /// How guest-virtual addresses become host-physical ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -47,7 +47,14 @@ pub enum Paging {
 }
 
 impl Paging {
-    pub const ALL: [Paging; 6] = [Paging::Native, Paging::Nested, Paging::Shadow, Paging::Pv, Paging::Tpt, Paging::TptPrototype];
+    pub const ALL: [Paging; 6] = [
+        Paging::Native,
+        Paging::Nested,
+        Paging::Shadow,
+        Paging::Pv,
+        Paging::Tpt,
+        Paging::TptPrototype,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -72,10 +79,16 @@ impl Paging {
     }
 
     pub fn parse(name: &str) -> Result<Paging, String> {
-        Paging::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| {
-            let valid: Vec<_> = Paging::ALL.iter().map(|p| p.name()).collect();
-            format!("unknown paging scheme '{name}'; valid schemes: {}", valid.join(", "))
-        })
+        Paging::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| {
+                let valid: Vec<_> = Paging::ALL.iter().map(|p| p.name()).collect();
+                format!(
+                    "unknown paging scheme '{name}'; valid schemes: {}",
+                    valid.join(", ")
+                )
+            })
     }
 
     pub fn is_virtualized(self) -> bool {
@@ -133,7 +146,11 @@ pub enum SimError {
     #[error("{0}")]
     Memory(#[from] crate::hw::frames::OutOfMemory),
     #[error("access to {va:?} still faults after {attempts} fault-handling rounds (last fault: {fault:?}); this is a simulator bug")]
-    Stuck { va: Gva, attempts: u32, fault: Fault },
+    Stuck {
+        va: Gva,
+        attempts: u32,
+        fault: Fault,
+    },
     #[error("invalid configuration: {0}")]
     Config(String),
     /// The hardware refused a translation to a frame tagged to someone else (TPT's isolation).
@@ -177,7 +194,9 @@ const MAX_FAULT_ROUNDS: u32 = 16;
 impl System {
     pub fn new(config: &SystemConfig) -> Result<System, SimError> {
         if config.guest_pages == PageSize::Size1G {
-            return Err(SimError::Config("guest pages of 1G are not modeled (Linux THP maps 2M); use 4k or 2m".into()));
+            return Err(SimError::Config(
+                "guest pages of 1G are not modeled (Linux THP maps 2M); use 4k or 2m".into(),
+            ));
         }
         let mut mem = HostMemory::new(config.host_memory);
         let mut mmu = Mmu::new(&config.tlb, &config.memory, config.levels);
@@ -187,19 +206,39 @@ impl System {
                 config.host_memory
             )));
         }
-        let thp = if config.guest_pages == PageSize::Size2M { ThpPolicy::Always } else { ThpPolicy::Never };
-        let mut kernel_config = KernelConfig { memory: config.host_memory, levels: config.levels, thp, pcid: config.pcid, program: config.program, tpt_task: config.tpt_task.filter(|_| config.paging.is_tpt()) };
+        let thp = if config.guest_pages == PageSize::Size2M {
+            ThpPolicy::Always
+        } else {
+            ThpPolicy::Never
+        };
+        let mut kernel_config = KernelConfig {
+            memory: config.host_memory,
+            levels: config.levels,
+            thp,
+            pcid: config.pcid,
+            program: config.program,
+            tpt_task: config.tpt_task.filter(|_| config.paging.is_tpt()),
+        };
         if config.paging.is_virtualized() && config.guest_memory > config.host_memory {
             return Err(SimError::Config("guest_memory exceeds host_memory".into()));
         }
-        if let Some(why) = config.paging.unsupported_pages(config.guest_pages, config.backing.host_pages) {
+        if let Some(why) = config
+            .paging
+            .unsupported_pages(config.guest_pages, config.backing.host_pages)
+        {
             return Err(SimError::Config(why));
         }
         mmu.set_tag_reads(config.tag_reads);
         let mut devirt = None;
         let (vm, shadow, kernel) = match config.paging {
             Paging::Native => {
-                let kernel = Kernel::boot(kernel_config, &mut NativePvOps { mem: &mut mem, mmu: &mut mmu })?;
+                let kernel = Kernel::boot(
+                    kernel_config,
+                    &mut NativePvOps {
+                        mem: &mut mem,
+                        mmu: &mut mmu,
+                    },
+                )?;
                 (None, None, kernel)
             }
             Paging::Tpt | Paging::TptPrototype | Paging::Pv => {
@@ -211,7 +250,13 @@ impl System {
                     _ => DevirtMode::Pv,
                 };
                 let mut state = Devirt::new(mode);
-                let mut pv = TptPvOps { mem: &mut mem, mmu: &mut mmu, vm: &mut vm, devirt: &mut state, error: None };
+                let mut pv = TptPvOps {
+                    mem: &mut mem,
+                    mmu: &mut mmu,
+                    vm: &mut vm,
+                    devirt: &mut state,
+                    error: None,
+                };
                 let kernel = Kernel::boot(kernel_config, &mut pv);
                 if let Some(e) = pv.error {
                     return Err(e.into());
@@ -222,7 +267,12 @@ impl System {
             Paging::Nested => {
                 kernel_config.memory = config.guest_memory;
                 let mut vm = Vm::new(&mut mem, config.guest_memory, config.levels, config.backing)?;
-                let mut pv = NestedPvOps { mem: &mut mem, mmu: &mut mmu, vm: &mut vm, error: None };
+                let mut pv = NestedPvOps {
+                    mem: &mut mem,
+                    mmu: &mut mmu,
+                    vm: &mut vm,
+                    error: None,
+                };
                 let kernel = Kernel::boot(kernel_config, &mut pv);
                 if let Some(e) = pv.error {
                     return Err(e.into());
@@ -232,9 +282,17 @@ impl System {
             Paging::Shadow => {
                 kernel_config.memory = config.guest_memory;
                 let mut vm = Vm::new(&mut mem, config.guest_memory, config.levels, config.backing)?;
-                let options = config.shadow.unwrap_or(ShadowConfig::kvm_default(vm.guest_frames()));
+                let options = config
+                    .shadow
+                    .unwrap_or(ShadowConfig::kvm_default(vm.guest_frames()));
                 let mut shadow = ShadowMmu::new(options, config.levels);
-                let mut pv = ShadowPvOps { mem: &mut mem, mmu: &mut mmu, vm: &mut vm, shadow: &mut shadow, error: None };
+                let mut pv = ShadowPvOps {
+                    mem: &mut mem,
+                    mmu: &mut mmu,
+                    vm: &mut vm,
+                    shadow: &mut shadow,
+                    error: None,
+                };
                 let kernel = Kernel::boot(kernel_config, &mut pv);
                 if let Some(e) = pv.error {
                     return Err(e.into());
@@ -242,7 +300,16 @@ impl System {
                 (Some(vm), Some(shadow), kernel?)
             }
         };
-        Ok(System { paging: config.paging, mem, mmu, vm, shadow, devirt, kernel, foreign_accesses: 0 })
+        Ok(System {
+            paging: config.paging,
+            mem,
+            mmu,
+            vm,
+            shadow,
+            devirt,
+            kernel,
+            foreign_accesses: 0,
+        })
     }
 
     pub fn paging(&self) -> Paging {
@@ -279,34 +346,61 @@ impl System {
     /// `level` on the path of `va` (level 1 = the leaf) at a host frame of someone else (a
     /// fresh frame the VM does not own), then the process accesses `va`. Returns whether the
     /// access reached the foreign frame (it must not); the entry is restored afterwards.
-    pub fn tpt_foreign_access(&mut self, va: Gva, level: u8, write: bool) -> Result<bool, SimError> {
-        let devirt = self.devirt.as_ref().ok_or(SimError::Config("the isolation probe needs --paging tpt".into()))?;
+    pub fn tpt_foreign_access(
+        &mut self,
+        va: Gva,
+        level: u8,
+        write: bool,
+    ) -> Result<bool, SimError> {
+        let devirt = self.devirt.as_ref().ok_or(SimError::Config(
+            "the isolation probe needs --paging tpt".into(),
+        ))?;
         // The devirt tables of the running process, walked by the guest in software.
         let pgd = self.kernel.pgd();
-        let mut table = devirt.copy_of(pgd).ok_or(SimError::Config("the running process is not a TPT process".into()))?;
+        let mut table = devirt.copy_of(pgd).ok_or(SimError::Config(
+            "the running process is not a TPT process".into(),
+        ))?;
         let levels = self.mmu.levels();
         let mut at = None;
         for l in (1..=levels).rev() {
-            let slot = table.addr_at(((va.raw() >> crate::hw::walker::level_shift(l)) & 0x1ff) * 8);
+            let slot =
+                table.addr_at(((va.raw() >> crate::hw::x86::walker::level_shift(l)) & 0x1ff) * 8);
             let entry = self.mem.read_u64(slot);
             if l == level {
                 at = Some((slot, entry));
                 break;
             }
-            if entry & crate::hw::pte::X86::PRESENT == 0 || entry & crate::hw::pte::X86::LARGE_PAGE != 0 {
+            if entry & crate::hw::x86::pte::X86::PRESENT == 0
+                || entry & crate::hw::x86::pte::X86::LARGE_PAGE != 0
+            {
                 break;
             }
-            table = Hpa::new(entry & crate::hw::pte::FRAME_MASK).frame();
+            table = Hpa::new(entry & crate::hw::x86::pte::FRAME_MASK).frame();
         }
-        let (slot, entry) = at.ok_or(SimError::Config(format!("no devirt entry at level {level} for {va:?}; touch the page first")))?;
+        let (slot, entry) = at.ok_or(SimError::Config(format!(
+            "no devirt entry at level {level} for {va:?}; touch the page first"
+        )))?;
         let foreign = self.mem.alloc(PageSize::Size4K)?;
-        self.mem.write_u64(slot, (entry & !crate::hw::pte::FRAME_MASK) | foreign.addr().raw());
+        self.mem.write_u64(
+            slot,
+            (entry & !crate::hw::x86::pte::FRAME_MASK) | foreign.addr().raw(),
+        );
         self.mmu.flush_all();
-        let data_before = self.mmu.memory().stats().total(crate::hw::cache::Requester::Data);
+        let data_before = self
+            .mmu
+            .memory()
+            .stats()
+            .total(crate::hw::cache::Requester::Data);
         let result = self.mmu.access(&mut self.mem, va, write);
         let reached = match result {
             Ok(hpa) => hpa.frame() == foreign || !self.mem.tags().owned(hpa.frame().raw()),
-            Err(_) => self.mmu.memory().stats().total(crate::hw::cache::Requester::Data) != data_before,
+            Err(_) => {
+                self.mmu
+                    .memory()
+                    .stats()
+                    .total(crate::hw::cache::Requester::Data)
+                    != data_before
+            }
         };
         self.mem.write_u64(slot, entry);
         self.mmu.flush_all();
@@ -335,9 +429,12 @@ impl System {
         }
         let pid = self.kernel.current();
         let (first, size, _) = self.kernel_lookup(pid, va).ok_or_else(|| {
-            SimError::Config(format!("host remap of {va:?}: the page is not mapped and touched in process {pid}"))
+            SimError::Config(format!(
+                "host remap of {va:?}: the page is not mapped and touched in process {pid}"
+            ))
         })?;
-        let gfn = Gfn::new(first.raw() + ((va.raw() & (size.bytes() - 1)) >> crate::addr::PAGE_SHIFT));
+        let gfn =
+            Gfn::new(first.raw() + ((va.raw() & (size.bytes() - 1)) >> crate::addr::PAGE_SHIFT));
         let tpt = self.paging == Paging::Tpt;
         let vm = self.vm.as_mut().expect("virtualized schemes have a VM");
         let moved = vm.remap(&mut self.mem, gfn, tpt)?;
@@ -357,11 +454,15 @@ impl System {
     /// devirt entry is copied from an empty slot). Each backing page is one EPT violation.
     /// Without a hypervisor there is nothing to back.
     pub fn pretouch_guest_memory(&mut self) -> Result<(), SimError> {
-        let Some(vm) = self.vm.as_mut() else { return Ok(()) };
+        let Some(vm) = self.vm.as_mut() else {
+            return Ok(());
+        };
         let mut gfn = 0;
         while gfn < vm.guest_frames() {
             vm.touch(&mut self.mem, Gfn::new(gfn))?;
-            let size = vm.backing_page(&self.mem, Gfn::new(gfn)).expect("just backed");
+            let size = vm
+                .backing_page(&self.mem, Gfn::new(gfn))
+                .expect("just backed");
             gfn = (gfn | (size.frames() - 1)) + 1;
         }
         Ok(())
@@ -369,7 +470,10 @@ impl System {
 
     /// What host remapping did so far (zero without a hypervisor).
     pub fn remap_counters(&self) -> crate::hv::RemapCounters {
-        self.vm.as_ref().map(|vm| *vm.remap_counters()).unwrap_or_default()
+        self.vm
+            .as_ref()
+            .map(|vm| *vm.remap_counters())
+            .unwrap_or_default()
     }
 
     /// Isolation-probe accesses that reached a frame the VM does not own.
@@ -442,15 +546,40 @@ impl System {
     pub fn kernel_lookup(&mut self, pid: Pid, va: Gva) -> Option<(Gfn, PageSize, bool)> {
         let kernel = &self.kernel;
         match self.paging {
-            Paging::Native => kernel.lookup(&mut NativePvOps { mem: &mut self.mem, mmu: &mut self.mmu }, pid, va),
+            Paging::Native => kernel.lookup(
+                &mut NativePvOps {
+                    mem: &mut self.mem,
+                    mmu: &mut self.mmu,
+                },
+                pid,
+                va,
+            ),
             Paging::Nested => {
                 let vm = self.vm.as_mut()?;
-                kernel.lookup(&mut NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None }, pid, va)
+                kernel.lookup(
+                    &mut NestedPvOps {
+                        mem: &mut self.mem,
+                        mmu: &mut self.mmu,
+                        vm,
+                        error: None,
+                    },
+                    pid,
+                    va,
+                )
             }
             Paging::Shadow | Paging::Tpt | Paging::TptPrototype | Paging::Pv => {
                 // Read the guest's tables directly: a lookup must not trap or back memory.
                 let vm = self.vm.as_mut()?;
-                kernel.lookup(&mut NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None }, pid, va)
+                kernel.lookup(
+                    &mut NestedPvOps {
+                        mem: &mut self.mem,
+                        mmu: &mut self.mmu,
+                        vm,
+                        error: None,
+                    },
+                    pid,
+                    va,
+                )
             }
         }
     }
@@ -481,7 +610,12 @@ impl System {
 
     #[cold]
     #[inline(never)]
-    fn access_after_fault(&mut self, va: Gva, write: bool, mut fault: Fault) -> Result<Hpa, SimError> {
+    fn access_after_fault(
+        &mut self,
+        va: Gva,
+        write: bool,
+        mut fault: Fault,
+    ) -> Result<Hpa, SimError> {
         for _ in 0..MAX_FAULT_ROUNDS {
             self.handle_fault(fault)?;
             match self.mmu.access(&mut self.mem, va, write) {
@@ -489,31 +623,51 @@ impl System {
                 Err(next) => fault = next,
             }
         }
-        Err(SimError::Stuck { va, attempts: MAX_FAULT_ROUNDS, fault })
+        Err(SimError::Stuck {
+            va,
+            attempts: MAX_FAULT_ROUNDS,
+            fault,
+        })
     }
 
     fn handle_fault(&mut self, fault: Fault) -> Result<(), SimError> {
         // (Kernel page faults go through the scheme's pv-ops; EPT violations to the VM.)
-        if fault.kind == crate::hw::walker::FaultKind::TagViolation {
-            return Err(SimError::TagViolation { va: Gva::new(fault.addr) });
+        if fault.kind == crate::hw::x86::walker::FaultKind::TagViolation {
+            return Err(SimError::TagViolation {
+                va: Gva::new(fault.addr),
+            });
         }
         match fault.dimension {
             Dimension::Guest if self.paging == Paging::Shadow => {
                 // A fault in the shadow tables exits to the hypervisor first.
                 let va = Gva::new(fault.addr);
-                let (vm, shadow) = (self.vm.as_mut().expect("VM"), self.shadow.as_mut().expect("shadow MMU"));
-                let mut ctx = ShadowCtx { mem: &mut self.mem, vm, mmu: &mut self.mmu };
+                let (vm, shadow) = (
+                    self.vm.as_mut().expect("VM"),
+                    self.shadow.as_mut().expect("shadow MMU"),
+                );
+                let mut ctx = ShadowCtx {
+                    mem: &mut self.mem,
+                    vm,
+                    mmu: &mut self.mmu,
+                };
                 match shadow.page_fault(&mut ctx, va, fault.write)? {
                     Ok(()) => Ok(()),
-                    Err(_) => self.with_pvops(|kernel, pv| kernel.handle_page_fault(pv, va, fault.write)),
+                    Err(_) => {
+                        self.with_pvops(|kernel, pv| kernel.handle_page_fault(pv, va, fault.write))
+                    }
                 }
             }
             Dimension::Guest => {
                 self.kernel_round_trip();
-                self.with_pvops(|kernel, pv| kernel.handle_page_fault(pv, Gva::new(fault.addr), fault.write))
+                self.with_pvops(|kernel, pv| {
+                    kernel.handle_page_fault(pv, Gva::new(fault.addr), fault.write)
+                })
             }
             Dimension::Ept => {
-                let vm = self.vm.as_mut().ok_or(SimError::Config("EPT fault without a VM".into()))?;
+                let vm = self
+                    .vm
+                    .as_mut()
+                    .ok_or(SimError::Config("EPT fault without a VM".into()))?;
                 Ok(vm.handle_ept_violation(&mut self.mem, Gpa::new(fault.addr))?)
             }
         }
@@ -533,7 +687,10 @@ impl System {
         if self.paging != Paging::TptPrototype {
             return;
         }
-        let tpt = self.kernel.process(self.kernel.current()).is_some_and(|p| p.devirt);
+        let tpt = self
+            .kernel
+            .process(self.kernel.current())
+            .is_some_and(|p| p.devirt);
         if let (true, Some(vm)) = (tpt, self.vm.as_mut()) {
             for _ in 0..TPT_PROTOTYPE_EXITS_PER_ROUND_TRIP {
                 vm.record_exit(crate::hv::ExitReason::TptSwitch);
@@ -542,12 +699,26 @@ impl System {
     }
 
     /// Run kernel code with this scheme's pv-ops backend.
-    fn with_pvops<R>(&mut self, f: impl FnOnce(&mut Kernel, &mut dyn PvOps) -> Result<R, OsError>) -> Result<R, SimError> {
+    fn with_pvops<R>(
+        &mut self,
+        f: impl FnOnce(&mut Kernel, &mut dyn PvOps) -> Result<R, OsError>,
+    ) -> Result<R, SimError> {
         match self.paging {
-            Paging::Native => Ok(f(&mut self.kernel, &mut NativePvOps { mem: &mut self.mem, mmu: &mut self.mmu })?),
+            Paging::Native => Ok(f(
+                &mut self.kernel,
+                &mut NativePvOps {
+                    mem: &mut self.mem,
+                    mmu: &mut self.mmu,
+                },
+            )?),
             Paging::Nested => {
                 let vm = self.vm.as_mut().expect("nested paging has a VM");
-                let mut pv = NestedPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, error: None };
+                let mut pv = NestedPvOps {
+                    mem: &mut self.mem,
+                    mmu: &mut self.mmu,
+                    vm,
+                    error: None,
+                };
                 let result = f(&mut self.kernel, &mut pv);
                 if let Some(e) = pv.error {
                     return Err(e.into());
@@ -557,7 +728,13 @@ impl System {
             Paging::Tpt | Paging::TptPrototype | Paging::Pv => {
                 let vm = self.vm.as_mut().expect("TPT has a VM");
                 let devirt = self.devirt.as_mut().expect("TPT has devirt state");
-                let mut pv = TptPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, devirt, error: None };
+                let mut pv = TptPvOps {
+                    mem: &mut self.mem,
+                    mmu: &mut self.mmu,
+                    vm,
+                    devirt,
+                    error: None,
+                };
                 let result = f(&mut self.kernel, &mut pv);
                 if let Some(e) = pv.error {
                     return Err(e.into());
@@ -566,8 +743,17 @@ impl System {
             }
             Paging::Shadow => {
                 let vm = self.vm.as_mut().expect("shadow paging has a VM");
-                let shadow = self.shadow.as_mut().expect("shadow paging has a shadow MMU");
-                let mut pv = ShadowPvOps { mem: &mut self.mem, mmu: &mut self.mmu, vm, shadow, error: None };
+                let shadow = self
+                    .shadow
+                    .as_mut()
+                    .expect("shadow paging has a shadow MMU");
+                let mut pv = ShadowPvOps {
+                    mem: &mut self.mem,
+                    mmu: &mut self.mmu,
+                    vm,
+                    shadow,
+                    error: None,
+                };
                 let result = f(&mut self.kernel, &mut pv);
                 if let Some(e) = pv.error {
                     return Err(e.into());

@@ -3,7 +3,7 @@
 
 use crate::addr::{Gfn, Gva, PageSize};
 use crate::hw::frames::HostMemory;
-use crate::hw::mmu::{Mmu, Root};
+use crate::hw::x86::mmu::{Mmu, Root};
 use crate::os::PvOps;
 
 /// The native pv-ops backend: every operation is the plain hardware operation.
@@ -14,11 +14,13 @@ pub struct NativePvOps<'a> {
 
 impl PvOps for NativePvOps<'_> {
     fn read_entry(&mut self, table: Gfn, index: usize) -> u64 {
-        self.mem.read_u64(table.identity_host().addr_at(index as u64 * 8))
+        self.mem
+            .read_u64(table.identity_host().addr_at(index as u64 * 8))
     }
 
     fn set_entry(&mut self, _level: u8, table: Gfn, index: usize, entry: u64) {
-        self.mem.write_u64(table.identity_host().addr_at(index as u64 * 8), entry);
+        self.mem
+            .write_u64(table.identity_host().addr_at(index as u64 * 8), entry);
     }
 
     fn get_and_clear(&mut self, _level: u8, table: Gfn, index: usize) -> u64 {
@@ -41,7 +43,13 @@ impl PvOps for NativePvOps<'_> {
     fn copy_page(&mut self, _from: Gfn, _to: Gfn, _size: PageSize) {}
 
     fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) {
-        self.mmu.set_root(Root::OneD { cr3: pgd.identity_host().addr() }, pcid as u64, flush);
+        self.mmu.set_root(
+            Root::OneD {
+                cr3: pgd.identity_host().addr(),
+            },
+            pcid as u64,
+            flush,
+        );
     }
 
     fn invlpg(&mut self, va: Gva) {

@@ -3,9 +3,9 @@
 //! the only hypervisor work is backing guest frames on first touch (EPT violations).
 
 use crate::addr::{Gfn, Gva, Hpa, PageSize};
-use crate::hv::vm::{HvError, Vm};
+use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
-use crate::hw::mmu::{Mmu, Root};
+use crate::hw::x86::mmu::{Mmu, Root};
 use crate::os::PvOps;
 
 /// The nested-paging pv-ops backend: the guest writes its own memory; a write to a guest frame
@@ -39,7 +39,8 @@ impl NestedPvOps<'_> {
 
 impl PvOps for NestedPvOps<'_> {
     fn read_entry(&mut self, table: Gfn, index: usize) -> u64 {
-        self.host_addr(table, index).map_or(0, |at| self.mem.read_u64(at))
+        self.host_addr(table, index)
+            .map_or(0, |at| self.mem.read_u64(at))
     }
 
     fn set_entry(&mut self, _level: u8, table: Gfn, index: usize, entry: u64) {
@@ -49,7 +50,9 @@ impl PvOps for NestedPvOps<'_> {
     }
 
     fn get_and_clear(&mut self, _level: u8, table: Gfn, index: usize) -> u64 {
-        let Some(at) = self.host_addr(table, index) else { return 0 };
+        let Some(at) = self.host_addr(table, index) else {
+            return 0;
+        };
         let old = self.mem.read_u64(at);
         self.mem.write_u64(at, 0);
         old
@@ -77,7 +80,14 @@ impl PvOps for NestedPvOps<'_> {
     }
 
     fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) {
-        self.mmu.set_root(Root::TwoD { guest_cr3: pgd.addr(), eptp: self.vm.eptp() }, pcid as u64, flush);
+        self.mmu.set_root(
+            Root::TwoD {
+                guest_cr3: pgd.addr(),
+                eptp: self.vm.eptp(),
+            },
+            pcid as u64,
+            flush,
+        );
     }
 
     fn invlpg(&mut self, va: Gva) {

@@ -1,13 +1,13 @@
 //! Shadow paging (KVM's shadow MMU): the guest's tables map GVA->GPA in guest memory, and
 //! the hypervisor keeps shadow tables (GVA->HPA) that the hardware walks (1D). The guest's
-//! page-table writes, CR3 loads and TLB flushes reach the hypervisor (see `hv::shadow`).
+//! page-table writes, CR3 loads and TLB flushes reach the hypervisor (see `hv::x86::shadow`).
 
 use crate::addr::{Gfn, Gva, Hpa, PageSize};
-use crate::hv::exits::ExitReason;
-use crate::hv::shadow::{Ctx, ShadowMmu};
-use crate::hv::vm::{HvError, Vm};
+use crate::hv::x86::exits::ExitReason;
+use crate::hv::x86::shadow::{Ctx, ShadowMmu};
+use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
-use crate::hw::mmu::Mmu;
+use crate::hw::x86::mmu::Mmu;
 use crate::os::PvOps;
 
 /// The shadow-paging pv-ops backend: the guest's own operations, as the hypervisor sees them.
@@ -22,7 +22,14 @@ pub struct ShadowPvOps<'a> {
 
 impl ShadowPvOps<'_> {
     fn ctx(&mut self) -> (Ctx<'_>, &mut ShadowMmu) {
-        (Ctx { mem: self.mem, vm: self.vm, mmu: self.mmu }, self.shadow)
+        (
+            Ctx {
+                mem: self.mem,
+                vm: self.vm,
+                mmu: self.mmu,
+            },
+            self.shadow,
+        )
     }
 
     fn note(&mut self, result: Result<(), HvError>) {
@@ -41,7 +48,8 @@ impl ShadowPvOps<'_> {
     }
 
     fn entry_addr(&mut self, table: Gfn, index: usize) -> Option<Hpa> {
-        self.host_frame(table).map(|hfn| hfn.addr_at(index as u64 * 8))
+        self.host_frame(table)
+            .map(|hfn| hfn.addr_at(index as u64 * 8))
     }
 
     /// The guest wrote whole frames: back them, and unshadow any that was a page table.
@@ -60,11 +68,14 @@ impl ShadowPvOps<'_> {
 
 impl PvOps for ShadowPvOps<'_> {
     fn read_entry(&mut self, table: Gfn, index: usize) -> u64 {
-        self.entry_addr(table, index).map_or(0, |at| self.mem.read_u64(at))
+        self.entry_addr(table, index)
+            .map_or(0, |at| self.mem.read_u64(at))
     }
 
     fn set_entry(&mut self, _level: u8, table: Gfn, index: usize, entry: u64) {
-        let Some(at) = self.entry_addr(table, index) else { return };
+        let Some(at) = self.entry_addr(table, index) else {
+            return;
+        };
         self.mem.write_u64(at, entry);
         let (mut ctx, shadow) = self.ctx();
         let result = shadow.guest_write(&mut ctx, table, index, entry);
@@ -72,7 +83,9 @@ impl PvOps for ShadowPvOps<'_> {
     }
 
     fn get_and_clear(&mut self, _level: u8, table: Gfn, index: usize) -> u64 {
-        let Some(at) = self.entry_addr(table, index) else { return 0 };
+        let Some(at) = self.entry_addr(table, index) else {
+            return 0;
+        };
         let old = self.mem.read_u64(at);
         self.mem.write_u64(at, 0);
         let (mut ctx, shadow) = self.ctx();

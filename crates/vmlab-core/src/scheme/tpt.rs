@@ -19,10 +19,10 @@
 
 use crate::addr::{Gfn, Gva, Hfn, Hpa, PageSize};
 use crate::hv::remap::Moved;
-use crate::hv::vm::{HvError, Vm};
+use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
-use crate::hw::mmu::{Mmu, Root};
-use crate::hw::pte::{EntryFormat, X86, FRAME_MASK};
+use crate::hw::x86::mmu::{Mmu, Root};
+use crate::hw::x86::pte::{EntryFormat, FRAME_MASK, X86};
 use crate::os::PvOps;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -74,7 +74,10 @@ pub struct DevirtStats {
 
 impl Devirt {
     pub fn new(mode: DevirtMode) -> Devirt {
-        Devirt { mode, ..Devirt::default() }
+        Devirt {
+            mode,
+            ..Devirt::default()
+        }
     }
 
     pub fn stats(&self) -> &DevirtStats {
@@ -95,13 +98,18 @@ impl Devirt {
     pub fn fix_up(&mut self, mem: &mut HostMemory, moved: &Moved) -> u64 {
         let mut fixed = Vec::new();
         for &copy in self.copies.values() {
-            let Some(entries) = mem.table_entries(copy) else { continue };
+            let Some(entries) = mem.table_entries(copy) else {
+                continue;
+            };
             for (index, &entry) in entries.iter().enumerate() {
                 if !X86::is_present(entry) {
                     continue;
                 }
                 if let Some(new) = moved.relocate(Hpa::new(entry & FRAME_MASK).frame()) {
-                    fixed.push((copy.addr_at(index as u64 * 8), (entry & !FRAME_MASK) | new.addr().raw()));
+                    fixed.push((
+                        copy.addr_at(index as u64 * 8),
+                        (entry & !FRAME_MASK) | new.addr().raw(),
+                    ));
                 }
             }
         }
@@ -208,13 +216,18 @@ impl TptPvOps<'_> {
 
 impl PvOps for TptPvOps<'_> {
     fn read_entry(&mut self, table: Gfn, index: usize) -> u64 {
-        self.guest_addr(table, index).map_or(0, |at| self.mem.read_u64(at))
+        self.guest_addr(table, index)
+            .map_or(0, |at| self.mem.read_u64(at))
     }
 
     fn set_entry(&mut self, level: u8, table: Gfn, index: usize, entry: u64) {
-        let Some(at) = self.guest_addr(table, index) else { return };
+        let Some(at) = self.guest_addr(table, index) else {
+            return;
+        };
         self.mem.write_u64(at, entry);
-        let Some(copy) = self.devirt.copy_of(table) else { return };
+        let Some(copy) = self.devirt.copy_of(table) else {
+            return;
+        };
         if let Some(host) = self.host_entry(level, entry) {
             self.mem.write_u64(copy.addr_at(index as u64 * 8), host);
             self.devirt.stats.dual_writes += 1;
@@ -223,7 +236,9 @@ impl PvOps for TptPvOps<'_> {
     }
 
     fn get_and_clear(&mut self, _level: u8, table: Gfn, index: usize) -> u64 {
-        let Some(at) = self.guest_addr(table, index) else { return 0 };
+        let Some(at) = self.guest_addr(table, index) else {
+            return 0;
+        };
         let mut old = self.mem.read_u64(at);
         self.mem.write_u64(at, 0);
         if let Some(copy) = self.devirt.copy_of(table) {
@@ -265,9 +280,14 @@ impl PvOps for TptPvOps<'_> {
 
     fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) {
         let root = match (self.devirt.is_tpt(pgd), self.devirt.copy_of(pgd)) {
-            (true, Some(copy)) if self.devirt.mode != DevirtMode::Tpt => Root::OneD { cr3: copy.addr() },
+            (true, Some(copy)) if self.devirt.mode != DevirtMode::Tpt => {
+                Root::OneD { cr3: copy.addr() }
+            }
             (true, Some(copy)) => Root::Tagged { cr3: copy.addr() },
-            _ => Root::TwoD { guest_cr3: pgd.addr(), eptp: self.vm.eptp() },
+            _ => Root::TwoD {
+                guest_cr3: pgd.addr(),
+                eptp: self.vm.eptp(),
+            },
         };
         self.mmu.set_root(root, pcid as u64, flush);
         if self.devirt.mode == DevirtMode::Pv {

@@ -39,19 +39,52 @@ const CHILD_DATA_PAGES: u64 = 12;
 /// A running program's own image, mapped and faulted in before it does anything else: its
 /// text (read-only, read), its data and its stack (written).
 pub(super) const IMAGE_SETUP: [Op; 6] = [
-    Op::MapReadOnly { start: TEXT, len: TEXT_LEN },
-    Op::TouchPages { start: TEXT, len: TEXT_LEN, write: false },
-    Op::Map { start: DATA, len: DATA_LEN },
-    Op::TouchPages { start: DATA, len: DATA_LEN, write: true },
-    Op::Map { start: STACK, len: STACK_LEN },
-    Op::TouchPages { start: STACK, len: STACK_LEN, write: true },
+    Op::MapReadOnly {
+        start: TEXT,
+        len: TEXT_LEN,
+    },
+    Op::TouchPages {
+        start: TEXT,
+        len: TEXT_LEN,
+        write: false,
+    },
+    Op::Map {
+        start: DATA,
+        len: DATA_LEN,
+    },
+    Op::TouchPages {
+        start: DATA,
+        len: DATA_LEN,
+        write: true,
+    },
+    Op::Map {
+        start: STACK,
+        len: STACK_LEN,
+    },
+    Op::TouchPages {
+        start: STACK,
+        len: STACK_LEN,
+        write: true,
+    },
 ];
 
 /// What a forked child does in user mode before `_exit`.
 pub(super) const CHILD_RUNS: [Op; 3] = [
-    Op::TouchPages { start: Gva::new(STACK.raw() + STACK_LEN - CHILD_STACK_PAGES * PAGE), len: CHILD_STACK_PAGES * PAGE, write: true },
-    Op::TouchPages { start: DATA, len: CHILD_DATA_PAGES * PAGE, write: true },
-    Op::TouchPages { start: TEXT, len: PAGE, write: false },
+    Op::TouchPages {
+        start: Gva::new(STACK.raw() + STACK_LEN - CHILD_STACK_PAGES * PAGE),
+        len: CHILD_STACK_PAGES * PAGE,
+        write: true,
+    },
+    Op::TouchPages {
+        start: DATA,
+        len: CHILD_DATA_PAGES * PAGE,
+        write: true,
+    },
+    Op::TouchPages {
+        start: TEXT,
+        len: PAGE,
+        write: false,
+    },
 ];
 
 /// The parameters of a `fork-bench` run (validated by [`super::WorkloadSpec`]).
@@ -205,8 +238,15 @@ pub(crate) mod tests {
         let mut w = ForkBench::new(c, 0);
         let mut expected = IMAGE_SETUP.to_vec();
         expected.extend([
-            Op::Map { start: BUFFER_BASE, len: 8192 },
-            Op::TouchPages { start: BUFFER_BASE, len: 8192, write: true },
+            Op::Map {
+                start: BUFFER_BASE,
+                len: 8192,
+            },
+            Op::TouchPages {
+                start: BUFFER_BASE,
+                len: 8192,
+                write: true,
+            },
             Op::StartMeasurement,
         ]);
         for pid in 1..=2 {
@@ -226,7 +266,10 @@ pub(crate) mod tests {
             forks: 1000,
         };
         let ops = drain(&mut ForkBench::new(c, 0));
-        assert_eq!(ops.len(), IMAGE_SETUP.len() + 3 + (3 + CHILD_RUNS.len()) * 1000);
+        assert_eq!(
+            ops.len(),
+            IMAGE_SETUP.len() + 3 + (3 + CHILD_RUNS.len()) * 1000
+        );
         let pids: Vec<u32> = ops
             .iter()
             .filter_map(|op| match op {

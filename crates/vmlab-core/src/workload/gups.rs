@@ -62,7 +62,16 @@ impl Gups {
     /// A generator for `config` (which must have come through spec validation: table a
     /// non-zero multiple of 4 KiB).
     pub fn new(config: GupsConfig, seed: u64) -> Self {
-        Gups { config, stream: UniformAccesses::new(config.table, GupsConfig::WORD_BYTES, config.updates, true, seed) }
+        Gups {
+            config,
+            stream: UniformAccesses::new(
+                config.table,
+                GupsConfig::WORD_BYTES,
+                config.updates,
+                true,
+                seed,
+            ),
+        }
     }
 
     /// The parameters this generator runs.

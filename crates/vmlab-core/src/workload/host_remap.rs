@@ -35,7 +35,11 @@ impl HostRemapConfig {
 impl Default for HostRemapConfig {
     /// 64 MiB, a million reads, a move every 10,000 reads (100 moves).
     fn default() -> Self {
-        HostRemapConfig { size: 64 << 20, accesses: 1_000_000, every: 10_000 }
+        HostRemapConfig {
+            size: 64 << 20,
+            accesses: 1_000_000,
+            every: 10_000,
+        }
     }
 }
 
@@ -54,7 +58,13 @@ impl HostRemap {
     pub fn new(config: HostRemapConfig, seed: u64) -> Self {
         HostRemap {
             config,
-            stream: UniformAccesses::new(config.size, HostRemapConfig::WORD_BYTES, config.accesses, false, seed),
+            stream: UniformAccesses::new(
+                config.size,
+                HostRemapConfig::WORD_BYTES,
+                config.accesses,
+                false,
+                seed,
+            ),
             until_remap: config.every,
         }
     }
@@ -74,7 +84,9 @@ impl Workload for HostRemap {
         if self.until_remap == 0 {
             self.until_remap = self.config.every;
             let page = uniform_below(self.stream.rng(), self.config.size / PAGE_SIZE);
-            return Some(Op::HostRemap { va: Gva::new(BUFFER_BASE.raw() + page * PAGE_SIZE) });
+            return Some(Op::HostRemap {
+                va: Gva::new(BUFFER_BASE.raw() + page * PAGE_SIZE),
+            });
         }
         let read = self.stream.next_op()?;
         self.until_remap -= 1;
@@ -102,13 +114,25 @@ mod tests {
 
     #[test]
     fn moves_a_random_page_after_every_every_reads() {
-        let config = HostRemapConfig { size: 1 << 20, accesses: 35, every: 10 };
+        let config = HostRemapConfig {
+            size: 1 << 20,
+            accesses: 35,
+            every: 10,
+        };
         let mut w = HostRemap::new(config, 3);
         for _ in 0..3 {
-            assert!(matches!(w.next_op(), Some(Op::Map { .. } | Op::TouchPages { .. } | Op::StartMeasurement)));
+            assert!(matches!(
+                w.next_op(),
+                Some(Op::Map { .. } | Op::TouchPages { .. } | Op::StartMeasurement)
+            ));
         }
         let ops: Vec<Op> = std::iter::from_fn(|| w.next_op()).collect();
-        let remaps: Vec<usize> = ops.iter().enumerate().filter(|(_, op)| matches!(op, Op::HostRemap { .. })).map(|(i, _)| i).collect();
+        let remaps: Vec<usize> = ops
+            .iter()
+            .enumerate()
+            .filter(|(_, op)| matches!(op, Op::HostRemap { .. }))
+            .map(|(i, _)| i)
+            .collect();
         assert_eq!(remaps, vec![10, 21, 32], "a move after each 10 reads");
         assert_eq!(ops.len(), 35 + 3);
         assert_eq!(config.remaps(), 3);

@@ -230,7 +230,10 @@ pub struct Lmbench {
 #[derive(Clone, Debug)]
 enum Script {
     /// `image_ops`: ops of the program image's set-up handed out; then StartMeasurement.
-    Proc { image_ops: usize, forks: ForkLoop },
+    Proc {
+        image_ops: usize,
+        forks: ForkLoop,
+    },
     PageFault(PageFault),
     Mmap(Mmap),
     Ctxsw(Ctxsw),
@@ -277,7 +280,12 @@ impl Workload for Lmbench {
             Script::Proc { image_ops, forks } => {
                 if *image_ops <= IMAGE_SETUP.len() {
                     *image_ops += 1;
-                    return Some(IMAGE_SETUP.get(*image_ops - 1).copied().unwrap_or(Op::StartMeasurement));
+                    return Some(
+                        IMAGE_SETUP
+                            .get(*image_ops - 1)
+                            .copied()
+                            .unwrap_or(Op::StartMeasurement),
+                    );
                 }
                 forks.next()
             }

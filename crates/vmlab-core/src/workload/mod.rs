@@ -26,11 +26,11 @@ mod sysbench;
 mod tlb_bench;
 mod tpt_probe;
 
+pub use crate::units::{format_size, parse_size, SizeError};
 pub use fork_bench::{ForkBench, ForkBenchConfig};
 pub use gups::{Gups, GupsConfig};
 pub use host_remap::{HostRemap, HostRemapConfig};
 pub use lmbench::{Lmbench, LmbenchConfig, LmbenchOp, LmbenchTest};
-pub use crate::units::{format_size, parse_size, SizeError};
 pub use spec::{catalog, ParamInfo, WorkloadConfig, WorkloadError, WorkloadInfo, WorkloadSpec};
 pub use sysbench::{AccessMode, MemOper, SysbenchMem, SysbenchMemConfig};
 pub use tlb_bench::{TlbBench, TlbBenchConfig};
@@ -65,7 +65,11 @@ pub enum Op {
     /// munmap of a range of the running process.
     Unmap { start: Gva, len: u64 },
     /// mprotect of a range: read-write or read-only.
-    Protect { start: Gva, len: u64, writable: bool },
+    Protect {
+        start: Gva,
+        len: u64,
+        writable: bool,
+    },
     /// madvise(MADV_DONTNEED) of a range: its pages go, the mapping stays.
     DontNeed { start: Gva, len: u64 },
     /// The running process forks. The child gets the next pid (the first process is 0, and
@@ -257,7 +261,10 @@ impl UniformAccesses {
         }
         self.remaining -= 1;
         let unit = uniform_below(&mut self.rng, self.units);
-        Some(Op::Access { va: Gva::new(BUFFER_BASE.raw() + unit * self.unit_bytes), write: self.write })
+        Some(Op::Access {
+            va: Gva::new(BUFFER_BASE.raw() + unit * self.unit_bytes),
+            write: self.write,
+        })
     }
 }
 

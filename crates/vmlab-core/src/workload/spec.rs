@@ -3,7 +3,10 @@
 
 use super::{AccessMode, AnyWorkload, Gups, GupsConfig, MemOper, SysbenchMem, SysbenchMemConfig};
 use super::{ForkBench, ForkBenchConfig, Lmbench, LmbenchConfig, LmbenchOp, LmbenchTest};
-use super::{HostRemap, HostRemapConfig, TlbBench, TlbBenchConfig, TptIsolationProbe, TptIsolationProbeConfig};
+use super::{
+    HostRemap, HostRemapConfig, TlbBench, TlbBenchConfig, TptIsolationProbe,
+    TptIsolationProbeConfig,
+};
 use crate::units::{format_size, parse_size, SizeError};
 use std::fmt;
 use std::str::FromStr;
@@ -41,7 +44,12 @@ pub fn catalog() -> Vec<WorkloadInfo> {
         .map(|kind| WorkloadInfo {
             name: kind.name(),
             summary: kind.summary(),
-            params: kind.params().iter().copied().chain([TPT_TASK_PARAM]).collect(),
+            params: kind
+                .params()
+                .iter()
+                .copied()
+                .chain([TPT_TASK_PARAM])
+                .collect(),
         })
         .collect()
 }
@@ -417,7 +425,12 @@ impl WorkloadConfig {
             }
             WorkloadConfig::TptIsolationProbe(c) => {
                 if !(1..=TptIsolationProbeConfig::MAX_PAGES).contains(&c.pages) {
-                    return Err(out_of_range(workload, "pages", c.pages.to_string(), PAGES_RANGE));
+                    return Err(out_of_range(
+                        workload,
+                        "pages",
+                        c.pages.to_string(),
+                        PAGES_RANGE,
+                    ));
                 }
                 check_count("probes", c.probes)?;
             }
@@ -558,12 +571,16 @@ impl WorkloadSpec {
     /// [`NO_TPT_TASK`]).
     pub fn with_tpt_task(mut self, program: &str) -> Result<WorkloadSpec, WorkloadError> {
         let valid = self.programs().into_iter().chain([NO_TPT_TASK]);
-        let task = valid.clone().find(|p| *p == program).ok_or_else(|| WorkloadError::InvalidChoice {
-            workload: self.name(),
-            key: TPT_TASK_KEY,
-            value: clip(program),
-            valid: join(valid),
-        })?;
+        let task =
+            valid
+                .clone()
+                .find(|p| *p == program)
+                .ok_or_else(|| WorkloadError::InvalidChoice {
+                    workload: self.name(),
+                    key: TPT_TASK_KEY,
+                    value: clip(program),
+                    valid: join(valid),
+                })?;
         self.tpt_task = Some(task);
         Ok(self)
     }
@@ -589,7 +606,11 @@ impl WorkloadSpec {
     /// Every program the workload runs: its own, and what its processes exec.
     pub fn programs(&self) -> Vec<&'static str> {
         let mut out = vec![self.program()];
-        if let WorkloadConfig::Lmbench(LmbenchConfig { test: LmbenchTest::ForkExec, .. }) = self.config {
+        if let WorkloadConfig::Lmbench(LmbenchConfig {
+            test: LmbenchTest::ForkExec,
+            ..
+        }) = self.config
+        {
             out.push(crate::os::HELLO.name);
         }
         out
@@ -608,7 +629,10 @@ impl WorkloadSpec {
     /// A spec for parameters built in code, checked like parsed ones.
     pub fn new(config: WorkloadConfig) -> Result<WorkloadSpec, WorkloadError> {
         config.validate()?;
-        Ok(WorkloadSpec { config, tpt_task: None })
+        Ok(WorkloadSpec {
+            config,
+            tpt_task: None,
+        })
     }
 
     /// The workload's name, e.g. `sysbench-mem`.
@@ -673,7 +697,12 @@ impl WorkloadSpec {
                 format!("{name}:pages={},probes={}", c.pages, c.probes)
             }
             WorkloadConfig::HostRemap(c) => {
-                format!("{name}:size={},accesses={},every={}", format_size(c.size), c.accesses, c.every)
+                format!(
+                    "{name}:size={},accesses={},every={}",
+                    format_size(c.size),
+                    c.accesses,
+                    c.every
+                )
             }
         }
     }
@@ -796,14 +825,22 @@ fn parse_lmbench(values: &Values<'_>) -> Result<LmbenchConfig, WorkloadError> {
 
 /// Takes `tpt_task=NAME` (which every workload accepts) out of a spec's parameters; returns
 /// its value and the other parameters.
-fn split_tpt_task(kind: Kind, params: Option<&str>) -> Result<(Option<&str>, Option<String>), WorkloadError> {
-    let Some(params) = params else { return Ok((None, None)) };
+fn split_tpt_task(
+    kind: Kind,
+    params: Option<&str>,
+) -> Result<(Option<&str>, Option<String>), WorkloadError> {
+    let Some(params) = params else {
+        return Ok((None, None));
+    };
     let (mut task, mut rest) = (None, Vec::new());
     for item in params.split(',') {
         match item.split_once('=') {
             Some((TPT_TASK_KEY, value)) if !value.is_empty() => {
                 if task.replace(value).is_some() {
-                    return Err(WorkloadError::DuplicateKey { workload: kind.name(), key: TPT_TASK_KEY });
+                    return Err(WorkloadError::DuplicateKey {
+                        workload: kind.name(),
+                        key: TPT_TASK_KEY,
+                    });
                 }
             }
             _ => rest.push(item),
@@ -1071,14 +1108,24 @@ mod tests {
         assert_eq!((s.program(), s.tpt_task()), ("sysbench", Some("sysbench")));
         let s = WorkloadSpec::parse("lmbench:op=fork-exec,tpt_task=hello").unwrap();
         assert_eq!(s.tpt_task(), Some("hello"));
-        assert_eq!(s.canonical(), "lmbench:op=fork-exec,iters=100,tpt_task=hello");
+        assert_eq!(
+            s.canonical(),
+            "lmbench:op=fork-exec,iters=100,tpt_task=hello"
+        );
         assert_eq!(WorkloadSpec::parse(&s.canonical()).unwrap(), s);
-        assert_eq!(WorkloadSpec::parse("gups:tpt_task=none").unwrap().tpt_task(), None);
+        assert_eq!(
+            WorkloadSpec::parse("gups:tpt_task=none")
+                .unwrap()
+                .tpt_task(),
+            None
+        );
         assert_eq!(
             err("sysbench-mem:tpt_task=hello"),
             "invalid value \"hello\" for sysbench-mem tpt_task; valid values: sysbench, none"
         );
-        assert!(err("gups:tpt_task=gups,tpt_task=none").contains("duplicate parameter \"tpt_task\""));
+        assert!(
+            err("gups:tpt_task=gups,tpt_task=none").contains("duplicate parameter \"tpt_task\"")
+        );
         assert!(err("gups:bogus=1").ends_with("valid parameters: table, updates, tpt_task"));
     }
 
@@ -1425,7 +1472,10 @@ mod tests {
             err("tpt-isolation-probe:probes=1,probes=2"),
             r#"duplicate parameter "probes" for tpt-isolation-probe: give each parameter at most once"#
         );
-        let bad = WorkloadConfig::TptIsolationProbe(TptIsolationProbeConfig { pages: 0, probes: 1 });
+        let bad = WorkloadConfig::TptIsolationProbe(TptIsolationProbeConfig {
+            pages: 0,
+            probes: 1,
+        });
         assert!(WorkloadSpec::new(bad).is_err());
     }
 

@@ -52,7 +52,16 @@ impl TlbBench {
     /// A generator for `config` (which must have come through spec validation: size a
     /// non-zero multiple of 4 KiB).
     pub fn new(config: TlbBenchConfig, seed: u64) -> Self {
-        TlbBench { config, stream: UniformAccesses::new(config.size, TlbBenchConfig::LINE_BYTES, config.accesses, false, seed) }
+        TlbBench {
+            config,
+            stream: UniformAccesses::new(
+                config.size,
+                TlbBenchConfig::LINE_BYTES,
+                config.accesses,
+                false,
+                seed,
+            ),
+        }
     }
 
     /// The parameters this generator runs.

@@ -119,14 +119,24 @@ mod tests {
 
     #[test]
     fn tiny_run_is_set_up_then_probes_cycling_levels() {
-        let c = TptIsolationProbeConfig { pages: 3, probes: 6 };
+        let c = TptIsolationProbeConfig {
+            pages: 3,
+            probes: 6,
+        };
         let mut w = TptIsolationProbe::new(c, 7);
         let ops = drain(&mut w);
         assert_eq!(
             ops[..3],
             [
-                Op::Map { start: BUFFER_BASE, len: 3 * PAGE },
-                Op::TouchPages { start: BUFFER_BASE, len: 3 * PAGE, write: true },
+                Op::Map {
+                    start: BUFFER_BASE,
+                    len: 3 * PAGE
+                },
+                Op::TouchPages {
+                    start: BUFFER_BASE,
+                    len: 3 * PAGE,
+                    write: true
+                },
                 Op::StartMeasurement,
             ]
         );
@@ -152,7 +162,10 @@ mod tests {
 
     #[test]
     fn makes_exactly_probes_probes_over_the_buffer_and_depends_on_the_seed() {
-        let c = TptIsolationProbeConfig { pages: 64, probes: 1000 };
+        let c = TptIsolationProbeConfig {
+            pages: 64,
+            probes: 1000,
+        };
         let ops = drain(&mut TptIsolationProbe::new(c, 1));
         let probes: Vec<Op> = ops
             .iter()

@@ -8,11 +8,11 @@
 
 use vmlab_core::addr::{Gfn, Gva, Hpa, PageSize};
 use vmlab_core::cost::Profile;
+use vmlab_core::hv::x86::shadow::ShadowConfig;
 use vmlab_core::hv::BackingConfig;
 use vmlab_core::hw::cache::{CacheConfig, MemoryConfig, Replacement};
-use vmlab_core::hw::mmu::TlbConfig;
-use vmlab_core::hw::pte::{EntryFormat, Ept, Perms, FRAME_MASK, X86};
-use vmlab_core::hv::shadow::ShadowConfig;
+use vmlab_core::hw::x86::mmu::TlbConfig;
+use vmlab_core::hw::x86::pte::{EntryFormat, Ept, Perms, FRAME_MASK, X86};
 use vmlab_core::scheme::{Paging, System, SystemConfig};
 
 pub const GIB: u64 = 1 << 30;
@@ -25,7 +25,12 @@ pub const REGION_4LEVEL: u64 = 0x40_0000_0000;
 pub const REGION_5LEVEL: u64 = 0x00ab_cd00_0000_0000;
 
 /// What the kernel model gives anonymous writable memory: user, read/write, no-exec.
-pub const USER_RW_NX: Perms = Perms { read: true, write: true, user: true, exec: false };
+pub const USER_RW_NX: Perms = Perms {
+    read: true,
+    write: true,
+    user: true,
+    exec: false,
+};
 
 /// The built-in Skylake profile: realistic TLB, walk-cache and cache geometry.
 pub fn skylake() -> Profile {
@@ -34,17 +39,38 @@ pub fn skylake() -> Profile {
 
 /// A cache hierarchy with every level disabled (size 0): walks and data go to DRAM.
 pub fn memory_disabled() -> MemoryConfig {
-    let off = CacheConfig { size: 0, ways: 1, replacement: Replacement::Lru };
-    MemoryConfig { line_size: 64, l1d: off.clone(), l2: off.clone(), llc: off }
+    let off = CacheConfig {
+        size: 0,
+        ways: 1,
+        replacement: Replacement::Lru,
+    };
+    MemoryConfig {
+        line_size: 64,
+        l1d: off.clone(),
+        l2: off.clone(),
+        llc: off,
+    }
 }
 
 /// A small, valid cache hierarchy (cheap to build; caches never change reference counts).
 pub fn memory_small() -> MemoryConfig {
     MemoryConfig {
         line_size: 64,
-        l1d: CacheConfig { size: 4096, ways: 4, replacement: Replacement::Lru },
-        l2: CacheConfig { size: 16384, ways: 4, replacement: Replacement::Srrip },
-        llc: CacheConfig { size: 65536, ways: 8, replacement: Replacement::Drrip },
+        l1d: CacheConfig {
+            size: 4096,
+            ways: 4,
+            replacement: Replacement::Lru,
+        },
+        l2: CacheConfig {
+            size: 16384,
+            ways: 4,
+            replacement: Replacement::Srrip,
+        },
+        llc: CacheConfig {
+            size: 65536,
+            ways: 8,
+            replacement: Replacement::Drrip,
+        },
     }
 }
 
@@ -90,7 +116,11 @@ impl Setup {
     /// As [`Setup::new`], with the Skylake profile's TLBs, walk caches and data caches on.
     pub fn skylake(paging: Paging) -> Setup {
         let profile = skylake();
-        Setup { tlb: profile.tlb, memory: profile.memory, ..Setup::new(paging) }
+        Setup {
+            tlb: profile.tlb,
+            memory: profile.memory,
+            ..Setup::new(paging)
+        }
     }
 
     pub fn config(&self) -> SystemConfig {
@@ -103,7 +133,11 @@ impl Setup {
             pcid: true,
             shadow: self.shadow,
             tag_reads: false,
-            backing: BackingConfig { host_pages: self.host_pages, fragmentation: self.fragmentation, seed: self.seed },
+            backing: BackingConfig {
+                host_pages: self.host_pages,
+                fragmentation: self.fragmentation,
+                seed: self.seed,
+            },
             program: "test",
             tpt_task: self.tpt_task,
             tlb: self.tlb.clone(),
@@ -120,7 +154,9 @@ impl Setup {
 /// the identity for a native one (its kernel's physical addresses are host addresses).
 pub fn p2m(system: &System, gpa: u64) -> Option<u64> {
     match system.vm() {
-        Some(vm) => vm.translate(system.host_memory(), Gfn::new(gpa >> 12)).map(|hfn| hfn.addr().raw() | (gpa & 0xfff)),
+        Some(vm) => vm
+            .translate(system.host_memory(), Gfn::new(gpa >> 12))
+            .map(|hfn| hfn.addr().raw() | (gpa & 0xfff)),
         None => Some(gpa),
     }
 }
@@ -157,7 +193,13 @@ pub fn guest_walk(system: &System, va: Gva) -> Option<GuestLeaf> {
         if level == 1 || large {
             let size = PageSize::at_level(level)?;
             let gpa = (entry & FRAME_MASK & !(size.bytes() - 1)) | (va.raw() & (size.bytes() - 1));
-            return Some(GuestLeaf { gpa, size, perms, entry, entry_at });
+            return Some(GuestLeaf {
+                gpa,
+                size,
+                perms,
+                entry,
+                entry_at,
+            });
         }
         table = entry & FRAME_MASK;
     }
@@ -196,7 +238,9 @@ pub fn guest_table_gpas(system: &System, va: Gva) -> Vec<u64> {
     let mut out = Vec::new();
     for level in (1..=system.kernel().config().levels).rev() {
         out.push(table);
-        let Some(at) = p2m(system, table + index(va.raw(), level) * 8) else { break };
+        let Some(at) = p2m(system, table + index(va.raw(), level) * 8) else {
+            break;
+        };
         let entry = mem.read_u64(Hpa::new(at));
         if entry & X86::PRESENT == 0 || level == 1 || entry & X86::LARGE_PAGE != 0 {
             break;

@@ -6,11 +6,11 @@
 //! violation: one exit, after which the frame's backing page (4K, 2M or 1G) is mapped.
 
 use crate::addr::{Gfn, Gpa, Hfn, Hpa, PageSize};
-use crate::hv::exits::{ExitCounters, ExitReason};
 use crate::hv::remap::RemapCounters;
+use crate::hv::x86::exits::{ExitCounters, ExitReason};
 use crate::hw::frames::{HostMemory, OutOfMemory};
-use crate::hw::pte::{EntryFormat, Ept, FRAME_MASK};
-use crate::hw::walker::level_shift;
+use crate::hw::x86::pte::{EntryFormat, Ept, FRAME_MASK};
+use crate::hw::x86::walker::level_shift;
 
 /// How the hypervisor backs guest memory.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -29,7 +29,9 @@ pub struct BackingConfig {
 pub enum HvError {
     #[error("guest-physical address {0:?} is outside the VM's memory; raise guest_memory in the machine profile")]
     OutsideGuest(Gpa),
-    #[error("guest-physical address {0:?} is not backed by the host, so there is nothing to remap")]
+    #[error(
+        "guest-physical address {0:?} is not backed by the host, so there is nothing to remap"
+    )]
     NotBacked(Gpa),
     #[error(transparent)]
     OutOfMemory(#[from] OutOfMemory),
@@ -50,7 +52,12 @@ pub struct Vm {
 
 impl Vm {
     /// A VM with `guest_bytes` of guest-physical memory, nothing backed yet.
-    pub fn new(mem: &mut HostMemory, guest_bytes: u64, levels: u8, backing: BackingConfig) -> Result<Vm, HvError> {
+    pub fn new(
+        mem: &mut HostMemory,
+        guest_bytes: u64,
+        levels: u8,
+        backing: BackingConfig,
+    ) -> Result<Vm, HvError> {
         let eptp = mem.alloc(PageSize::Size4K)?;
         Ok(Vm {
             guest_frames: guest_bytes >> crate::addr::PAGE_SHIFT,
@@ -180,7 +187,11 @@ impl Vm {
             if fits && !self.fragmented(start, size) {
                 break;
             }
-            size = if size == PageSize::Size1G { PageSize::Size2M } else { PageSize::Size4K };
+            size = if size == PageSize::Size1G {
+                PageSize::Size2M
+            } else {
+                PageSize::Size4K
+            };
         }
         size
     }
@@ -189,13 +200,21 @@ impl Vm {
         if self.backing.fragmentation <= 0.0 {
             return false;
         }
-        let h = splitmix64(region_start ^ self.backing.seed.rotate_left(17) ^ (size.shift() as u64) << 56);
+        let h = splitmix64(
+            region_start ^ self.backing.seed.rotate_left(17) ^ (size.shift() as u64) << 56,
+        );
         let unit = (h >> 11) as f64 / (1u64 << 53) as f64;
         unit < self.backing.fragmentation
     }
 
     /// Install (or replace) the EPT leaf mapping the page at `gpa` (aligned to `size`) to `hfn`.
-    pub(super) fn map(&mut self, mem: &mut HostMemory, gpa: Gpa, hfn: Hfn, size: PageSize) -> Result<(), HvError> {
+    pub(crate) fn map(
+        &mut self,
+        mem: &mut HostMemory,
+        gpa: Gpa,
+        hfn: Hfn,
+        size: PageSize,
+    ) -> Result<(), HvError> {
         let gpa = gpa.raw();
         let mut table = self.eptp.addr().raw();
         for level in (size.leaf_level() + 1..=self.levels).rev() {
@@ -229,7 +248,17 @@ mod tests {
     use super::*;
 
     fn vm(mem: &mut HostMemory, host_pages: PageSize, fragmentation: f64) -> Vm {
-        Vm::new(mem, 4 << 30, 4, BackingConfig { host_pages, fragmentation, seed: 1 }).unwrap()
+        Vm::new(
+            mem,
+            4 << 30,
+            4,
+            BackingConfig {
+                host_pages,
+                fragmentation,
+                seed: 1,
+            },
+        )
+        .unwrap()
     }
 
     #[test]
@@ -274,13 +303,19 @@ mod tests {
             vm.touch(&mut mem, Gfn::new(region * 512)).unwrap();
         }
         let huge_regions = vm.backed_frames()[1] / 512;
-        assert!((330..=440).contains(&huge_regions), "{huge_regions} of 512 regions huge");
+        assert!(
+            (330..=440).contains(&huge_regions),
+            "{huge_regions} of 512 regions huge"
+        );
     }
 
     #[test]
     fn outside_guest_memory_is_an_error() {
         let mut mem = HostMemory::new(8 << 30);
         let mut vm = vm(&mut mem, PageSize::Size4K, 0.0);
-        assert!(matches!(vm.touch(&mut mem, Gfn::new(1 << 20)), Err(HvError::OutsideGuest(_))));
+        assert!(matches!(
+            vm.touch(&mut mem, Gfn::new(1 << 20)),
+            Err(HvError::OutsideGuest(_))
+        ));
     }
 }

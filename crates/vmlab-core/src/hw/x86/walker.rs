@@ -9,7 +9,7 @@
 
 use crate::addr::PageSize;
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
-use crate::hw::pte::{EntryFormat, Perms, FRAME_MASK};
+use crate::hw::x86::pte::{EntryFormat, Perms, FRAME_MASK};
 
 /// Which tables a fault came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -80,8 +80,18 @@ pub struct WalkCaches {
 pub const TAG_SHIFT: u32 = 48;
 
 impl WalkCaches {
-    pub fn new(pde: &TranslationCacheConfig, pdpte: &TranslationCacheConfig, pml4e: &TranslationCacheConfig) -> Self {
-        WalkCaches { by_level: [TranslationCache::new(pde), TranslationCache::new(pdpte), TranslationCache::new(pml4e)] }
+    pub fn new(
+        pde: &TranslationCacheConfig,
+        pdpte: &TranslationCacheConfig,
+        pml4e: &TranslationCacheConfig,
+    ) -> Self {
+        WalkCaches {
+            by_level: [
+                TranslationCache::new(pde),
+                TranslationCache::new(pdpte),
+                TranslationCache::new(pml4e),
+            ],
+        }
     }
 
     pub fn disabled() -> Self {
@@ -142,7 +152,13 @@ pub fn walk<F: EntryFormat, T: TableMemory>(
     write: bool,
     refs: &mut u64,
 ) -> Result<Leaf, Fault> {
-    let fault = |level, kind| Fault { dimension, addr, level, kind, write };
+    let fault = |level, kind| Fault {
+        dimension,
+        addr,
+        level,
+        kind,
+        write,
+    };
     let mut level = levels;
     let mut table = root & FRAME_MASK;
     // Accumulated as packed [`Perms::bits`]: one AND per level.
@@ -153,7 +169,11 @@ pub fn walk<F: EntryFormat, T: TableMemory>(
         // Constant bounds (every cached level is below the root): the probes unroll, each
         // with its cache and key shift fixed.
         for cached_level in 2..=4u8 {
-            if let Some(value) = caches.by_level[cached_level as usize - 2].lookup(WalkCaches::key(cached_level, addr, tag)) {
+            if let Some(value) = caches.by_level[cached_level as usize - 2].lookup(WalkCaches::key(
+                cached_level,
+                addr,
+                tag,
+            )) {
                 table = value & FRAME_MASK;
                 perms = value & Perms::ALL.bits();
                 level = cached_level - 1;
@@ -171,14 +191,22 @@ pub fn walk<F: EntryFormat, T: TableMemory>(
             return Err(fault(level, FaultKind::NotPresent));
         }
         perms &= F::perm_bits(entry);
-        let leaf_size = if level == 1 || F::is_large(entry) { PageSize::at_level(level) } else { None };
+        let leaf_size = if level == 1 || F::is_large(entry) {
+            PageSize::at_level(level)
+        } else {
+            None
+        };
         match leaf_size {
             Some(size) => {
                 let perms = Perms::from_bits(perms);
                 if !perms.allows(write) {
                     return Err(fault(level, FaultKind::Protection));
                 }
-                let bits = if write { F::ACCESSED | F::DIRTY } else { F::ACCESSED };
+                let bits = if write {
+                    F::ACCESSED | F::DIRTY
+                } else {
+                    F::ACCESSED
+                };
                 if entry & bits != bits {
                     tables.set_bits(at, bits);
                 }
@@ -197,7 +225,8 @@ pub fn walk<F: EntryFormat, T: TableMemory>(
                 if let Some(caches) = caches.as_deref_mut() {
                     if level <= 4 {
                         // Every level below the cache hit (if any) was probed and missed.
-                        caches.by_level[level as usize - 2].fill_absent(WalkCaches::key(level, addr, tag), table | perms);
+                        caches.by_level[level as usize - 2]
+                            .fill_absent(WalkCaches::key(level, addr, tag), table | perms);
                     }
                 }
                 level -= 1;
@@ -211,7 +240,7 @@ mod tests {
     use super::*;
     use crate::addr::Hpa;
     use crate::hw::frames::HostMemory;
-    use crate::hw::pte::X86;
+    use crate::hw::x86::pte::X86;
 
     /// Host memory read directly, counting nothing but the refs the walker counts.
     struct Direct<'a>(&'a mut HostMemory);
@@ -235,9 +264,15 @@ mod tests {
         for level in (2..=4u8).rev() {
             let table = tables[4 - level as usize];
             let idx = (va >> level_shift(level)) & 0x1ff;
-            mem.write_u64(Hpa::new(table + idx * 8), X86::table(tables[5 - level as usize]));
+            mem.write_u64(
+                Hpa::new(table + idx * 8),
+                X86::table(tables[5 - level as usize]),
+            );
         }
-        mem.write_u64(Hpa::new(0x4000 + ((va >> 12) & 0x1ff) * 8), X86::leaf(0x99000, leaf_perms, false));
+        mem.write_u64(
+            Hpa::new(0x4000 + ((va >> 12) & 0x1ff) * 8),
+            X86::leaf(0x99000, leaf_perms, false),
+        );
         va
     }
 
@@ -248,12 +283,37 @@ mod tests {
         let leaf_at = Hpa::new(0x4000 + ((va >> 12) & 0x1ff) * 8);
         mem.write_u64(leaf_at, mem.read_u64(leaf_at) & !X86::ACCESSED_BIT);
         let mut refs = 0;
-        let leaf = walk::<X86, _>(&mut Direct(&mut mem), None, Dimension::Guest, 0x1000, va + 0x123, 4, 0, false, &mut refs).unwrap();
+        let leaf = walk::<X86, _>(
+            &mut Direct(&mut mem),
+            None,
+            Dimension::Guest,
+            0x1000,
+            va + 0x123,
+            4,
+            0,
+            false,
+            &mut refs,
+        )
+        .unwrap();
         assert_eq!(refs, 4);
         assert_eq!(leaf.output(va + 0x123), 0x99123);
         assert_eq!(leaf.size, PageSize::Size4K);
-        assert_eq!(mem.read_u64(leaf_at) & (X86::ACCESSED_BIT | X86::DIRTY_BIT), X86::ACCESSED_BIT);
-        walk::<X86, _>(&mut Direct(&mut mem), None, Dimension::Guest, 0x1000, va, 4, 0, true, &mut refs).unwrap();
+        assert_eq!(
+            mem.read_u64(leaf_at) & (X86::ACCESSED_BIT | X86::DIRTY_BIT),
+            X86::ACCESSED_BIT
+        );
+        walk::<X86, _>(
+            &mut Direct(&mut mem),
+            None,
+            Dimension::Guest,
+            0x1000,
+            va,
+            4,
+            0,
+            true,
+            &mut refs,
+        )
+        .unwrap();
         assert_eq!(refs, 8);
         assert_ne!(mem.read_u64(leaf_at) & X86::DIRTY_BIT, 0);
     }
@@ -261,10 +321,30 @@ mod tests {
     #[test]
     fn read_only_leaf_faults_on_write_without_setting_dirty() {
         let mut mem = HostMemory::new(1 << 30);
-        let va = four_level(&mut mem, Perms { write: false, ..Perms::ALL });
+        let va = four_level(
+            &mut mem,
+            Perms {
+                write: false,
+                ..Perms::ALL
+            },
+        );
         let mut refs = 0;
-        let err = walk::<X86, _>(&mut Direct(&mut mem), None, Dimension::Guest, 0x1000, va, 4, 0, true, &mut refs).unwrap_err();
-        assert_eq!((err.level, err.kind, err.dimension), (1, FaultKind::Protection, Dimension::Guest));
+        let err = walk::<X86, _>(
+            &mut Direct(&mut mem),
+            None,
+            Dimension::Guest,
+            0x1000,
+            va,
+            4,
+            0,
+            true,
+            &mut refs,
+        )
+        .unwrap_err();
+        assert_eq!(
+            (err.level, err.kind, err.dimension),
+            (1, FaultKind::Protection, Dimension::Guest)
+        );
         let leaf_at = Hpa::new(0x4000 + ((va >> 12) & 0x1ff) * 8);
         assert_eq!(mem.read_u64(leaf_at) & X86::DIRTY_BIT, 0);
     }
@@ -273,7 +353,18 @@ mod tests {
     fn missing_entry_faults_at_its_level() {
         let mut mem = HostMemory::new(1 << 30);
         let mut refs = 0;
-        let err = walk::<X86, _>(&mut Direct(&mut mem), None, Dimension::Guest, 0x1000, 0x1234_5000, 4, 0, false, &mut refs).unwrap_err();
+        let err = walk::<X86, _>(
+            &mut Direct(&mut mem),
+            None,
+            Dimension::Guest,
+            0x1000,
+            0x1234_5000,
+            4,
+            0,
+            false,
+            &mut refs,
+        )
+        .unwrap_err();
         assert_eq!((err.level, err.kind, refs), (4, FaultKind::NotPresent, 1));
     }
 
@@ -281,20 +372,66 @@ mod tests {
     fn walk_caches_skip_upper_levels() {
         let mut mem = HostMemory::new(1 << 30);
         let va = four_level(&mut mem, Perms::ALL);
-        let cfg = TranslationCacheConfig { entries: 4, ways: 4 };
+        let cfg = TranslationCacheConfig {
+            entries: 4,
+            ways: 4,
+        };
         let mut caches = WalkCaches::new(&cfg, &cfg, &cfg);
         let mut refs = 0;
-        walk::<X86, _>(&mut Direct(&mut mem), Some(&mut caches), Dimension::Guest, 0x1000, va, 4, 0, false, &mut refs).unwrap();
+        walk::<X86, _>(
+            &mut Direct(&mut mem),
+            Some(&mut caches),
+            Dimension::Guest,
+            0x1000,
+            va,
+            4,
+            0,
+            false,
+            &mut refs,
+        )
+        .unwrap();
         assert_eq!(refs, 4);
         // Same 2 MiB region: the PDE cache hands over the PT directly.
-        walk::<X86, _>(&mut Direct(&mut mem), Some(&mut caches), Dimension::Guest, 0x1000, va + 0x1000, 4, 0, false, &mut refs)
-            .unwrap_err();
+        walk::<X86, _>(
+            &mut Direct(&mut mem),
+            Some(&mut caches),
+            Dimension::Guest,
+            0x1000,
+            va + 0x1000,
+            4,
+            0,
+            false,
+            &mut refs,
+        )
+        .unwrap_err();
         assert_eq!(refs, 5);
         // Another address-space tag misses every cache.
-        walk::<X86, _>(&mut Direct(&mut mem), Some(&mut caches), Dimension::Guest, 0x1000, va, 4, 7, false, &mut refs).unwrap();
+        walk::<X86, _>(
+            &mut Direct(&mut mem),
+            Some(&mut caches),
+            Dimension::Guest,
+            0x1000,
+            va,
+            4,
+            7,
+            false,
+            &mut refs,
+        )
+        .unwrap();
         assert_eq!(refs, 9);
         caches.invalidate_addr(va, 0);
-        walk::<X86, _>(&mut Direct(&mut mem), Some(&mut caches), Dimension::Guest, 0x1000, va, 4, 0, false, &mut refs).unwrap();
+        walk::<X86, _>(
+            &mut Direct(&mut mem),
+            Some(&mut caches),
+            Dimension::Guest,
+            0x1000,
+            va,
+            4,
+            0,
+            false,
+            &mut refs,
+        )
+        .unwrap();
         assert_eq!(refs, 13);
     }
 
@@ -306,7 +443,21 @@ mod tests {
         mem.write_u64(Hpa::new(0x2000 + 8), X86::table(0x3000));
         mem.write_u64(Hpa::new(0x3000 + 8), X86::leaf(0x60_0000, Perms::ALL, true));
         let mut refs = 0;
-        let leaf = walk::<X86, _>(&mut Direct(&mut mem), None, Dimension::Guest, 0x1000, va, 4, 0, false, &mut refs).unwrap();
-        assert_eq!((refs, leaf.size, leaf.output(va)), (3, PageSize::Size2M, 0x60_1234));
+        let leaf = walk::<X86, _>(
+            &mut Direct(&mut mem),
+            None,
+            Dimension::Guest,
+            0x1000,
+            va,
+            4,
+            0,
+            false,
+            &mut refs,
+        )
+        .unwrap();
+        assert_eq!(
+            (refs, leaf.size, leaf.output(va)),
+            (3, PageSize::Size2M, 0x60_1234)
+        );
     }
 }

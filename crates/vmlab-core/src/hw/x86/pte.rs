@@ -20,7 +20,12 @@ pub struct Perms {
 }
 
 impl Perms {
-    pub const ALL: Perms = Perms { read: true, write: true, user: true, exec: true };
+    pub const ALL: Perms = Perms {
+        read: true,
+        write: true,
+        user: true,
+        exec: true,
+    };
 
     pub fn and(self, other: Perms) -> Perms {
         Perms {
@@ -38,11 +43,19 @@ impl Perms {
 
     /// Pack into the low 4 bits of a cached translation (TLB and walk-cache values).
     pub const fn bits(self) -> u64 {
-        (self.read as u64) | (self.write as u64) << 1 | (self.user as u64) << 2 | (self.exec as u64) << 3
+        (self.read as u64)
+            | (self.write as u64) << 1
+            | (self.user as u64) << 2
+            | (self.exec as u64) << 3
     }
 
     pub const fn from_bits(bits: u64) -> Perms {
-        Perms { read: bits & 1 != 0, write: bits & 2 != 0, user: bits & 4 != 0, exec: bits & 8 != 0 }
+        Perms {
+            read: bits & 1 != 0,
+            write: bits & 2 != 0,
+            user: bits & 4 != 0,
+            exec: bits & 8 != 0,
+        }
     }
 }
 
@@ -154,7 +167,8 @@ impl Ept {
 
     /// A leaf EPT entry mapping guest memory to `frame_addr` with full access, write-back.
     pub fn leaf(frame_addr: u64, large: bool) -> u64 {
-        let mut e = (frame_addr & FRAME_MASK) | Self::READ | Self::WRITE | Self::EXEC | Self::MEMTYPE_WB;
+        let mut e =
+            (frame_addr & FRAME_MASK) | Self::READ | Self::WRITE | Self::EXEC | Self::MEMTYPE_WB;
         if large {
             e |= Self::LARGE_PAGE;
         }
@@ -195,7 +209,10 @@ mod tests {
 
     #[test]
     fn x86_leaf_bits() {
-        let rw_noexec = Perms { exec: false, ..Perms::ALL };
+        let rw_noexec = Perms {
+            exec: false,
+            ..Perms::ALL
+        };
         let e = X86::leaf(0x1234_5000, rw_noexec, false);
         assert_eq!(e, 0x1234_5000 | 0b111 | X86::NO_EXEC);
         assert!(X86::is_present(e));
@@ -219,7 +236,10 @@ mod tests {
     fn perm_bits_are_packed_perms() {
         let mut x = 0x9e37_79b9_7f4a_7c15_u64;
         for _ in 0..1000 {
-            x = x.rotate_left(7).wrapping_mul(0xc2b2_ae3d_27d4_eb4f).wrapping_add(1);
+            x = x
+                .rotate_left(7)
+                .wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
+                .wrapping_add(1);
             assert_eq!(X86::perm_bits(x), X86::perms(x).bits(), "{x:#x}");
             assert_eq!(Ept::perm_bits(x), Ept::perms(x).bits(), "{x:#x}");
         }
@@ -227,9 +247,16 @@ mod tests {
 
     #[test]
     fn perms_allow() {
-        let ro = Perms { write: false, ..Perms::ALL };
+        let ro = Perms {
+            write: false,
+            ..Perms::ALL
+        };
         assert!(ro.allows(false));
         assert!(!ro.allows(true));
-        assert!(!Perms { user: false, ..Perms::ALL }.allows(false));
+        assert!(!Perms {
+            user: false,
+            ..Perms::ALL
+        }
+        .allows(false));
     }
 }

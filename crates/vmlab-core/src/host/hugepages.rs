@@ -51,13 +51,18 @@ impl<T: Copy> FixedVec<T> {
         } else {
             // SAFETY: the layout has a non-zero size.
             let raw = unsafe { alloc::alloc(layout) };
-            let ptr = NonNull::new(raw.cast::<T>()).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+            let ptr =
+                NonNull::new(raw.cast::<T>()).unwrap_or_else(|| alloc::handle_alloc_error(layout));
             if layout.size() >= HUGE_PAGE {
                 advise_huge_pages(raw, layout.size());
             }
             ptr
         };
-        FixedVec { ptr, len: 0, capacity }
+        FixedVec {
+            ptr,
+            len: 0,
+            capacity,
+        }
     }
 
     /// `len` copies of `value`.
@@ -70,8 +75,14 @@ impl<T: Copy> FixedVec<T> {
     }
 
     fn layout(capacity: usize) -> Layout {
-        let size = std::mem::size_of::<T>().checked_mul(capacity).expect("FixedVec capacity overflow");
-        let align = if size >= HUGE_PAGE { HUGE_PAGE } else { std::mem::align_of::<T>() };
+        let size = std::mem::size_of::<T>()
+            .checked_mul(capacity)
+            .expect("FixedVec capacity overflow");
+        let align = if size >= HUGE_PAGE {
+            HUGE_PAGE
+        } else {
+            std::mem::align_of::<T>()
+        };
         Layout::from_size_align(size, align).expect("FixedVec layout")
     }
 
@@ -85,7 +96,11 @@ impl<T: Copy> FixedVec<T> {
 
     /// Append `value`; panics when full.
     pub fn push(&mut self, value: T) {
-        assert!(self.len < self.capacity, "FixedVec of capacity {} is full", self.capacity);
+        assert!(
+            self.len < self.capacity,
+            "FixedVec of capacity {} is full",
+            self.capacity
+        );
         // SAFETY: `len < capacity`, so the slot lies inside the allocation (or `T` is
         // zero-sized and the write is a no-op at a dangling, aligned pointer).
         unsafe { self.ptr.as_ptr().add(self.len).write(value) };
@@ -96,10 +111,20 @@ impl<T: Copy> FixedVec<T> {
 impl<T: Copy> FixedVec<T> {
     /// Append all of `values`; panics if they do not fit.
     pub fn extend_from_slice(&mut self, values: &[T]) {
-        assert!(values.len() <= self.capacity - self.len, "FixedVec of capacity {} is full", self.capacity);
+        assert!(
+            values.len() <= self.capacity - self.len,
+            "FixedVec of capacity {} is full",
+            self.capacity
+        );
         // SAFETY: the checked room puts `len .. len + values.len()` inside the allocation;
         // `values` cannot overlap it, as `&mut self` owns those uninitialized slots.
-        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.ptr.as_ptr().add(self.len), values.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                values.as_ptr(),
+                self.ptr.as_ptr().add(self.len),
+                values.len(),
+            )
+        };
         self.len += values.len();
     }
 }

@@ -3,7 +3,7 @@
 //! Simulating a random-access workload means reading the simulator's own tables (table
 //! pages, cache tag arrays) at random, and those reads miss the host's caches. The engine
 //! looks a few accesses ahead and asks the MMU to prefetch what they will touch (see
-//! [`crate::hw::mmu::Mmu::prefetch`]), so the host overlaps those misses. Prefetching is a
+//! [`crate::hw::x86::mmu::Mmu::prefetch`]), so the host overlaps those misses. Prefetching is a
 //! hint: it changes no simulated state and no result, only the simulator's speed.
 //!
 //! The look-ahead of a batch of coming accesses runs in stages, each over the whole batch
@@ -124,7 +124,9 @@ impl Lookahead {
 
     #[inline]
     fn leaf_key(tables: Tables, root: u64, region: u64) -> u64 {
-        let mixed = (root >> 12).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ region.wrapping_mul(0xc2b2_ae3d_27d4_eb4f) ^ tables as u64;
+        let mixed = (root >> 12).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ region.wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
+            ^ tables as u64;
         // One more multiply so the index bits depend on every input bit.
         mixed.wrapping_mul(0x1656_67b1_9e37_79f9) | 1
     }

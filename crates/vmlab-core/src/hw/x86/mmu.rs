@@ -19,12 +19,12 @@
 //!   cost is the kernel model's.
 
 use crate::addr::{Gpa, Gva, Hpa, PageSize};
+use crate::host::prefetch::{Lookahead, Next, Tables, LOOKAHEAD_BATCH};
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
 use crate::hw::cache::{MemoryConfig, MemoryHierarchy, Requester};
 use crate::hw::frames::HostMemory;
-use crate::hw::prefetch::{Lookahead, Next, Tables, LOOKAHEAD_BATCH};
-use crate::hw::pte::{EntryFormat, Ept, Perms, X86, FRAME_MASK};
-use crate::hw::walker::{walk, Dimension, Fault, Leaf, TableMemory, WalkCaches, TAG_SHIFT};
+use crate::hw::x86::pte::{EntryFormat, Ept, Perms, FRAME_MASK, X86};
+use crate::hw::x86::walker::{walk, Dimension, Fault, Leaf, TableMemory, WalkCaches, TAG_SHIFT};
 
 /// Geometry of every translation structure; `entries = 0` disables one.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -241,11 +241,19 @@ impl Mmu {
     /// A new MMU; `levels` is the paging depth of both dimensions (4 or 5).
     pub fn new(tlb: &TlbConfig, memory: &MemoryConfig, levels: u8) -> Self {
         Mmu {
-            l1: [TranslationCache::new(&tlb.l1_4k), TranslationCache::new(&tlb.l1_2m), TranslationCache::new(&tlb.l1_1g)],
+            l1: [
+                TranslationCache::new(&tlb.l1_4k),
+                TranslationCache::new(&tlb.l1_2m),
+                TranslationCache::new(&tlb.l1_1g),
+            ],
             stlb: TranslationCache::new(&tlb.stlb),
             stlb_1g: TranslationCache::new(&tlb.stlb_1g),
             guest_caches: WalkCaches::new(&tlb.pde_cache, &tlb.pdpte_cache, &tlb.pml4e_cache),
-            ept_caches: WalkCaches::new(&tlb.ept_pde_cache, &tlb.ept_pdpte_cache, &tlb.ept_pml4e_cache),
+            ept_caches: WalkCaches::new(
+                &tlb.ept_pde_cache,
+                &tlb.ept_pdpte_cache,
+                &tlb.ept_pml4e_cache,
+            ),
             nested_tlb: TranslationCache::new(&tlb.nested_tlb),
             memory: MemoryHierarchy::new(memory),
             root: Root::None,
@@ -304,20 +312,24 @@ impl Mmu {
     }
 
     /// Translate without side effects on caches or counters is not offered: a walk sets A/D
-    /// bits. For checks, see [`crate::hw::mmu::reference_translate`].
+    /// bits. For checks, see [`crate::hw::x86::mmu::reference_translate`].
     /// On a miss, `Err` has bit `i` set for each page size `i` whose L1 DTLB held an entry
     /// for `va` (unusable for this access): the other sizes' L1 DTLBs hold none.
     #[inline]
     fn l1_lookup(&mut self, va: u64, write: bool) -> Result<Hpa, u8> {
         let (l1, tag, mut found) = (&mut self.l1, self.tag, 0);
-        let hit = first_size(self.sizes_in_use, #[inline(always)] |size| {
-            let value = l1[size.index()].lookup(tlb_key(va, size, tag))?;
-            if usable(value, write) {
-                return Some(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
-            }
-            found |= 1 << size.index();
-            None
-        });
+        let hit = first_size(
+            self.sizes_in_use,
+            #[inline(always)]
+            |size| {
+                let value = l1[size.index()].lookup(tlb_key(va, size, tag))?;
+                if usable(value, write) {
+                    return Some(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
+                }
+                found |= 1 << size.index();
+                None
+            },
+        );
         hit.ok_or(found)
     }
 
@@ -335,20 +347,34 @@ impl Mmu {
 
     #[cold]
     #[inline(never)]
-    fn l1_miss(&mut self, mem: &mut HostMemory, va: u64, write: bool, l1_found: u8) -> Result<Hpa, Fault> {
+    fn l1_miss(
+        &mut self,
+        mem: &mut HostMemory,
+        va: u64,
+        write: bool,
+        l1_found: u8,
+    ) -> Result<Hpa, Fault> {
         self.counters.l1_tlb_misses += 1;
         let mut found_unusable = false;
         let tag = self.tag;
-        let hit = first_size(self.sizes_in_use, #[inline(always)] |size| {
-            let key = tlb_key(va, size, tag);
-            let second_level = if size == PageSize::Size1G { &mut self.stlb_1g } else { &mut self.stlb };
-            let value = second_level.lookup(key)?;
-            if usable(value, write) {
-                return Some((size, key, value));
-            }
-            found_unusable = true;
-            None
-        });
+        let hit = first_size(
+            self.sizes_in_use,
+            #[inline(always)]
+            |size| {
+                let key = tlb_key(va, size, tag);
+                let second_level = if size == PageSize::Size1G {
+                    &mut self.stlb_1g
+                } else {
+                    &mut self.stlb
+                };
+                let value = second_level.lookup(key)?;
+                if usable(value, write) {
+                    return Some((size, key, value));
+                }
+                found_unusable = true;
+                None
+            },
+        );
         if let Some((size, key, value)) = hit {
             self.counters.stlb_hits += 1;
             // The L1 probe of this size missed, or found this same entry unusable.
@@ -369,7 +395,11 @@ impl Mmu {
         let key = tlb_key(va, size, self.tag);
         let value = tlb_value(base, perms, write);
         self.sizes_in_use |= 1 << size.index();
-        let second_level = if size == PageSize::Size1G { &mut self.stlb_1g } else { &mut self.stlb };
+        let second_level = if size == PageSize::Size1G {
+            &mut self.stlb_1g
+        } else {
+            &mut self.stlb
+        };
         if found_unusable {
             second_level.fill(key, value);
         } else {
@@ -381,21 +411,64 @@ impl Mmu {
     }
 
     /// Walk the current root for `va`: (host page base, page size, permissions).
-    fn walk(&mut self, mem: &mut HostMemory, va: u64, write: bool) -> Result<(u64, PageSize, Perms), Fault> {
+    fn walk(
+        &mut self,
+        mem: &mut HostMemory,
+        va: u64,
+        write: bool,
+    ) -> Result<(u64, PageSize, Perms), Fault> {
         let levels = self.levels;
         match self.root {
-            Root::None => Err(Fault { dimension: Dimension::Guest, addr: va, level: levels, kind: crate::hw::walker::FaultKind::NotPresent, write }),
+            Root::None => Err(Fault {
+                dimension: Dimension::Guest,
+                addr: va,
+                level: levels,
+                kind: crate::hw::x86::walker::FaultKind::NotPresent,
+                write,
+            }),
             Root::OneD { cr3 } => {
-                let mut tables = HostTables { mem, memory: &mut self.memory };
-                let leaf = walk::<X86, _>(&mut tables, Some(&mut self.guest_caches), Dimension::Guest, cr3.raw(), va, levels, self.tag, write, &mut self.counters.guest_refs)?;
+                let mut tables = HostTables {
+                    mem,
+                    memory: &mut self.memory,
+                };
+                let leaf = walk::<X86, _>(
+                    &mut tables,
+                    Some(&mut self.guest_caches),
+                    Dimension::Guest,
+                    cr3.raw(),
+                    va,
+                    levels,
+                    self.tag,
+                    write,
+                    &mut self.counters.guest_refs,
+                )?;
                 Ok((leaf.base, leaf.size, leaf.perms))
             }
             Root::Tagged { cr3 } => {
                 self.counters.tag_fills += 1;
-                let host = HostTables { mem, memory: &mut self.memory };
-                let mut tables = TaggedTables { host, counters: &mut self.counters, reads: self.tag_reads, va, write };
+                let host = HostTables {
+                    mem,
+                    memory: &mut self.memory,
+                };
+                let mut tables = TaggedTables {
+                    host,
+                    counters: &mut self.counters,
+                    reads: self.tag_reads,
+                    va,
+                    write,
+                };
                 let mut refs = 0;
-                let leaf = walk::<X86, _>(&mut tables, Some(&mut self.guest_caches), Dimension::Guest, cr3.raw(), va, levels, self.tag, write, &mut refs);
+                let leaf = walk::<X86, _>(
+                    &mut tables,
+                    Some(&mut self.guest_caches),
+                    Dimension::Guest,
+                    cr3.raw(),
+                    va,
+                    levels,
+                    self.tag,
+                    write,
+                    &mut refs,
+                );
                 tables.counters.guest_refs += refs;
                 let leaf = leaf?;
                 // The final frame is checked too; nothing is accessed if it fails.
@@ -414,7 +487,17 @@ impl Mmu {
                     levels,
                 };
                 let mut guest_refs = 0;
-                let guest = walk::<X86, _>(&mut nested, Some(&mut self.guest_caches), Dimension::Guest, guest_cr3.raw(), va, levels, self.tag, write, &mut guest_refs);
+                let guest = walk::<X86, _>(
+                    &mut nested,
+                    Some(&mut self.guest_caches),
+                    Dimension::Guest,
+                    guest_cr3.raw(),
+                    va,
+                    levels,
+                    self.tag,
+                    write,
+                    &mut guest_refs,
+                );
                 nested.counters.guest_refs += guest_refs;
                 let guest = guest?;
                 let gpa = guest.output(va);
@@ -446,7 +529,7 @@ impl Mmu {
     /// prefetches the next entry, or the cache sets of the data line. Where each access
     /// stands is kept on the stack, with a reference to the entry to read next, so a later
     /// stage neither looks the access up nor finds the entry's table page again. See
-    /// [`crate::hw::prefetch`].
+    /// [`crate::host::prefetch`].
     pub fn prefetch(&self, mem: &HostMemory, vas: &[Gva]) {
         let stages = self.prefetch_stages();
         if stages == 0 {
@@ -471,25 +554,32 @@ impl Mmu {
         // A translation the L1 DTLB holds: only the data line is left.
         for size in sizes_in(self.sizes_in_use) {
             if let Some(value) = self.l1[size.index()].peek(tlb_key(va, size, self.tag)) {
-                self.memory.prefetch(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
+                self.memory
+                    .prefetch(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
                 return Next::Done;
             }
         }
         match self.root {
             Root::None => Next::Done,
-            Root::OneD { cr3 } | Root::Tagged { cr3 } => match self.probe_leaf::<X86>(mem, Tables::Guest, cr3.raw(), va, Some) {
-                Probe::Entry(at) => self.prefetch_entry(mem, at).map_or(Next::Done, |entry| Next::GuestLeaf { entry }),
-                Probe::Output(hpa) => {
-                    self.memory.prefetch(Hpa::new(hpa));
-                    Next::Done
+            Root::OneD { cr3 } | Root::Tagged { cr3 } => {
+                match self.probe_leaf::<X86>(mem, Tables::Guest, cr3.raw(), va, Some) {
+                    Probe::Entry(at) => self
+                        .prefetch_entry(mem, at)
+                        .map_or(Next::Done, |entry| Next::GuestLeaf { entry }),
+                    Probe::Output(hpa) => {
+                        self.memory.prefetch(Hpa::new(hpa));
+                        Next::Done
+                    }
+                    Probe::Fault => Next::Done,
                 }
-                Probe::Fault => Next::Done,
-            },
+            }
             Root::TwoD { guest_cr3, eptp } => {
                 let to_host = |gpa| self.guest_table_to_host(mem, gpa, eptp, false);
                 match self.probe_leaf::<X86>(mem, Tables::Guest, guest_cr3.raw(), va, to_host) {
                     Probe::Entry(gpa) => match self.guest_table_to_host(mem, gpa, eptp, true) {
-                        Some(at) => self.prefetch_entry(mem, at).map_or(Next::Done, |entry| Next::GuestLeaf { entry }),
+                        Some(at) => self
+                            .prefetch_entry(mem, at)
+                            .map_or(Next::Done, |entry| Next::GuestLeaf { entry }),
                         None => Next::Done,
                     },
                     Probe::Output(gpa) => self.lookahead_ept(mem, gpa, eptp),
@@ -519,7 +609,9 @@ impl Mmu {
             Next::EptLeaf { entry, gpa } => {
                 let entry = *entry;
                 if Ept::is_present(entry) {
-                    self.memory.prefetch(Hpa::new(Ept::frame_addr(entry) | (gpa & (PageSize::Size4K.bytes() - 1))));
+                    self.memory.prefetch(Hpa::new(
+                        Ept::frame_addr(entry) | (gpa & (PageSize::Size4K.bytes() - 1)),
+                    ));
                 }
                 Next::Done
             }
@@ -529,7 +621,9 @@ impl Mmu {
     /// Walk the EPT for the data address `gpa` down to its leaf-level entry and prefetch it.
     fn lookahead_ept<'m>(&self, mem: &'m HostMemory, gpa: u64, eptp: Hpa) -> Next<'m> {
         match self.probe_leaf::<Ept>(mem, Tables::Ept, eptp.raw(), gpa, Some) {
-            Probe::Entry(at) => self.prefetch_entry(mem, at).map_or(Next::Done, |entry| Next::EptLeaf { entry, gpa }),
+            Probe::Entry(at) => self
+                .prefetch_entry(mem, at)
+                .map_or(Next::Done, |entry| Next::EptLeaf { entry, gpa }),
             Probe::Output(hpa) => {
                 self.memory.prefetch(Hpa::new(hpa));
                 Next::Done
@@ -541,7 +635,14 @@ impl Mmu {
     /// [`probe`] for `addr` in `tables` rooted at `root`, starting at the leaf-level table
     /// remembered for its 2 MiB region if there is one (and remembering the one found).
     #[inline]
-    fn probe_leaf<F: EntryFormat>(&self, mem: &HostMemory, tables: Tables, root: u64, addr: u64, to_host: impl Fn(u64) -> Option<u64>) -> Probe {
+    fn probe_leaf<F: EntryFormat>(
+        &self,
+        mem: &HostMemory,
+        tables: Tables,
+        root: u64,
+        addr: u64,
+        to_host: impl Fn(u64) -> Option<u64>,
+    ) -> Probe {
         let region = addr >> PageSize::Size2M.shift();
         let index = (addr >> PageSize::Size4K.shift()) & 0x1ff;
         if let Some(table) = self.lookahead.leaf_table(tables, root, region) {
@@ -549,7 +650,8 @@ impl Mmu {
         }
         let end = probe::<F>(mem, root, addr, self.levels, to_host);
         if let Probe::Entry(at) = end {
-            self.lookahead.remember_leaf_table(tables, root, region, at - index * 8);
+            self.lookahead
+                .remember_leaf_table(tables, root, region, at - index * 8);
         }
         end
     }
@@ -562,7 +664,7 @@ impl Mmu {
         self.memory.prefetch(Hpa::new(at));
         let entry = mem.entry(Hpa::new(at));
         if let Some(entry) = entry {
-            crate::hw::prefetch::prefetch(entry);
+            crate::host::prefetch::prefetch(entry);
         }
         entry
     }
@@ -571,7 +673,13 @@ impl Mmu {
     /// as last seen, else from a functional EPT walk (and then remembered). With `leaf`, the
     /// EPT leaf entry mapping the table is prefetched in any case: the walk will read it
     /// (the nested TLB rarely holds the translation of one of many leaf-level tables).
-    fn guest_table_to_host(&self, mem: &HostMemory, gpa: u64, eptp: Hpa, leaf: bool) -> Option<u64> {
+    fn guest_table_to_host(
+        &self,
+        mem: &HostMemory,
+        gpa: u64,
+        eptp: Hpa,
+        leaf: bool,
+    ) -> Option<u64> {
         let offset = gpa & (PageSize::Size4K.bytes() - 1);
         let gfn = gpa >> PageSize::Size4K.shift();
         let known = self.lookahead.table_frame(gfn);
@@ -580,7 +688,11 @@ impl Mmu {
         }
         let hpa = match self.probe_leaf::<Ept>(mem, Tables::Ept, eptp.raw(), gpa, Some) {
             Probe::Entry(at) => {
-                let entry = if leaf { self.prefetch_entry(mem, at) } else { mem.entry(Hpa::new(at)) };
+                let entry = if leaf {
+                    self.prefetch_entry(mem, at)
+                } else {
+                    mem.entry(Hpa::new(at))
+                };
                 if let Some(hfn) = known {
                     return Some(hfn << PageSize::Size4K.shift() | offset);
                 }
@@ -593,7 +705,8 @@ impl Mmu {
             Probe::Output(hpa) => hpa,
             Probe::Fault => return None,
         };
-        self.lookahead.remember_table_frame(gfn, hpa >> PageSize::Size4K.shift());
+        self.lookahead
+            .remember_table_frame(gfn, hpa >> PageSize::Size4K.shift());
         Some(hpa)
     }
 
@@ -604,9 +717,18 @@ impl Mmu {
         let va = va.raw();
         PageSize::ALL.iter().find_map(|&size| {
             let key = tlb_key(va, size, self.tag);
-            let second_level = if size == PageSize::Size1G { &self.stlb_1g } else { &self.stlb };
-            let value = self.l1[size.index()].peek(key).or_else(|| second_level.peek(key))?;
-            Some((Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))), Perms::from_bits(value)))
+            let second_level = if size == PageSize::Size1G {
+                &self.stlb_1g
+            } else {
+                &self.stlb
+            };
+            let value = self.l1[size.index()]
+                .peek(key)
+                .or_else(|| second_level.peek(key))?;
+            Some((
+                Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))),
+                Perms::from_bits(value),
+            ))
         })
     }
 
@@ -617,7 +739,12 @@ impl Mmu {
         for size in PageSize::ALL {
             let key = tlb_key(va.raw(), size, self.tag);
             self.l1[size.index()].invalidate(key);
-            if size == PageSize::Size1G { &mut self.stlb_1g } else { &mut self.stlb }.invalidate(key);
+            if size == PageSize::Size1G {
+                &mut self.stlb_1g
+            } else {
+                &mut self.stlb
+            }
+            .invalidate(key);
         }
         self.guest_caches.invalidate_addr(va.raw(), self.tag);
     }
@@ -630,7 +757,8 @@ impl Mmu {
     /// Drop every translation and guest walk-cache entry of one tag (CR3 load without PCID).
     pub fn flush_tag(&mut self, tag: u64) {
         self.lookahead.forget_leaf_tables();
-        let keep = |key: u64, _| (key >> TAG_SHIFT) & ((1 << (SIZE_TAG_SHIFT - TAG_SHIFT)) - 1) != tag;
+        let keep =
+            |key: u64, _| (key >> TAG_SHIFT) & ((1 << (SIZE_TAG_SHIFT - TAG_SHIFT)) - 1) != tag;
         self.l1.iter_mut().for_each(|c| c.retain(keep));
         self.stlb.retain(keep);
         self.stlb_1g.retain(keep);
@@ -664,13 +792,21 @@ impl Mmu {
             ("l1_1g", self.l1[2].hits(), self.l1[2].misses()),
             ("stlb", self.stlb.hits(), self.stlb.misses()),
             ("stlb_1g", self.stlb_1g.hits(), self.stlb_1g.misses()),
-            ("nested_tlb", self.nested_tlb.hits(), self.nested_tlb.misses()),
+            (
+                "nested_tlb",
+                self.nested_tlb.hits(),
+                self.nested_tlb.misses(),
+            ),
         ];
         for (level, name) in [(2, "pde_cache"), (3, "pdpte_cache"), (4, "pml4e_cache")] {
             let (h, m) = self.guest_caches.stats(level);
             out.push((name, h, m));
         }
-        for (level, name) in [(2, "ept_pde_cache"), (3, "ept_pdpte_cache"), (4, "ept_pml4e_cache")] {
+        for (level, name) in [
+            (2, "ept_pde_cache"),
+            (3, "ept_pdpte_cache"),
+            (4, "ept_pml4e_cache"),
+        ] {
             let (h, m) = self.ept_caches.stats(level);
             out.push((name, h, m));
         }
@@ -692,18 +828,30 @@ enum Probe {
 /// caches, no counters, no A/D updates), each table address mapped to a host address by
 /// `to_host`, and stops at the leaf-level entry without reading it or mapping its address.
 #[inline]
-fn probe<F: crate::hw::pte::EntryFormat>(mem: &HostMemory, root: u64, addr: u64, levels: u8, to_host: impl Fn(u64) -> Option<u64>) -> Probe {
-    let index = |level| (addr >> crate::hw::walker::level_shift(level)) & 0x1ff;
+fn probe<F: crate::hw::x86::pte::EntryFormat>(
+    mem: &HostMemory,
+    root: u64,
+    addr: u64,
+    levels: u8,
+    to_host: impl Fn(u64) -> Option<u64>,
+) -> Probe {
+    let index = |level| (addr >> crate::hw::x86::walker::level_shift(level)) & 0x1ff;
     let mut table = root & FRAME_MASK;
     for level in (2..=levels).rev() {
-        let Some(at) = to_host(table + index(level) * 8) else { return Probe::Fault };
+        let Some(at) = to_host(table + index(level) * 8) else {
+            return Probe::Fault;
+        };
         let entry = mem.read_u64(Hpa::new(at));
         if !F::is_present(entry) {
             return Probe::Fault;
         }
         if F::is_large(entry) && level <= 3 {
-            let Some(size) = PageSize::at_level(level) else { return Probe::Fault };
-            return Probe::Output((F::frame_addr(entry) & !(size.bytes() - 1)) | (addr & (size.bytes() - 1)));
+            let Some(size) = PageSize::at_level(level) else {
+                return Probe::Fault;
+            };
+            return Probe::Output(
+                (F::frame_addr(entry) & !(size.bytes() - 1)) | (addr & (size.bytes() - 1)),
+            );
         }
         table = F::frame_addr(entry);
     }
@@ -724,13 +872,22 @@ impl TaggedTables<'_> {
     fn check(&mut self, hfn: u64) -> Result<(), Fault> {
         self.counters.tag_checks += 1;
         if self.reads {
-            self.host.memory.access(Hpa::new(self.host.mem.tags().entry_addr(hfn)), Requester::Tag);
+            self.host.memory.access(
+                Hpa::new(self.host.mem.tags().entry_addr(hfn)),
+                Requester::Tag,
+            );
         }
         if self.host.mem.tags().owned(hfn) {
             Ok(())
         } else {
             self.counters.tag_violations += 1;
-            Err(Fault { dimension: Dimension::Guest, addr: self.va, level: 0, kind: crate::hw::walker::FaultKind::TagViolation, write: self.write })
+            Err(Fault {
+                dimension: Dimension::Guest,
+                addr: self.va,
+                level: 0,
+                kind: crate::hw::x86::walker::FaultKind::TagViolation,
+                write: self.write,
+            })
         }
     }
 }
@@ -785,23 +942,47 @@ impl Nested<'_> {
     /// GPA -> HPA through the nested TLB, or an EPT walk.
     fn translate(&mut self, gpa: u64, write: bool) -> Result<Leaf, Fault> {
         let (nested_tlb, mut found) = (&mut *self.nested_tlb, 0u8);
-        let hit = first_size(*self.nested_sizes_in_use, #[inline(always)] |size| {
-            let value = nested_tlb.lookup(tlb_key(gpa, size, 0))?;
-            if usable(value, write) {
-                return Some(Leaf { base: value & FRAME_MASK, size, perms: Perms::from_bits(value) });
-            }
-            found |= 1 << size.index();
-            None
-        });
+        let hit = first_size(
+            *self.nested_sizes_in_use,
+            #[inline(always)]
+            |size| {
+                let value = nested_tlb.lookup(tlb_key(gpa, size, 0))?;
+                if usable(value, write) {
+                    return Some(Leaf {
+                        base: value & FRAME_MASK,
+                        size,
+                        perms: Perms::from_bits(value),
+                    });
+                }
+                found |= 1 << size.index();
+                None
+            },
+        );
         if let Some(leaf) = hit {
             self.counters.nested_tlb_hits += 1;
             return Ok(leaf);
         }
         self.counters.nested_tlb_misses += 1;
-        let mut tables = HostTables { mem: self.mem, memory: self.memory };
-        let leaf = walk::<Ept, _>(&mut tables, Some(self.ept_caches), Dimension::Ept, self.eptp.raw(), gpa, self.levels, 0, write, &mut self.counters.ept_refs)?;
+        let mut tables = HostTables {
+            mem: self.mem,
+            memory: self.memory,
+        };
+        let leaf = walk::<Ept, _>(
+            &mut tables,
+            Some(self.ept_caches),
+            Dimension::Ept,
+            self.eptp.raw(),
+            gpa,
+            self.levels,
+            0,
+            write,
+            &mut self.counters.ept_refs,
+        )?;
         *self.nested_sizes_in_use |= 1 << leaf.size.index();
-        let (key, value) = (tlb_key(gpa, leaf.size, 0), tlb_value(leaf.base, leaf.perms, write));
+        let (key, value) = (
+            tlb_key(gpa, leaf.size, 0),
+            tlb_value(leaf.base, leaf.perms, write),
+        );
         if found & (1 << leaf.size.index()) != 0 {
             self.nested_tlb.fill(key, value);
         } else {
@@ -841,12 +1022,12 @@ pub fn reference_translate(
     let mut table = guest_root & FRAME_MASK;
     let mut perms = Perms::ALL;
     for level in (1..=levels).rev() {
-        let entry_gpa = table + ((va >> crate::hw::walker::level_shift(level)) & 0x1ff) * 8;
+        let entry_gpa = table + ((va >> crate::hw::x86::walker::level_shift(level)) & 0x1ff) * 8;
         let entry = mem.read_u64(Hpa::new(p2m(entry_gpa)?));
         if entry & X86::PRESENT == 0 {
             return None;
         }
-        perms = perms.and(<X86 as crate::hw::pte::EntryFormat>::perms(entry));
+        perms = perms.and(<X86 as crate::hw::x86::pte::EntryFormat>::perms(entry));
         if level == 1 || (entry & X86::LARGE_PAGE != 0 && level <= 3) {
             let size = PageSize::at_level(level)?;
             let gpa = (entry & FRAME_MASK & !(size.bytes() - 1)) | (va & (size.bytes() - 1));

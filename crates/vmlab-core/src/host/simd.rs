@@ -17,7 +17,10 @@ pub fn eq_mask_u8x16(lanes: &[u8; 16], value: u8) -> u32 {
         sse2::eq_mask_u8x16(lanes, value)
     }
     #[cfg(not(target_arch = "x86_64"))]
-    lanes.iter().enumerate().fold(0, |m, (i, &l)| m | u32::from(l == value) << i)
+    lanes
+        .iter()
+        .enumerate()
+        .fold(0, |m, (i, &l)| m | u32::from(l == value) << i)
 }
 
 /// Bit `i` set when `lanes[i] & and == value`, for the first `N` lanes (`N` is 8 or 16: a
@@ -31,29 +34,21 @@ pub fn masked_eq_mask_u32x16<const N: usize>(lanes: &[u32; 16], and: u32, value:
         sse2::masked_eq_mask_u32x16::<N>(lanes, and, value)
     }
     #[cfg(not(target_arch = "x86_64"))]
-    lanes[..N].iter().enumerate().fold(0, |m, (i, &l)| m | u32::from(l & and == value) << i)
-}
-
-/// Bit `i` set when `lanes[i] & and >= value`, for the first `N` lanes (8 or 16). `and` and
-/// `value` must be below `1 << 31`.
-#[inline]
-pub fn masked_ge_mask_u32x16<const N: usize>(lanes: &[u32; 16], and: u32, value: u32) -> u32 {
-    const { assert!(N == 8 || N == 16) };
-    debug_assert!(and < 1 << 31 && value < 1 << 31);
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: the callee only needs SSE2, which every x86-64 processor has.
-    unsafe {
-        sse2::masked_ge_mask_u32x16::<N>(lanes, and, value)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    lanes[..N].iter().enumerate().fold(0, |m, (i, &l)| m | u32::from(l & and >= value) << i)
+    lanes[..N]
+        .iter()
+        .enumerate()
+        .fold(0, |m, (i, &l)| m | u32::from(l & and == value) << i)
 }
 
 /// For each `values[k]`, bit `i` of the `k`-th mask set when `lanes[i] & and == values[k]`,
 /// for the first `N` lanes (8 or 16). Cheaper than one [`masked_eq_mask_u32x16`] per value:
 /// the masked lanes are narrowed to bytes once. `and` must be below 128, so they fit a byte.
 #[inline]
-pub fn masked_eq_masks_u32x16<const N: usize, const K: usize>(lanes: &[u32; 16], and: u32, values: [u32; K]) -> [u32; K] {
+pub fn masked_eq_masks_u32x16<const N: usize, const K: usize>(
+    lanes: &[u32; 16],
+    and: u32,
+    values: [u32; K],
+) -> [u32; K] {
     const { assert!(N == 8 || N == 16) };
     debug_assert!(and < 128);
     #[cfg(target_arch = "x86_64")]
@@ -62,7 +57,12 @@ pub fn masked_eq_masks_u32x16<const N: usize, const K: usize>(lanes: &[u32; 16],
         sse2::masked_eq_masks_u32x16::<N, K>(lanes, and, values)
     }
     #[cfg(not(target_arch = "x86_64"))]
-    values.map(|v| lanes[..N].iter().enumerate().fold(0, |m, (i, &l)| m | u32::from(l & and == v) << i))
+    values.map(|v| {
+        lanes[..N]
+            .iter()
+            .enumerate()
+            .fold(0, |m, (i, &l)| m | u32::from(l & and == v) << i)
+    })
 }
 
 /// Moves lanes `0..last` one lane up (what lane `last` held is dropped) and puts `value` in
@@ -135,33 +135,35 @@ mod sse2 {
         let eq = |at| _mm_cmpeq_epi32(_mm_and_si128(load_u32x4(lanes, at), and), value);
         // Each compare gives 0 or -1 per lane; signed packing keeps that, one byte per lane.
         let lo = _mm_packs_epi32(eq(0), eq(4));
-        let hi = if N == 16 { _mm_packs_epi32(eq(8), eq(12)) } else { _mm_setzero_si128() };
+        let hi = if N == 16 {
+            _mm_packs_epi32(eq(8), eq(12))
+        } else {
+            _mm_setzero_si128()
+        };
         _mm_movemask_epi8(_mm_packs_epi16(lo, hi)) as u32
     }
 
     #[inline]
     #[target_feature(enable = "sse2")]
-    pub fn masked_ge_mask_u32x16<const N: usize>(lanes: &[u32; 16], and: u32, value: u32) -> u32 {
-        let and = _mm_set1_epi32(and as i32);
-        let value = _mm_set1_epi32(value as i32);
-        // Both sides are below 1 << 31, so the signed compare is the unsigned one.
-        let lt = |at| _mm_cmpgt_epi32(value, _mm_and_si128(load_u32x4(lanes, at), and));
-        let lo = _mm_packs_epi32(lt(0), lt(4));
-        let hi = if N == 16 { _mm_packs_epi32(lt(8), lt(12)) } else { _mm_setzero_si128() };
-        !(_mm_movemask_epi8(_mm_packs_epi16(lo, hi)) as u32) & ((1 << N) - 1)
-    }
-
-    #[inline]
-    #[target_feature(enable = "sse2")]
-    pub fn masked_eq_masks_u32x16<const N: usize, const K: usize>(lanes: &[u32; 16], and: u32, values: [u32; K]) -> [u32; K] {
+    pub fn masked_eq_masks_u32x16<const N: usize, const K: usize>(
+        lanes: &[u32; 16],
+        and: u32,
+        values: [u32; K],
+    ) -> [u32; K] {
         let and = _mm_set1_epi32(and as i32);
         let masked = |at| _mm_and_si128(load_u32x4(lanes, at), and);
         // The masked lanes are below 128, so signed packing keeps them: one byte per lane.
         let lo = _mm_packs_epi32(masked(0), masked(4));
-        let hi = if N == 16 { _mm_packs_epi32(masked(8), masked(12)) } else { _mm_setzero_si128() };
+        let hi = if N == 16 {
+            _mm_packs_epi32(masked(8), masked(12))
+        } else {
+            _mm_setzero_si128()
+        };
         let bytes = _mm_packs_epi16(lo, hi);
         let lanes_mask = ((1u32 << N) - 1) as u32;
-        values.map(|v| _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(v as i8))) as u32 & lanes_mask)
+        values.map(|v| {
+            _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(v as i8))) as u32 & lanes_mask
+        })
     }
 
     /// Stores `v` into lanes `at..at + 4` of `lanes`.
@@ -198,7 +200,10 @@ mod sse2 {
             let step = |at: usize, v, prev| {
                 let at = at as i32;
                 let keep = _mm_cmpgt_epi32(_mm_setr_epi32(at, at + 1, at + 2, at + 3), last);
-                _mm_or_si128(_mm_and_si128(keep, v), _mm_andnot_si128(keep, shift_up(v, prev)))
+                _mm_or_si128(
+                    _mm_and_si128(keep, v),
+                    _mm_andnot_si128(keep, shift_up(v, prev)),
+                )
             };
             // `value` in lane 3, so that it enters lane 0 as if it were lane -1.
             let first = _mm_set_epi32(value as i32, 0, 0, 0);
@@ -248,12 +253,17 @@ mod tests {
             for v in 0..8u8 {
                 let want = (0..16).fold(0, |m, i| m | u32::from(bytes[i] == v) << i);
                 assert_eq!(eq_mask_u8x16(&bytes, v), want);
-                let want = (0..16).fold(0, |m, i| m | u32::from(words[i] & 0x1e == u32::from(v) << 1) << i);
-                assert_eq!(masked_eq_mask_u32x16::<16>(&words, 0x1e, u32::from(v) << 1), want);
-                assert_eq!(masked_eq_mask_u32x16::<8>(&words, 0x1e, u32::from(v) << 1), want & 0xff);
-                let want = (0..16).fold(0, |m, i| m | u32::from(words[i] & 0x1e >= u32::from(v) << 2) << i);
-                assert_eq!(masked_ge_mask_u32x16::<16>(&words, 0x1e, u32::from(v) << 2), want);
-                assert_eq!(masked_ge_mask_u32x16::<8>(&words, 0x1e, u32::from(v) << 2), want & 0xff);
+                let want = (0..16).fold(0, |m, i| {
+                    m | u32::from(words[i] & 0x1e == u32::from(v) << 1) << i
+                });
+                assert_eq!(
+                    masked_eq_mask_u32x16::<16>(&words, 0x1e, u32::from(v) << 1),
+                    want
+                );
+                assert_eq!(
+                    masked_eq_mask_u32x16::<8>(&words, 0x1e, u32::from(v) << 1),
+                    want & 0xff
+                );
             }
         }
     }
@@ -296,7 +306,8 @@ mod tests {
             assert_eq!(got, pushed(8));
             let values = [0, 3, 7, 15];
             for n in [8, 16] {
-                let want = values.map(|v| (0..n).fold(0, |m, i| m | u32::from(lanes[i] & 0xf == v) << i));
+                let want =
+                    values.map(|v| (0..n).fold(0, |m, i| m | u32::from(lanes[i] & 0xf == v) << i));
                 let got = if n == 8 {
                     masked_eq_masks_u32x16::<8, 4>(&lanes, 0xf, values)
                 } else {

@@ -29,12 +29,12 @@
 //! shadowed is unshadowed at once, as flooding would do after three writes.
 
 use crate::addr::{Gfn, Gva, Hfn, Hpa, PageSize};
-use crate::hv::exits::ExitReason;
-use crate::hv::vm::{HvError, Vm};
+use crate::hv::x86::exits::ExitReason;
+use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
-use crate::hw::mmu::{Mmu, Root};
-use crate::hw::pte::{EntryFormat, Perms, X86, FRAME_MASK};
-use crate::hw::walker::{level_shift, FaultKind};
+use crate::hw::x86::mmu::{Mmu, Root};
+use crate::hw::x86::pte::{EntryFormat, Perms, FRAME_MASK, X86};
+use crate::hw::x86::walker::{level_shift, FaultKind};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
@@ -52,7 +52,11 @@ pub struct ShadowConfig {
 impl ShadowConfig {
     /// KVM's defaults for a guest of `guest_frames` 4 KiB frames.
     pub fn kvm_default(guest_frames: u64) -> ShadowConfig {
-        ShadowConfig { unsync: true, bypass_not_present: true, budget_pages: ((guest_frames / 50) as usize).max(64) }
+        ShadowConfig {
+            unsync: true,
+            bypass_not_present: true,
+            budget_pages: ((guest_frames / 50) as usize).max(64),
+        }
     }
 }
 
@@ -159,7 +163,9 @@ impl ShadowMmu {
 
     /// Whether guest writes to `gfn` trap (it has a synchronized shadow page).
     pub fn is_write_protected(&self, gfn: Gfn) -> bool {
-        self.by_gfn.get(&gfn.raw()).is_some_and(|ids| ids.iter().any(|&id| !self.sp(id).unsync))
+        self.by_gfn
+            .get(&gfn.raw())
+            .is_some_and(|ids| ids.iter().any(|&id| !self.sp(id).unsync))
     }
 
     fn sp(&self, id: SpId) -> &ShadowPage {
@@ -171,17 +177,36 @@ impl ShadowMmu {
     }
 
     /// The guest loads CR3: a trapped exit that switches to the root shadowing `pgd`.
-    pub fn load_cr3(&mut self, ctx: &mut Ctx, pgd: Gfn, pcid: u16, flush: bool) -> Result<(), HvError> {
+    pub fn load_cr3(
+        &mut self,
+        ctx: &mut Ctx,
+        pgd: Gfn,
+        pcid: u16,
+        flush: bool,
+    ) -> Result<(), HvError> {
         ctx.vm.record_exit(ExitReason::Cr3Load);
         self.current = Some((pgd, pcid));
         let root = match self.roots.iter().position(|&(g, _)| g == pgd.raw()) {
             Some(at) => self.roots.remove(at).1,
-            None => self.get_or_create(ctx, pgd, Role { level: self.levels, direct: false })?,
+            None => self.get_or_create(
+                ctx,
+                pgd,
+                Role {
+                    level: self.levels,
+                    direct: false,
+                },
+            )?,
         };
         self.roots.insert(0, (pgd.raw(), root));
         self.roots.truncate(ROOT_CACHE);
         self.sync_all(ctx);
-        ctx.mmu.set_root(Root::OneD { cr3: self.sp(root).hfn.addr() }, pcid as u64, flush);
+        ctx.mmu.set_root(
+            Root::OneD {
+                cr3: self.sp(root).hfn.addr(),
+            },
+            pcid as u64,
+            flush,
+        );
         Ok(())
     }
 
@@ -204,8 +229,16 @@ impl ShadowMmu {
     }
 
     /// The guest stored `entry` at `index` of its table page `table` (already in guest memory).
-    pub fn guest_write(&mut self, ctx: &mut Ctx, table: Gfn, index: usize, entry: u64) -> Result<(), HvError> {
-        let Some(ids) = self.by_gfn.get(&table.raw()).cloned() else { return Ok(()) };
+    pub fn guest_write(
+        &mut self,
+        ctx: &mut Ctx,
+        table: Gfn,
+        index: usize,
+        entry: u64,
+    ) -> Result<(), HvError> {
+        let Some(ids) = self.by_gfn.get(&table.raw()).cloned() else {
+            return Ok(());
+        };
         if ids.iter().all(|&id| self.sp(id).unsync) {
             return Ok(()); // unsync: the write went straight to the guest's table
         }
@@ -239,7 +272,9 @@ impl ShadowMmu {
     /// The guest wrote a whole page (zeroed or copied it): if it was a shadowed page table,
     /// the page is unshadowed (one trapped write, then flooding's verdict at once).
     pub fn guest_page_written(&mut self, ctx: &mut Ctx, gfn: Gfn) -> Result<(), HvError> {
-        let Some(ids) = self.by_gfn.get(&gfn.raw()).cloned() else { return Ok(()) };
+        let Some(ids) = self.by_gfn.get(&gfn.raw()).cloned() else {
+            return Ok(());
+        };
         if ids.iter().any(|&id| !self.sp(id).unsync) {
             ctx.vm.record_exit(ExitReason::WriteProtect);
         }
@@ -252,11 +287,18 @@ impl ShadowMmu {
 
     /// A fault in the shadow tables at `va`. Walks the guest tables from the current root;
     /// installs what is missing, or returns the guest's own fault (the caller injects it).
-    pub fn page_fault(&mut self, ctx: &mut Ctx, va: Gva, write: bool) -> Result<Result<(), GuestFault>, HvError> {
+    pub fn page_fault(
+        &mut self,
+        ctx: &mut Ctx,
+        va: Gva,
+        write: bool,
+    ) -> Result<Result<(), GuestFault>, HvError> {
         let outcome = self.fix(ctx, va, write)?;
         let reason = match outcome {
             Ok(()) => Some(ExitReason::ShadowFault),
-            Err(GuestFault { kind: FaultKind::NotPresent }) if self.config.bypass_not_present => None,
+            Err(GuestFault {
+                kind: FaultKind::NotPresent,
+            }) if self.config.bypass_not_present => None,
             Err(_) => Some(ExitReason::PfReflect),
         };
         if let Some(reason) = reason {
@@ -265,8 +307,17 @@ impl ShadowMmu {
         Ok(outcome)
     }
 
-    fn fix(&mut self, ctx: &mut Ctx, va: Gva, write: bool) -> Result<Result<(), GuestFault>, HvError> {
-        let Some((pgd, _)) = self.current else { return Ok(Err(GuestFault { kind: FaultKind::NotPresent })) };
+    fn fix(
+        &mut self,
+        ctx: &mut Ctx,
+        va: Gva,
+        write: bool,
+    ) -> Result<Result<(), GuestFault>, HvError> {
+        let Some((pgd, _)) = self.current else {
+            return Ok(Err(GuestFault {
+                kind: FaultKind::NotPresent,
+            }));
+        };
         let mut sp = self.root_id(pgd).expect("the current root is cached");
         let mut table = pgd;
         let mut perms = Perms::ALL;
@@ -280,7 +331,9 @@ impl ShadowMmu {
             let guest_at = ctx.vm.back(ctx.mem, table)?.addr_at(index as u64 * 8);
             let mut entry = ctx.mem.read_u64(guest_at);
             if !X86::is_present(entry) {
-                return Ok(Err(GuestFault { kind: FaultKind::NotPresent }));
+                return Ok(Err(GuestFault {
+                    kind: FaultKind::NotPresent,
+                }));
             }
             perms = perms.and(X86::perms(entry));
             let leaf = level == 1 || (X86::is_large(entry) && level <= 3);
@@ -290,14 +343,29 @@ impl ShadowMmu {
                     ctx.mem.write_u64(guest_at, entry);
                 }
                 let child_gfn = Gfn::new((entry & FRAME_MASK) >> 12);
-                sp = self.link_child(ctx, sp, index, child_gfn, Role { level: level - 1, direct: false })?;
+                sp = self.link_child(
+                    ctx,
+                    sp,
+                    index,
+                    child_gfn,
+                    Role {
+                        level: level - 1,
+                        direct: false,
+                    },
+                )?;
                 table = child_gfn;
                 continue;
             }
             if !perms.allows(write) {
-                return Ok(Err(GuestFault { kind: FaultKind::Protection }));
+                return Ok(Err(GuestFault {
+                    kind: FaultKind::Protection,
+                }));
             }
-            let bits = if write { X86::ACCESSED_BIT | X86::DIRTY_BIT } else { X86::ACCESSED_BIT };
+            let bits = if write {
+                X86::ACCESSED_BIT | X86::DIRTY_BIT
+            } else {
+                X86::ACCESSED_BIT
+            };
             if entry & bits != bits {
                 entry |= bits;
                 ctx.mem.write_u64(guest_at, entry);
@@ -307,7 +375,16 @@ impl ShadowMmu {
             if size != PageSize::Size4K && !self.backed_whole(ctx, base_gfn, size)? {
                 // The host backs the guest's large page with smaller pages: map it with a
                 // direct shadow page of 4 KiB entries.
-                let direct = self.link_child(ctx, sp, index, base_gfn, Role { level: level - 1, direct: true })?;
+                let direct = self.link_child(
+                    ctx,
+                    sp,
+                    index,
+                    base_gfn,
+                    Role {
+                        level: level - 1,
+                        direct: true,
+                    },
+                )?;
                 let sub = ((va.raw() >> 12) & (size.frames() - 1)) as usize;
                 let gfn = Gfn::new(base_gfn.raw() + sub as u64);
                 self.install_leaf(ctx, direct, sub, gfn, perms, entry, PageSize::Size4K)?;
@@ -316,7 +393,9 @@ impl ShadowMmu {
             }
             return Ok(Ok(()));
         }
-        Ok(Err(GuestFault { kind: FaultKind::NotPresent }))
+        Ok(Err(GuestFault {
+            kind: FaultKind::NotPresent,
+        }))
     }
 
     /// Whether the host backs the guest page at `gfn` of `size` with one page of that size.
@@ -327,7 +406,16 @@ impl ShadowMmu {
 
     /// Install the leaf shadow entry `index` of `sp` for guest frame `gfn`.
     #[allow(clippy::too_many_arguments)]
-    fn install_leaf(&mut self, ctx: &mut Ctx, sp: SpId, index: usize, gfn: Gfn, perms: Perms, guest_entry: u64, size: PageSize) -> Result<(), HvError> {
+    fn install_leaf(
+        &mut self,
+        ctx: &mut Ctx,
+        sp: SpId,
+        index: usize,
+        gfn: Gfn,
+        perms: Perms,
+        guest_entry: u64,
+        size: PageSize,
+    ) -> Result<(), HvError> {
         let hfn = ctx.vm.back(ctx.mem, gfn)?;
         // A frame that is also a shadowed page table stays read-only through this mapping;
         // a guest write to it must trap. Dirty bits are emulated: writable once the guest's
@@ -336,7 +424,15 @@ impl ShadowMmu {
         if writable && self.is_write_protected(gfn) {
             writable = false;
         }
-        let spte = X86::leaf(hfn.addr().raw(), Perms { write: writable, ..perms }, size != PageSize::Size4K) | X86::ACCESSED_BIT | X86::DIRTY_BIT;
+        let spte = X86::leaf(
+            hfn.addr().raw(),
+            Perms {
+                write: writable,
+                ..perms
+            },
+            size != PageSize::Size4K,
+        ) | X86::ACCESSED_BIT
+            | X86::DIRTY_BIT;
         let at = self.sp(sp).hfn.addr_at(index as u64 * 8);
         let old = ctx.mem.read_u64(at);
         if X86::is_present(old) {
@@ -346,13 +442,22 @@ impl ShadowMmu {
             }
         }
         ctx.mem.write_u64(at, spte);
-        self.sp_mut(sp).leaf_gfns.get_or_insert_with(|| Box::new([0; 512]))[index] = gfn.raw();
+        self.sp_mut(sp)
+            .leaf_gfns
+            .get_or_insert_with(|| Box::new([0; 512]))[index] = gfn.raw();
         self.rmap.entry(gfn.raw()).or_default().push(at.raw());
         Ok(())
     }
 
     /// Point entry `index` of `parent` at the shadow page for (`gfn`, `role`), creating it.
-    fn link_child(&mut self, ctx: &mut Ctx, parent: SpId, index: usize, gfn: Gfn, role: Role) -> Result<SpId, HvError> {
+    fn link_child(
+        &mut self,
+        ctx: &mut Ctx,
+        parent: SpId,
+        index: usize,
+        gfn: Gfn,
+        role: Role,
+    ) -> Result<SpId, HvError> {
         let at = self.sp(parent).hfn.addr_at(index as u64 * 8);
         let spte = ctx.mem.read_u64(at);
         if X86::is_present(spte) && !X86::is_large(spte) {
@@ -368,7 +473,8 @@ impl ShadowMmu {
             ctx.mmu.flush_all();
         }
         let child = self.get_or_create(ctx, gfn, role)?;
-        ctx.mem.write_u64(at, X86::table(self.sp(child).hfn.addr().raw()));
+        ctx.mem
+            .write_u64(at, X86::table(self.sp(child).hfn.addr().raw()));
         self.sp_mut(child).parents.push(at);
         Ok(child)
     }
@@ -384,7 +490,16 @@ impl ShadowMmu {
         }
         let hfn = ctx.mem.alloc(PageSize::Size4K)?;
         self.clock += 1;
-        let page = ShadowPage { gfn, role, hfn, parents: Vec::new(), unsync: false, write_flooding: 0, last_used: self.clock, leaf_gfns: None };
+        let page = ShadowPage {
+            gfn,
+            role,
+            hfn,
+            parents: Vec::new(),
+            unsync: false,
+            write_flooding: 0,
+            last_used: self.clock,
+            leaf_gfns: None,
+        };
         let id = match self.free_ids.pop() {
             Some(id) => {
                 self.pages[id as usize] = Some(page);
@@ -411,7 +526,9 @@ impl ShadowMmu {
 
     /// `gfn` became a shadowed page table: every writable mapping of it becomes read-only.
     fn write_protect_mappings(&mut self, ctx: &mut Ctx, gfn: Gfn) {
-        let Some(sptes) = self.rmap.get(&gfn.raw()) else { return };
+        let Some(sptes) = self.rmap.get(&gfn.raw()) else {
+            return;
+        };
         let mut changed = false;
         for &at in sptes {
             let spte = ctx.mem.read_u64(Hpa::new(at));
@@ -427,7 +544,13 @@ impl ShadowMmu {
 
     /// Recompute entry `index` of `sp` after the guest wrote `entry` there (update-on-write
     /// for leaves, drop for upper levels). Returns whether a present entry changed.
-    fn update_entry(&mut self, ctx: &mut Ctx, sp: SpId, index: usize, entry: u64) -> Result<bool, HvError> {
+    fn update_entry(
+        &mut self,
+        ctx: &mut Ctx,
+        sp: SpId,
+        index: usize,
+        entry: u64,
+    ) -> Result<bool, HvError> {
         let at = self.sp(sp).hfn.addr_at(index as u64 * 8);
         let was_present = X86::is_present(ctx.mem.read_u64(at));
         let level = self.sp(sp).role.level;
@@ -435,7 +558,15 @@ impl ShadowMmu {
         if leaf && level == 1 && entry & X86::ACCESSED_BIT != 0 {
             // Prefetch the new leaf (KVM's mmu_pte_write_new_pte), as the guest will use it.
             let perms = X86::perms(entry);
-            self.install_leaf(ctx, sp, index, Gfn::new((entry & FRAME_MASK) >> 12), perms, entry, PageSize::Size4K)?;
+            self.install_leaf(
+                ctx,
+                sp,
+                index,
+                Gfn::new((entry & FRAME_MASK) >> 12),
+                perms,
+                entry,
+                PageSize::Size4K,
+            )?;
             return Ok(was_present);
         }
         if was_present {
@@ -446,7 +577,9 @@ impl ShadowMmu {
 
     /// Resynchronize every unsync shadow page with the guest's tables.
     fn sync_all(&mut self, ctx: &mut Ctx) {
-        let unsync: Vec<SpId> = (0..self.pages.len() as SpId).filter(|&id| self.pages[id as usize].as_ref().is_some_and(|p| p.unsync)).collect();
+        let unsync: Vec<SpId> = (0..self.pages.len() as SpId)
+            .filter(|&id| self.pages[id as usize].as_ref().is_some_and(|p| p.unsync))
+            .collect();
         let mut changed = false;
         for id in unsync {
             for index in 0..512 {
@@ -479,10 +612,14 @@ impl ShadowMmu {
             Some(hfn) => ctx.mem.read_u64(hfn.addr_at(index as u64 * 8)),
             None => 0,
         };
-        let guest_frame = ctx.vm.translate(ctx.mem, Gfn::new((guest & FRAME_MASK) >> 12));
-        let same_frame = X86::is_present(guest) && guest_frame.map(|h| h.addr().raw()) == Some(spte & FRAME_MASK);
+        let guest_frame = ctx
+            .vm
+            .translate(ctx.mem, Gfn::new((guest & FRAME_MASK) >> 12));
+        let same_frame = X86::is_present(guest)
+            && guest_frame.map(|h| h.addr().raw()) == Some(spte & FRAME_MASK);
         let allowed = X86::perms(guest);
-        let too_permissive = spte & X86::WRITE != 0 && !(allowed.write && guest & X86::DIRTY_BIT != 0);
+        let too_permissive =
+            spte & X86::WRITE != 0 && !(allowed.write && guest & X86::DIRTY_BIT != 0);
         if same_frame && !too_permissive && allowed.user {
             return false;
         }
@@ -497,7 +634,9 @@ impl ShadowMmu {
         if !X86::is_present(spte) {
             return;
         }
-        let Some(&owner) = self.by_hfn.get(&at.frame().raw()) else { return };
+        let Some(&owner) = self.by_hfn.get(&at.frame().raw()) else {
+            return;
+        };
         let index = ((at.raw() >> 3) & 0x1ff) as usize;
         if self.sp(owner).role.level > 1 && !X86::is_large(spte) {
             if let Some(&child) = self.by_hfn.get(&((spte & FRAME_MASK) >> 12)) {
@@ -570,20 +709,38 @@ impl ShadowMmu {
     }
 
     fn root_id(&self, pgd: Gfn) -> Option<SpId> {
-        self.roots.iter().find(|&&(g, _)| g == pgd.raw()).map(|&(_, id)| id)
+        self.roots
+            .iter()
+            .find(|&&(g, _)| g == pgd.raw())
+            .map(|&(_, id)| id)
     }
 
     /// After zaps: if the current root went, build a new one and load it (KVM reloads the
     /// root on the next entry).
     fn ensure_root(&mut self, ctx: &mut Ctx) -> Result<(), HvError> {
-        let Some((pgd, pcid)) = self.current else { return Ok(()) };
+        let Some((pgd, pcid)) = self.current else {
+            return Ok(());
+        };
         if self.root_id(pgd).is_some() {
             return Ok(());
         }
-        let root = self.get_or_create(ctx, pgd, Role { level: self.levels, direct: false })?;
+        let root = self.get_or_create(
+            ctx,
+            pgd,
+            Role {
+                level: self.levels,
+                direct: false,
+            },
+        )?;
         self.roots.insert(0, (pgd.raw(), root));
         self.roots.truncate(ROOT_CACHE);
-        ctx.mmu.set_root(Root::OneD { cr3: self.sp(root).hfn.addr() }, pcid as u64, true);
+        ctx.mmu.set_root(
+            Root::OneD {
+                cr3: self.sp(root).hfn.addr(),
+            },
+            pcid as u64,
+            true,
+        );
         Ok(())
     }
 

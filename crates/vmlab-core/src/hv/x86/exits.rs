@@ -103,6 +103,9 @@ mod tests {
         assert_eq!(c.get(ExitReason::EptViolation), 2);
         assert_eq!(c.since(&snapshot).total(), 1);
         assert_eq!(c.iter().count(), ExitReason::ALL.len());
-        assert!(ExitReason::ALL.iter().enumerate().all(|(i, &r)| r as usize == i));
+        assert!(ExitReason::ALL
+            .iter()
+            .enumerate()
+            .all(|(i, &r)| r as usize == i));
     }
 }
