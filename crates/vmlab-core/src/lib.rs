@@ -1,6 +1,6 @@
 //! vmlab-core: an execution-driven simulator of address translation in virtual machines.
 //!
-//! The modules mirror the real stack (see `DESIGN.md` at the repository root):
+//! The modules mirror the real stack (see `docs/design.md`):
 //! - [`hw`]: the machine: frames, page-table entry layouts, the walker, TLBs, paging-structure
 //!   caches and the cache hierarchy.
 //! - [`hv`]: the hypervisor: guest-physical memory, its backing (p2m) and EPT.

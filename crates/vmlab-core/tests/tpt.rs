@@ -41,7 +41,11 @@ fn tpt_marked(paging: Paging, tlb: Option<TlbConfig>, tpt_task: Option<&'static 
 
 /// The devirt leaf entry for `va`, walked in software from the running process's copy.
 fn devirt_leaf(sys: &System, va: Gva) -> u64 {
-    let mut table = sys.devirt().unwrap().copy_of(sys.kernel().pgd()).unwrap();
+    let mut table = sys
+        .direct_tables()
+        .unwrap()
+        .copy_of(sys.kernel().pgd())
+        .unwrap();
     for level in (2..=4u8).rev() {
         let entry = sys
             .host_memory()
@@ -82,7 +86,7 @@ fn devirt_copies_hold_host_frames_and_take_the_hardware_dirty_bits() {
     for page in 0..64 {
         sys.access(va(page), false).unwrap();
     }
-    let stats = *sys.devirt().unwrap().stats();
+    let stats = *sys.direct_tables().unwrap().stats();
     // PML4 at boot, then PDPT, PD, PT: one copy each; every leaf copied once.
     assert_eq!(stats.copies_allocated, 4);
     assert_eq!(stats.gfn_to_hfn_reads, 64);

@@ -1,4 +1,4 @@
-//! The invariant that keeps vmlab honest (DESIGN.md): for the same guest state, every scheme
+//! The invariant that keeps vmlab honest (docs/design.md): for the same guest state, every scheme
 //! translates every virtual address to the same place with the same permissions.
 //!
 //! Each case runs one random access sequence through four systems that share the kernel's

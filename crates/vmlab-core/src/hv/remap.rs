@@ -6,7 +6,7 @@
 //! `gfn_to_hfn`, which under this model is read through the p2m and so is current as soon as
 //! the EPT is. The global TLB flush and, under TPT, the guest's fix-up of the devirt entries
 //! that named the old page are the caller's (`scheme`), which owns the MMU and the guest.
-//! Reference: tpt-mechanism.md, section 1 ("With real tags, remapping a guest frame means...").
+//! Reference: docs/mechanisms.md, section 1.2 (remapping).
 
 use crate::addr::{Gfn, Hfn, PageSize};
 use crate::hv::x86::vm::{HvError, Vm};

@@ -1,7 +1,7 @@
 //! Memory tags: an owner per host frame, checked by the hardware when it fills a TLB entry
 //! from guest-built host-address tables (TPT). AMD SEV-SNP's Reverse Map Table is the model:
 //! one 16-byte entry per 4 KiB host frame, at a fixed place in host memory, cached in L1D/L2
-//! like any data (reference: tpt-mechanism.md, section 1).
+//! like any data (reference: docs/mechanisms.md, section 1.3).
 //!
 //! Simplification: the simulator runs one guest VM, so a frame's owner is "this VM" or
 //! "someone else" (the host, or another VM); that is all an isolation check needs. The

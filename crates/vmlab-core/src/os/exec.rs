@@ -72,16 +72,16 @@ impl Kernel {
         }
         let pgd = self.alloc_table(pv, self.config.levels)?;
         let devirt = self.take_tpt_mark(program.name);
-        pv.mm_created(pgd, devirt);
+        pv.mm_created(pgd, devirt)?;
         let current = self.current;
         let process = self.proc_mut(current)?;
         process.devirt = devirt;
         let old_pgd = std::mem::replace(&mut process.pgd, pgd);
         let old_vmas = std::mem::replace(&mut process.vmas, vmas);
         let pcid = process.pcid;
-        pv.write_cr3(pgd, pcid, true);
+        pv.write_cr3(pgd, pcid, true)?;
         self.counters.tlb_flushes += 1;
-        self.destroy_mm(pv, old_pgd, &old_vmas);
+        self.destroy_mm(pv, old_pgd, &old_vmas)?;
         self.counters.execs += 1;
         Ok(())
     }

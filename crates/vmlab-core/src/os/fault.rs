@@ -31,7 +31,7 @@ impl Kernel {
             .ok_or(OsError::SegFault { va, write })?;
         let pgd = process.pgd;
         self.counters.page_faults += 1;
-        if let Some(leaf) = tables::find_leaf(pv, pgd, self.config.levels, va) {
+        if let Some(leaf) = tables::find_leaf(pv, pgd, self.config.levels, va)? {
             if X86::perms(leaf.entry).allows(write) {
                 return Ok(());
             }
@@ -47,16 +47,16 @@ impl Kernel {
             && vma.covers(huge_base, PageSize::Size2M.bytes())
         {
             let pmd = self.ensure_tables(pv, pgd, va, 2)?;
-            if !X86::is_present(pv.read_entry(pmd, tables::index_of(va, 2))) {
+            if !X86::is_present(pv.read_entry(pmd, tables::index_of(va, 2))?) {
                 if let Some(frame) = self.phys.alloc(PageSize::Size2M) {
-                    pv.clear_page(frame, PageSize::Size2M);
+                    pv.clear_page(frame, PageSize::Size2M)?;
                     self.counters.frames_cleared += PageSize::Size2M.frames();
                     pv.set_entry(
                         2,
                         pmd,
                         tables::index_of(va, 2),
                         leaf_entry(frame, perms, write, true),
-                    );
+                    )?;
                     self.counters.huge_page_faults += 1;
                     return Ok(());
                 }
@@ -65,14 +65,14 @@ impl Kernel {
         }
         let pt = self.ensure_tables(pv, pgd, va, 1)?;
         let frame = self.alloc_frame(PageSize::Size4K)?;
-        pv.clear_page(frame, PageSize::Size4K);
+        pv.clear_page(frame, PageSize::Size4K)?;
         self.counters.frames_cleared += 1;
         pv.set_entry(
             1,
             pt,
             tables::index_of(va, 1),
             leaf_entry(frame, perms, write, false),
-        );
+        )?;
         Ok(())
     }
 
@@ -89,7 +89,7 @@ impl Kernel {
             leaf.entry | X86::WRITE | X86::DIRTY_BIT | X86::ACCESSED_BIT
         } else {
             let new = self.alloc_frame(size)?;
-            pv.copy_page(old, new, size);
+            pv.copy_page(old, new, size)?;
             self.phys.put(old, size);
             self.counters.cow_faults += 1;
             self.counters.frames_copied += size.frames();
@@ -99,9 +99,9 @@ impl Kernel {
                 | X86::DIRTY_BIT
                 | X86::ACCESSED_BIT
         };
-        pv.set_entry(leaf.slot.level, leaf.slot.table, leaf.slot.index, entry);
+        pv.set_entry(leaf.slot.level, leaf.slot.table, leaf.slot.index, entry)?;
         // The read-only translation may be cached.
-        pv.invlpg(leaf.va);
+        pv.invlpg(leaf.va)?;
         self.counters.invlpgs += 1;
         Ok(())
     }
@@ -117,12 +117,12 @@ impl Kernel {
         let mut table = pgd;
         for upper in (level + 1..=self.config.levels).rev() {
             let index = tables::index_of(va, upper);
-            let entry = pv.read_entry(table, index);
+            let entry = pv.read_entry(table, index)?;
             table = if X86::is_present(entry) {
                 tables::next_table(entry)
             } else {
                 let next = self.alloc_table(pv, upper - 1)?;
-                pv.set_entry(upper, table, index, X86::table(next.addr().raw()));
+                pv.set_entry(upper, table, index, X86::table(next.addr().raw()))?;
                 next
             };
         }

@@ -18,10 +18,10 @@ impl Kernel {
         let child_pid = self.procs.len() as Pid;
         let child_pgd = self.alloc_table(pv, self.config.levels)?;
         // Translation Pass-Through is not inherited across fork.
-        pv.mm_created(child_pgd, false);
+        pv.mm_created(child_pgd, false)?;
         let levels = self.config.levels;
         let mut copied = Vec::new();
-        pv.lazy_mmu_begin();
+        pv.lazy_mmu_begin()?;
         for vma in parent.vmas.iter() {
             tables::for_each_leaf(
                 pv,
@@ -33,26 +33,27 @@ impl Kernel {
                     let mut entry = leaf.entry;
                     if entry & X86::WRITE != 0 {
                         entry &= !X86::WRITE;
-                        pv.set_entry(leaf.slot.level, leaf.slot.table, leaf.slot.index, entry);
+                        pv.set_entry(leaf.slot.level, leaf.slot.table, leaf.slot.index, entry)?;
                     }
                     copied.push(LeafEntry {
                         entry: entry & !X86::ACCESSED_BIT,
                         ..leaf
                     });
+                    Ok(())
                 },
-            );
+            )?;
         }
         let tables_before = self.counters.table_pages;
         for leaf in &copied {
             let table = self.ensure_tables(pv, child_pgd, leaf.va, leaf.slot.level)?;
-            pv.set_entry(leaf.slot.level, table, leaf.slot.index, leaf.entry);
+            pv.set_entry(leaf.slot.level, table, leaf.slot.index, leaf.entry)?;
             self.phys.get(leaf.frame());
         }
-        pv.lazy_mmu_end();
+        pv.lazy_mmu_end()?;
         self.counters.fork_table_pages += self.counters.table_pages - tables_before + 1;
         self.counters.ptes_copied += copied.len() as u64;
         if !copied.is_empty() {
-            pv.flush_tlb();
+            pv.flush_tlb()?;
             self.counters.tlb_flushes += 1;
         }
         self.procs.push(Some(Process {

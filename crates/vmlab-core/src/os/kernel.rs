@@ -57,6 +57,9 @@ pub enum OsError {
         "{0} splits a 2 MiB page, which the kernel model does not do; align the range to 2 MiB"
     )]
     SplitsHugePage(&'static str),
+    /// The paging backend (the hypervisor) failed; see [`BackendError`].
+    #[error(transparent)]
+    Backend(#[from] crate::os::pvops::BackendError),
 }
 
 /// Kernel event counters (exact). Gauges (`table_pages`) hold current values.
@@ -163,7 +166,7 @@ impl Kernel {
         };
         let pgd = kernel.alloc_table(pv, config.levels)?;
         let devirt = kernel.take_tpt_mark(config.program);
-        pv.mm_created(pgd, devirt);
+        pv.mm_created(pgd, devirt)?;
         kernel.procs.push(Some(Process {
             pid: 0,
             parent: None,
@@ -172,7 +175,7 @@ impl Kernel {
             pcid: kernel.pcid_for(0),
             devirt,
         }));
-        pv.write_cr3(pgd, kernel.pcid_for(0), true);
+        pv.write_cr3(pgd, kernel.pcid_for(0), true)?;
         Ok(kernel)
     }
 
@@ -264,7 +267,7 @@ impl Kernel {
             return Ok(());
         }
         let (pgd, pcid) = (p.pgd, p.pcid);
-        pv.write_cr3(pgd, pcid, !self.config.pcid);
+        pv.write_cr3(pgd, pcid, !self.config.pcid)?;
         if !self.config.pcid {
             self.counters.tlb_flushes += 1;
         }
@@ -273,16 +276,19 @@ impl Kernel {
         Ok(())
     }
 
-    /// The page `va` maps to in process `pid`: (first frame, page size, writable).
+    /// The page `va` maps to in process `pid`: (first frame, page size, writable); `None`
+    /// when `pid` does not exist or `va` is not mapped.
     pub fn lookup<P: PvOps + ?Sized>(
         &self,
         pv: &mut P,
         pid: Pid,
         va: Gva,
-    ) -> Option<(Gfn, PageSize, bool)> {
-        let p = self.process(pid)?;
+    ) -> Result<Option<(Gfn, PageSize, bool)>, OsError> {
+        let Some(p) = self.process(pid) else {
+            return Ok(None);
+        };
         let leaf = tables::find_leaf(pv, p.pgd, self.config.levels, va)?;
-        Some((leaf.frame(), leaf.size(), X86::perms(leaf.entry).write))
+        Ok(leaf.map(|leaf| (leaf.frame(), leaf.size(), X86::perms(leaf.entry).write)))
     }
 
     /// mmap(start, len, PROT_READ | (writable ? PROT_WRITE : 0), MAP_PRIVATE | MAP_ANONYMOUS |
@@ -315,10 +321,10 @@ impl Kernel {
         self.check_no_huge_split(pv, start, end, "munmap")?;
         let current = self.current;
         self.proc_mut(current)?.vmas.remove_range(start, end);
-        if self.zap_range(pv, current, start, end) {
-            self.flush_range(pv, start, len / crate::addr::PAGE_SIZE);
+        if self.zap_range(pv, current, start, end)? {
+            self.flush_range(pv, start, len / crate::addr::PAGE_SIZE)?;
         }
-        self.free_empty_tables(pv, current, start, end);
+        self.free_empty_tables(pv, current, start, end)?;
         self.counters.munmaps += 1;
         Ok(())
     }
@@ -333,8 +339,8 @@ impl Kernel {
     ) -> Result<(), OsError> {
         let end = checked_range(start, len)?;
         self.check_no_huge_split(pv, start, end, "madvise")?;
-        if self.zap_range(pv, self.current, start, end) {
-            self.flush_range(pv, start, len / crate::addr::PAGE_SIZE);
+        if self.zap_range(pv, self.current, start, end)? {
+            self.flush_range(pv, start, len / crate::addr::PAGE_SIZE)?;
         }
         self.counters.madvises += 1;
         Ok(())
@@ -359,7 +365,7 @@ impl Kernel {
             .protect_range(start, end, writable);
         let mut changed = false;
         if !writable {
-            pv.lazy_mmu_begin();
+            pv.lazy_mmu_begin()?;
             tables::for_each_leaf(
                 pv,
                 pgd,
@@ -373,15 +379,16 @@ impl Kernel {
                             leaf.slot.table,
                             leaf.slot.index,
                             leaf.entry & !X86::WRITE,
-                        );
+                        )?;
                         changed = true;
                     }
+                    Ok(())
                 },
-            );
-            pv.lazy_mmu_end();
+            )?;
+            pv.lazy_mmu_end()?;
         }
         if changed {
-            self.flush_range(pv, start, len / crate::addr::PAGE_SIZE);
+            self.flush_range(pv, start, len / crate::addr::PAGE_SIZE)?;
         }
         self.counters.mprotects += 1;
         Ok(())
@@ -389,19 +396,25 @@ impl Kernel {
 
     /// Invalidate the `pages` pages from `start` in the current address space, or flush all
     /// of it past [`FLUSH_CEILING_PAGES`], as Linux's flush_tlb_mm_range does.
-    pub(super) fn flush_range<P: PvOps + ?Sized>(&mut self, pv: &mut P, start: Gva, pages: u64) {
+    pub(super) fn flush_range<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        start: Gva,
+        pages: u64,
+    ) -> Result<(), OsError> {
         if pages == 0 {
-            return;
+            return Ok(());
         }
         if pages > FLUSH_CEILING_PAGES {
-            pv.flush_tlb();
+            pv.flush_tlb()?;
             self.counters.tlb_flushes += 1;
         } else {
             for page in 0..pages {
-                pv.invlpg(Gva::new(start.raw() + page * crate::addr::PAGE_SIZE));
+                pv.invlpg(Gva::new(start.raw() + page * crate::addr::PAGE_SIZE))?;
             }
             self.counters.invlpgs += pages;
         }
+        Ok(())
     }
 
     /// Refuse ranges whose ends fall inside a 2 MiB page (Linux would split it).
@@ -414,7 +427,7 @@ impl Kernel {
     ) -> Result<(), OsError> {
         let pgd = self.proc(self.current)?.pgd;
         for edge in [start, end] {
-            if let Some(leaf) = tables::find_leaf(pv, pgd, self.config.levels, edge) {
+            if let Some(leaf) = tables::find_leaf(pv, pgd, self.config.levels, edge)? {
                 if leaf.size() != PageSize::Size4K && leaf.va != edge {
                     return Err(OsError::SplitsHugePage(what));
                 }
@@ -435,7 +448,7 @@ impl Kernel {
         level: u8,
     ) -> Result<Gfn, OsError> {
         let table = self.alloc_frame(PageSize::Size4K)?;
-        pv.alloc_table(level, table);
+        pv.alloc_table(level, table)?;
         self.counters.table_pages += 1;
         self.counters.table_pages_peak = self
             .counters
@@ -444,10 +457,16 @@ impl Kernel {
         Ok(table)
     }
 
-    pub(super) fn free_table<P: PvOps + ?Sized>(&mut self, pv: &mut P, level: u8, table: Gfn) {
-        pv.release_table(level, table);
+    pub(super) fn free_table<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        level: u8,
+        table: Gfn,
+    ) -> Result<(), OsError> {
+        pv.release_table(level, table)?;
         self.phys.put(table, PageSize::Size4K);
         self.counters.table_pages -= 1;
+        Ok(())
     }
 }
 

@@ -13,4 +13,4 @@ mod teardown;
 
 pub use exec::{ImageRegion, Program, HELLO, SMALL_IMAGE};
 pub use kernel::{Kernel, KernelConfig, KernelCounters, OsError, Pid, Process, ThpPolicy};
-pub use pvops::PvOps;
+pub use pvops::{BackendError, PvOps, PvResult};

@@ -4,7 +4,7 @@
 use crate::addr::{Gfn, Gva, PageSize};
 use crate::hw::x86::pte::{EntryFormat, FRAME_MASK, X86};
 use crate::hw::x86::walker::level_shift;
-use crate::os::pvops::PvOps;
+use crate::os::pvops::{PvOps, PvResult};
 
 /// Where one entry lives: the table page, the index in it, and the table's level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,17 +56,19 @@ pub fn find_leaf<P: PvOps + ?Sized>(
     pgd: Gfn,
     levels: u8,
     va: Gva,
-) -> Option<LeafEntry> {
+) -> PvResult<Option<LeafEntry>> {
     let mut table = pgd;
     for level in (1..=levels).rev() {
         let index = index_of(va, level);
-        let entry = pv.read_entry(table, index);
+        let entry = pv.read_entry(table, index)?;
         if !X86::is_present(entry) {
-            return None;
+            return Ok(None);
         }
         if is_leaf(entry, level) {
-            let size = PageSize::at_level(level)?;
-            return Some(LeafEntry {
+            let Some(size) = PageSize::at_level(level) else {
+                return Ok(None);
+            };
+            return Ok(Some(LeafEntry {
                 slot: Slot {
                     level,
                     table,
@@ -74,23 +76,24 @@ pub fn find_leaf<P: PvOps + ?Sized>(
                 },
                 va: va.align_down(size),
                 entry,
-            });
+            }));
         }
         table = next_table(entry);
     }
-    None
+    Ok(None)
 }
 
-/// Call `f` for every present leaf whose page starts in `[start, end)`, in address order.
+/// Call `f` for every present leaf whose page starts in `[start, end)`, in address order;
+/// stops at the first error.
 pub fn for_each_leaf<P: PvOps + ?Sized>(
     pv: &mut P,
     pgd: Gfn,
     levels: u8,
     start: Gva,
     end: Gva,
-    f: &mut dyn FnMut(&mut P, LeafEntry),
-) {
-    visit(pv, pgd, levels, 0, start.raw(), end.raw(), f);
+    f: &mut dyn FnMut(&mut P, LeafEntry) -> PvResult,
+) -> PvResult {
+    visit(pv, pgd, levels, 0, start.raw(), end.raw(), f)
 }
 
 fn visit<P: PvOps + ?Sized>(
@@ -100,8 +103,8 @@ fn visit<P: PvOps + ?Sized>(
     base: u64,
     start: u64,
     end: u64,
-    f: &mut dyn FnMut(&mut P, LeafEntry),
-) {
+    f: &mut dyn FnMut(&mut P, LeafEntry) -> PvResult,
+) -> PvResult {
     let span = span(level);
     for index in 0..512u64 {
         let lo = base + index * span;
@@ -109,7 +112,7 @@ fn visit<P: PvOps + ?Sized>(
         if hi <= start || lo >= end {
             continue;
         }
-        let entry = pv.read_entry(table, index as usize);
+        let entry = pv.read_entry(table, index as usize)?;
         if !X86::is_present(entry) {
             continue;
         }
@@ -126,10 +129,11 @@ fn visit<P: PvOps + ?Sized>(
                         va: Gva::new(lo),
                         entry,
                     },
-                );
+                )?;
             }
         } else {
-            visit(pv, next_table(entry), level - 1, lo, start, end, f);
+            visit(pv, next_table(entry), level - 1, lo, start, end, f)?;
         }
     }
+    Ok(())
 }

@@ -6,7 +6,7 @@ use crate::addr::{Gfn, Gva};
 use crate::hw::x86::pte::{EntryFormat, X86};
 use crate::os::kernel::{Kernel, OsError, Pid};
 use crate::os::mm::VmaList;
-use crate::os::pvops::PvOps;
+use crate::os::pvops::{PvOps, PvResult};
 use crate::os::tables::{self, LeafEntry};
 
 impl Kernel {
@@ -18,9 +18,9 @@ impl Kernel {
         pid: Pid,
         start: Gva,
         end: Gva,
-    ) -> bool {
+    ) -> PvResult<bool> {
         let Ok(process) = self.proc(pid) else {
-            return false;
+            return Ok(false);
         };
         let pgd = process.pgd;
         self.zap_leaves(pv, pgd, &[(start, end)])
@@ -33,9 +33,9 @@ impl Kernel {
         pv: &mut P,
         pgd: Gfn,
         ranges: &[(Gva, Gva)],
-    ) -> bool {
+    ) -> PvResult<bool> {
         let mut zapped = Vec::new();
-        pv.lazy_mmu_begin();
+        pv.lazy_mmu_begin()?;
         for &(start, end) in ranges {
             tables::for_each_leaf(
                 pv,
@@ -44,18 +44,19 @@ impl Kernel {
                 start,
                 end,
                 &mut |pv, leaf: LeafEntry| {
-                    pv.get_and_clear(leaf.slot.level, leaf.slot.table, leaf.slot.index);
+                    pv.get_and_clear(leaf.slot.level, leaf.slot.table, leaf.slot.index)?;
                     zapped.push(leaf);
+                    Ok(())
                 },
-            );
+            )?;
         }
-        pv.lazy_mmu_end();
+        pv.lazy_mmu_end()?;
         for leaf in &zapped {
             if self.phys.put(leaf.frame(), leaf.size()) {
                 self.counters.frames_freed += leaf.size().frames();
             }
         }
-        !zapped.is_empty()
+        Ok(!zapped.is_empty())
     }
 
     /// Free the page tables of `pid` reachable from `[start, end)` whose span holds no
@@ -67,16 +68,19 @@ impl Kernel {
         pid: Pid,
         start: Gva,
         end: Gva,
-    ) {
-        let Ok(process) = self.proc(pid) else { return };
+    ) -> Result<(), OsError> {
+        let Ok(process) = self.proc(pid) else {
+            return Ok(());
+        };
         let (pgd, vmas) = (process.pgd, process.vmas.clone());
         let levels = self.config.levels;
         let before = self.counters.table_pages;
-        self.free_unused(pv, &vmas, pgd, levels, 0, start.raw(), end.raw());
+        self.free_unused(pv, &vmas, pgd, levels, 0, start.raw(), end.raw())?;
         if self.counters.table_pages != before {
-            pv.flush_tlb();
+            pv.flush_tlb()?;
             self.counters.tlb_flushes += 1;
         }
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -89,46 +93,57 @@ impl Kernel {
         base: u64,
         start: u64,
         end: u64,
-    ) {
+    ) -> Result<(), OsError> {
         let span = tables::span(level);
         for index in 0..512u64 {
             let lo = base + index * span;
             if lo + span <= start || lo >= end {
                 continue;
             }
-            let entry = pv.read_entry(table, index as usize);
+            let entry = pv.read_entry(table, index as usize)?;
             if !X86::is_present(entry) || tables::is_leaf(entry, level) {
                 continue;
             }
             let child = tables::next_table(entry);
             // As Linux's free_pgtables: a table goes when no mapping is left in its span.
             if !vmas.overlaps(Gva::new(lo), Gva::new(lo + span)) {
-                pv.get_and_clear(level, table, index as usize);
-                self.free_subtree(pv, child, level - 1);
+                pv.get_and_clear(level, table, index as usize)?;
+                self.free_subtree(pv, child, level - 1)?;
             } else {
-                self.free_unused(pv, vmas, child, level - 1, lo, start, end);
+                self.free_unused(pv, vmas, child, level - 1, lo, start, end)?;
             }
         }
+        Ok(())
     }
 
     /// Free a table page and every table below it (their leaves must be zapped already).
-    pub(super) fn free_subtree<P: PvOps + ?Sized>(&mut self, pv: &mut P, table: Gfn, level: u8) {
+    pub(super) fn free_subtree<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        table: Gfn,
+        level: u8,
+    ) -> Result<(), OsError> {
         if level > 1 {
             for index in 0..512 {
-                let entry = pv.read_entry(table, index);
+                let entry = pv.read_entry(table, index)?;
                 if X86::is_present(entry) && !tables::is_leaf(entry, level) {
-                    self.free_subtree(pv, tables::next_table(entry), level - 1);
+                    self.free_subtree(pv, tables::next_table(entry), level - 1)?;
                 }
             }
         }
-        self.free_table(pv, level, table);
+        self.free_table(pv, level, table)
     }
 
     /// Tear down an address space that no CPU runs any more: its pages and its tables.
-    pub(super) fn destroy_mm<P: PvOps + ?Sized>(&mut self, pv: &mut P, pgd: Gfn, vmas: &VmaList) {
+    pub(super) fn destroy_mm<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        pgd: Gfn,
+        vmas: &VmaList,
+    ) -> Result<(), OsError> {
         let ranges: Vec<(Gva, Gva)> = vmas.iter().map(|v| (v.start, v.end)).collect();
-        self.zap_leaves(pv, pgd, &ranges);
-        self.free_subtree(pv, pgd, self.config.levels);
+        self.zap_leaves(pv, pgd, &ranges)?;
+        self.free_subtree(pv, pgd, self.config.levels)
     }
 
     /// The current process exits; `next` runs after it (the parent collecting it, say).
@@ -139,13 +154,13 @@ impl Kernel {
         }
         self.proc(next)?;
         // Drop the dying address space's translations (its PCID may be reused later).
-        pv.flush_tlb();
+        pv.flush_tlb()?;
         self.counters.tlb_flushes += 1;
         self.switch_to(pv, next)?;
         let dead = self.procs[pid as usize]
             .take()
             .ok_or(OsError::NoProcess(pid))?;
-        self.destroy_mm(pv, dead.pgd, &dead.vmas);
+        self.destroy_mm(pv, dead.pgd, &dead.vmas)?;
         self.counters.exits += 1;
         Ok(())
     }

@@ -1,10 +1,31 @@
 //! Native paging: the kernel's physical frames are host frames and its tables are the ones
-//! the hardware walks (1D).
+//! the hardware walks (1D). No hypervisor.
 
+use super::{Machine, Paging, Scheme, SimError, SystemConfig};
 use crate::addr::{Gfn, Gva, PageSize};
 use crate::hw::frames::HostMemory;
 use crate::hw::x86::mmu::{Mmu, Root};
-use crate::os::PvOps;
+use crate::os::{PvOps, PvResult};
+
+/// Bare metal: no hypervisor state.
+pub struct Native;
+
+impl Scheme for Native {
+    fn new(_machine: &mut Machine, _config: &SystemConfig) -> Result<Native, SimError> {
+        Ok(Native)
+    }
+
+    fn paging(&self) -> Paging {
+        Paging::Native
+    }
+
+    fn with_pvops<R>(&mut self, m: &mut Machine, f: impl FnOnce(&mut dyn PvOps) -> R) -> R {
+        f(&mut NativePvOps {
+            mem: &mut m.mem,
+            mmu: &mut m.mmu,
+        })
+    }
+}
 
 /// The native pv-ops backend: every operation is the plain hardware operation.
 pub struct NativePvOps<'a> {
@@ -13,36 +34,44 @@ pub struct NativePvOps<'a> {
 }
 
 impl PvOps for NativePvOps<'_> {
-    fn read_entry(&mut self, table: Gfn, index: usize) -> u64 {
-        self.mem
-            .read_u64(table.identity_host().addr_at(index as u64 * 8))
+    fn read_entry(&mut self, table: Gfn, index: usize) -> PvResult<u64> {
+        Ok(self
+            .mem
+            .read_u64(table.identity_host().addr_at(index as u64 * 8)))
     }
 
-    fn set_entry(&mut self, _level: u8, table: Gfn, index: usize, entry: u64) {
+    fn set_entry(&mut self, _level: u8, table: Gfn, index: usize, entry: u64) -> PvResult {
         self.mem
             .write_u64(table.identity_host().addr_at(index as u64 * 8), entry);
+        Ok(())
     }
 
-    fn get_and_clear(&mut self, _level: u8, table: Gfn, index: usize) -> u64 {
+    fn get_and_clear(&mut self, _level: u8, table: Gfn, index: usize) -> PvResult<u64> {
         let at = table.identity_host().addr_at(index as u64 * 8);
         let old = self.mem.read_u64(at);
         self.mem.write_u64(at, 0);
-        old
+        Ok(old)
     }
 
-    fn alloc_table(&mut self, _level: u8, table: Gfn) {
+    fn alloc_table(&mut self, _level: u8, table: Gfn) -> PvResult {
         self.mem.drop_contents(table.identity_host());
+        Ok(())
     }
 
-    fn release_table(&mut self, _level: u8, table: Gfn) {
+    fn release_table(&mut self, _level: u8, table: Gfn) -> PvResult {
         self.mem.drop_contents(table.identity_host());
+        Ok(())
     }
 
-    fn clear_page(&mut self, _frame: Gfn, _size: PageSize) {}
+    fn clear_page(&mut self, _frame: Gfn, _size: PageSize) -> PvResult {
+        Ok(())
+    }
 
-    fn copy_page(&mut self, _from: Gfn, _to: Gfn, _size: PageSize) {}
+    fn copy_page(&mut self, _from: Gfn, _to: Gfn, _size: PageSize) -> PvResult {
+        Ok(())
+    }
 
-    fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) {
+    fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) -> PvResult {
         self.mmu.set_root(
             Root::OneD {
                 cr3: pgd.identity_host().addr(),
@@ -50,13 +79,16 @@ impl PvOps for NativePvOps<'_> {
             pcid as u64,
             flush,
         );
+        Ok(())
     }
 
-    fn invlpg(&mut self, va: Gva) {
+    fn invlpg(&mut self, va: Gva) -> PvResult {
         self.mmu.invlpg(va);
+        Ok(())
     }
 
-    fn flush_tlb(&mut self) {
+    fn flush_tlb(&mut self) -> PvResult {
         self.mmu.flush_current();
+        Ok(())
     }
 }

@@ -1,85 +1,113 @@
 //! Nested paging (EPT/NPT): the guest kernel's tables map GVA->GPA, the hypervisor's EPT maps
 //! GPA->HPA, and the hardware walks both (2D). Guest page-table updates are plain stores;
-//! the only hypervisor work is backing guest frames on first touch (EPT violations).
+//! the only hypervisor work is backing guest frames on first touch (EPT violations), and
+//! host moves of guest pages (p2m update, global flush).
 
+use super::{Machine, Paging, Scheme, SimError, SystemConfig};
 use crate::addr::{Gfn, Gva, Hpa, PageSize};
 use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
 use crate::hw::x86::mmu::{Mmu, Root};
-use crate::os::PvOps;
+use crate::os::{PvOps, PvResult};
 
-/// The nested-paging pv-ops backend: the guest writes its own memory; a write to a guest frame
-/// the host never backed traps first (EPT violation) and is backed.
+/// Nested paging: one VM, whose EPT is the p2m.
+pub struct Nested {
+    vm: Vm,
+}
+
+impl Scheme for Nested {
+    fn new(m: &mut Machine, config: &SystemConfig) -> Result<Nested, SimError> {
+        Ok(Nested {
+            vm: super::new_vm(m, config)?,
+        })
+    }
+
+    fn paging(&self) -> Paging {
+        Paging::Nested
+    }
+
+    fn with_pvops<R>(&mut self, m: &mut Machine, f: impl FnOnce(&mut dyn PvOps) -> R) -> R {
+        f(&mut NestedPvOps {
+            mem: &mut m.mem,
+            mmu: &mut m.mmu,
+            vm: &mut self.vm,
+        })
+    }
+
+    fn vm(&self) -> Option<&Vm> {
+        Some(&self.vm)
+    }
+
+    fn vm_mut(&mut self) -> Option<&mut Vm> {
+        Some(&mut self.vm)
+    }
+
+    fn host_remap(&mut self, m: &mut Machine, gfn: Gfn) -> Result<(), SimError> {
+        self.vm.remap(&mut m.mem, gfn, false)?;
+        // An EPT change is visible to every CPU only after a global flush.
+        m.mmu.flush_all();
+        self.vm.remap_counters_mut().global_flushes += 1;
+        Ok(())
+    }
+}
+
+/// The nested-paging pv-ops backend: the guest writes its own memory; a write to a guest
+/// frame the host never backed traps first (EPT violation) and is backed. Other schemes'
+/// hypervisors read the guest's tables through it too.
 pub struct NestedPvOps<'a> {
     pub mem: &'a mut HostMemory,
     pub mmu: &'a mut Mmu,
     pub vm: &'a mut Vm,
-    /// The first hypervisor error met (pv-ops cannot fail; the caller checks this after).
-    pub error: Option<HvError>,
 }
 
 impl NestedPvOps<'_> {
-    fn host_addr(&mut self, table: Gfn, index: usize) -> Option<Hpa> {
-        let hfn = self.vm.touch(self.mem, table);
-        super::stash(&mut self.error, hfn).map(|hfn| hfn.addr_at(index as u64 * 8))
-    }
-}
-
-impl NestedPvOps<'_> {
-    /// The guest kernel writes every 4 KiB frame of a page: each unbacked one traps once.
-    fn write_frames(&mut self, frame: Gfn, size: PageSize) {
-        for offset in 0..size.frames() {
-            let touched = self.vm.touch(self.mem, Gfn::new(frame.raw() + offset));
-            if super::stash(&mut self.error, touched).is_none() {
-                return;
-            }
-        }
+    fn host_addr(&mut self, table: Gfn, index: usize) -> Result<Hpa, HvError> {
+        Ok(self.vm.touch(self.mem, table)?.addr_at(index as u64 * 8))
     }
 }
 
 impl PvOps for NestedPvOps<'_> {
-    fn read_entry(&mut self, table: Gfn, index: usize) -> u64 {
-        self.host_addr(table, index)
-            .map_or(0, |at| self.mem.read_u64(at))
+    fn read_entry(&mut self, table: Gfn, index: usize) -> PvResult<u64> {
+        let at = self.host_addr(table, index)?;
+        Ok(self.mem.read_u64(at))
     }
 
-    fn set_entry(&mut self, _level: u8, table: Gfn, index: usize, entry: u64) {
-        if let Some(at) = self.host_addr(table, index) {
-            self.mem.write_u64(at, entry);
-        }
+    fn set_entry(&mut self, _level: u8, table: Gfn, index: usize, entry: u64) -> PvResult {
+        let at = self.host_addr(table, index)?;
+        self.mem.write_u64(at, entry);
+        Ok(())
     }
 
-    fn get_and_clear(&mut self, _level: u8, table: Gfn, index: usize) -> u64 {
-        let Some(at) = self.host_addr(table, index) else {
-            return 0;
-        };
+    fn get_and_clear(&mut self, _level: u8, table: Gfn, index: usize) -> PvResult<u64> {
+        let at = self.host_addr(table, index)?;
         let old = self.mem.read_u64(at);
         self.mem.write_u64(at, 0);
-        old
+        Ok(old)
     }
 
-    fn alloc_table(&mut self, _level: u8, table: Gfn) {
+    fn alloc_table(&mut self, _level: u8, table: Gfn) -> PvResult {
         // Zeroing the new table is the guest's first touch of the frame if it is new.
-        if let Some(at) = self.host_addr(table, 0) {
-            self.mem.drop_contents(at.frame());
-        }
+        let at = self.host_addr(table, 0)?;
+        self.mem.drop_contents(at.frame());
+        Ok(())
     }
 
-    fn release_table(&mut self, _level: u8, table: Gfn) {
+    fn release_table(&mut self, _level: u8, table: Gfn) -> PvResult {
         if let Some(hfn) = self.vm.translate(self.mem, table) {
             self.mem.drop_contents(hfn);
         }
+        Ok(())
     }
 
-    fn clear_page(&mut self, frame: Gfn, size: PageSize) {
-        self.write_frames(frame, size);
+    fn clear_page(&mut self, frame: Gfn, size: PageSize) -> PvResult {
+        super::touch_frames(self.mem, self.vm, frame, size)
     }
 
-    fn copy_page(&mut self, _from: Gfn, to: Gfn, size: PageSize) {
-        self.write_frames(to, size);
+    fn copy_page(&mut self, _from: Gfn, to: Gfn, size: PageSize) -> PvResult {
+        super::touch_frames(self.mem, self.vm, to, size)
     }
 
-    fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) {
+    fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) -> PvResult {
         self.mmu.set_root(
             Root::TwoD {
                 guest_cr3: pgd.addr(),
@@ -88,13 +116,16 @@ impl PvOps for NestedPvOps<'_> {
             pcid as u64,
             flush,
         );
+        Ok(())
     }
 
-    fn invlpg(&mut self, va: Gva) {
+    fn invlpg(&mut self, va: Gva) -> PvResult {
         self.mmu.invlpg(va);
+        Ok(())
     }
 
-    fn flush_tlb(&mut self) {
+    fn flush_tlb(&mut self) -> PvResult {
         self.mmu.flush_current();
+        Ok(())
     }
 }

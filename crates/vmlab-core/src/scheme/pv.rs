@@ -1,0 +1,156 @@
+//! Xen-style paravirtual direct paging: every address space's tables hold machine frames
+//! (the copies of `hv::direct`, walked in 1D); every update is a validated hypercall, batched
+//! in lazy-MMU sections (`hv::pv`); CR3 loads and flushes are hypercalls; system calls and
+//! faults bounce through the hypervisor, since a 64-bit PV kernel runs in ring 3. The
+//! guest-physical view the kernel reads stands in for Xen's machine-to-physical table.
+
+use super::{Machine, Paging, Scheme, SimError, SystemConfig};
+use crate::addr::{Gfn, Gva, PageSize};
+use crate::hv::direct::DirectTables;
+use crate::hv::pv::{hypercall, Multicall};
+use crate::hv::x86::exits::ExitReason;
+use crate::hv::x86::vm::Vm;
+use crate::hw::frames::HostMemory;
+use crate::hw::x86::mmu::{Mmu, Root};
+use crate::os::{Kernel, PvOps, PvResult};
+
+/// PV paging: one VM, the machine-frame tables and the multicall batch.
+pub struct Pv {
+    vm: Vm,
+    direct: DirectTables,
+    batch: Multicall,
+}
+
+impl Pv {
+    /// The machine-frame tables.
+    pub fn direct_tables(&self) -> &DirectTables {
+        &self.direct
+    }
+}
+
+impl Scheme for Pv {
+    fn new(m: &mut Machine, config: &SystemConfig) -> Result<Pv, SimError> {
+        Ok(Pv {
+            vm: super::new_vm(m, config)?,
+            direct: DirectTables::default(),
+            batch: Multicall::default(),
+        })
+    }
+
+    fn paging(&self) -> Paging {
+        Paging::Pv
+    }
+
+    fn with_pvops<R>(&mut self, m: &mut Machine, f: impl FnOnce(&mut dyn PvOps) -> R) -> R {
+        f(&mut PvPvOps {
+            mem: &mut m.mem,
+            mmu: &mut m.mmu,
+            vm: &mut self.vm,
+            direct: &mut self.direct,
+            batch: &mut self.batch,
+        })
+    }
+
+    fn vm(&self) -> Option<&Vm> {
+        Some(&self.vm)
+    }
+
+    fn vm_mut(&mut self) -> Option<&mut Vm> {
+        Some(&mut self.vm)
+    }
+
+    fn kernel_entry(&mut self, _kernel: &Kernel) {
+        self.vm.record_exit(ExitReason::PvBounce);
+    }
+}
+
+/// The PV pv-ops backend: dual writes into machine-frame tables, each a hypercall or a place
+/// in a multicall.
+pub struct PvPvOps<'a> {
+    pub mem: &'a mut HostMemory,
+    pub mmu: &'a mut Mmu,
+    pub vm: &'a mut Vm,
+    pub direct: &'a mut DirectTables,
+    pub batch: &'a mut Multicall,
+}
+
+impl PvOps for PvPvOps<'_> {
+    fn read_entry(&mut self, table: Gfn, index: usize) -> PvResult<u64> {
+        Ok(self.direct.read_entry(self.mem, self.vm, table, index)?)
+    }
+
+    fn set_entry(&mut self, level: u8, table: Gfn, index: usize, entry: u64) -> PvResult {
+        if self
+            .direct
+            .set_entry(self.mem, self.vm, level, table, index, entry)?
+        {
+            self.batch.update(self.vm);
+        }
+        Ok(())
+    }
+
+    fn get_and_clear(&mut self, _level: u8, table: Gfn, index: usize) -> PvResult<u64> {
+        let (old, dual) = self.direct.get_and_clear(self.mem, self.vm, table, index)?;
+        if dual {
+            self.batch.update(self.vm);
+        }
+        Ok(old)
+    }
+
+    fn alloc_table(&mut self, _level: u8, table: Gfn) -> PvResult {
+        Ok(self.direct.alloc_table(self.mem, self.vm, table)?)
+    }
+
+    fn release_table(&mut self, _level: u8, table: Gfn) -> PvResult {
+        self.direct.release_table(self.mem, self.vm, table);
+        Ok(())
+    }
+
+    fn clear_page(&mut self, frame: Gfn, size: PageSize) -> PvResult {
+        super::touch_frames(self.mem, self.vm, frame, size)
+    }
+
+    fn copy_page(&mut self, _from: Gfn, to: Gfn, size: PageSize) -> PvResult {
+        super::touch_frames(self.mem, self.vm, to, size)
+    }
+
+    fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) -> PvResult {
+        let root = match (self.direct.is_direct(pgd), self.direct.copy_of(pgd)) {
+            (true, Some(copy)) => Root::OneD { cr3: copy.addr() },
+            _ => Root::TwoD {
+                guest_cr3: pgd.addr(),
+                eptp: self.vm.eptp(),
+            },
+        };
+        self.mmu.set_root(root, pcid as u64, flush);
+        hypercall(self.vm); // the CR3 switch (mmuext_op new_baseptr)
+        Ok(())
+    }
+
+    fn invlpg(&mut self, va: Gva) -> PvResult {
+        self.mmu.invlpg(va);
+        hypercall(self.vm);
+        Ok(())
+    }
+
+    fn flush_tlb(&mut self) -> PvResult {
+        self.mmu.flush_current();
+        hypercall(self.vm);
+        Ok(())
+    }
+
+    fn lazy_mmu_begin(&mut self) -> PvResult {
+        self.batch.begin();
+        Ok(())
+    }
+
+    fn lazy_mmu_end(&mut self) -> PvResult {
+        self.batch.end(self.vm);
+        Ok(())
+    }
+
+    fn mm_created(&mut self, pgd: Gfn, _devirt: bool) -> PvResult {
+        // Under PV every address space is paravirtualized.
+        Ok(self.direct.add_root(self.mem, pgd)?)
+    }
+}
