@@ -220,7 +220,7 @@ mod tests {
     #[test]
     fn frames_and_offsets() {
         let a = Gva::new(0x7fff_1234_5678);
-        assert_eq!(a.frame(), Gvfn::new(0x7fff_1234_5));
+        assert_eq!(a.frame(), Gvfn::new(0x7_fff1_2345));
         assert_eq!(a.offset_in(PageSize::Size4K), 0x678);
         assert_eq!(a.offset_in(PageSize::Size2M), 0x14_5678);
         assert_eq!(a.align_down(PageSize::Size1G), Gva::new(0x7fff_0000_0000));

@@ -9,7 +9,7 @@ use vmlab_core::hv::x86::shadow::ShadowConfig;
 use vmlab_core::hv::x86::vm::BackingConfig;
 use vmlab_core::scheme::{Paging, SimError, System, SystemConfig};
 
-const REGION: u64 = 0x4000_0000_00;
+const REGION: u64 = 0x40_0000_0000;
 const PAGE: u64 = 4096;
 
 fn system(paging: Paging, guest_pages: PageSize, pcid: bool) -> System {

@@ -10,7 +10,7 @@ use vmlab_core::hv::ExitReason;
 use vmlab_core::hw::x86::mmu::TlbConfig;
 use vmlab_core::scheme::{Paging, System};
 
-const REGION: u64 = 0x4000_0000_00;
+const REGION: u64 = 0x40_0000_0000;
 const PAGE: u64 = 4096;
 
 fn va(page: u64) -> Gva {

@@ -11,7 +11,7 @@ use vmlab_core::hw::x86::pte::{FRAME_MASK, X86};
 use vmlab_core::hw::x86::walker::level_shift;
 use vmlab_core::scheme::{Paging, System};
 
-const REGION: u64 = 0x4000_0000_00;
+const REGION: u64 = 0x40_0000_0000;
 const PAGE: u64 = 4096;
 
 fn va(page: u64) -> Gva {

@@ -160,7 +160,7 @@ mod sse2 {
             _mm_setzero_si128()
         };
         let bytes = _mm_packs_epi16(lo, hi);
-        let lanes_mask = ((1u32 << N) - 1) as u32;
+        let lanes_mask = (1u32 << N) - 1;
         values.map(|v| {
             _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(v as i8))) as u32 & lanes_mask
         })

@@ -803,7 +803,7 @@ mod tests {
                     let lines = 2 * sets * u64::from(ways);
                     for i in 0..4000 {
                         let r = lcg(&mut rng);
-                        let line = if r % 2 == 0 {
+                        let line = if r.is_multiple_of(2) {
                             r / 2 % lines.div_ceil(8)
                         } else {
                             r / 2 % lines

@@ -475,7 +475,9 @@ fn checked_range(start: Gva, len: u64) -> Result<Gva, OsError> {
     start
         .checked_add(len)
         .filter(|_| {
-            len > 0 && start.is_aligned(PageSize::Size4K) && len % crate::addr::PAGE_SIZE == 0
+            len > 0
+                && start.is_aligned(PageSize::Size4K)
+                && len.is_multiple_of(crate::addr::PAGE_SIZE)
         })
         .ok_or(OsError::BadRange { start, len })
 }
