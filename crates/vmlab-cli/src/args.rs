@@ -5,6 +5,7 @@ use clap::{Args, Parser, Subcommand};
 use vmlab_core::addr::PageSize;
 use vmlab_core::cost::{Profile, DEFAULT_PROFILE};
 use vmlab_core::engine::RunConfig;
+use vmlab_core::lab;
 use vmlab_core::scheme::Paging;
 use vmlab_core::workload::WorkloadSpec;
 
@@ -176,18 +177,7 @@ pub fn parse_workload(text: &str) -> Result<WorkloadSpec, UsageError> {
 }
 
 pub fn parse_schemes(names: &[String]) -> Result<Vec<Paging>, UsageError> {
-    let mut out = Vec::new();
-    for name in names {
-        let paging = Paging::parse(name.trim()).map_err(UsageError)?;
-        if out.contains(&paging) {
-            return Err(UsageError(format!("paging scheme '{name}' given twice")));
-        }
-        out.push(paging);
-    }
-    if out.is_empty() {
-        return Err(UsageError("--paging needs at least one scheme".into()));
-    }
-    Ok(out)
+    lab::parse_schemes(names).map_err(|e| UsageError(e.to_string()))
 }
 
 pub fn parse_page_size(
@@ -195,28 +185,12 @@ pub fn parse_page_size(
     text: &str,
     allowed: &[PageSize],
 ) -> Result<PageSize, UsageError> {
-    allowed
-        .iter()
-        .copied()
-        .find(|s| s.name().eq_ignore_ascii_case(text))
-        .ok_or_else(|| {
-            let valid: Vec<_> = allowed.iter().map(|s| s.name()).collect();
-            UsageError(format!(
-                "invalid {flag} '{text}'; valid values: {}",
-                valid.join(", ")
-            ))
-        })
+    lab::parse_page_size(flag, text, allowed).map_err(|e| UsageError(e.to_string()))
 }
 
 /// A built-in profile by name, or a profile file by path.
 pub fn load_profile(name: &str) -> Result<Profile, UsageError> {
-    let is_path = name.ends_with(".toml") || name.contains('/');
-    if !is_path {
-        return Profile::builtin(name).map_err(|e| UsageError(e.to_string()));
-    }
-    let text = std::fs::read_to_string(name)
-        .map_err(|e| UsageError(format!("cannot read machine profile {name}: {e}")))?;
-    Profile::from_toml(&text, name).map_err(|e| UsageError(e.to_string()))
+    lab::load_profile(name).map_err(|e| UsageError(e.to_string()))
 }
 
 impl SimArgs {

@@ -98,6 +98,7 @@ fn time_measured_phase(config: &RunConfig, label: &str) -> Result<(u64, f64), Cl
             }
         }
         progress.update(p);
+        std::ops::ControlFlow::Continue(())
     });
     progress.finish();
     let report = result.map_err(|e| match e {

@@ -3,6 +3,7 @@
 use crate::args::{parse_schemes, parse_workload, RunArgs};
 use crate::progress::RunProgress;
 use crate::{table, CliError};
+use std::ops::ControlFlow;
 use vmlab_core::engine::{self, RunConfig};
 use vmlab_core::stats::RunReport;
 
@@ -17,7 +18,10 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
             ..template.clone()
         };
         let mut progress = RunProgress::new(paging.name());
-        let report = engine::run(&config, &mut |p| progress.update(p));
+        let report = engine::run(&config, &mut |p| {
+            progress.update(p);
+            ControlFlow::Continue(())
+        });
         progress.finish();
         reports.push(report.map_err(|e| match e {
             engine::EngineError::Config(msg) => CliError::Usage(crate::UsageError(msg)),

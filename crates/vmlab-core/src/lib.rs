@@ -19,6 +19,7 @@ pub mod engine;
 mod host;
 pub mod hv;
 pub mod hw;
+pub mod lab;
 pub mod os;
 pub mod scheme;
 pub mod stats;

@@ -24,7 +24,7 @@ fn config(workload: &str, paging: Paging) -> RunConfig {
 }
 
 fn go(config: &RunConfig) -> RunReport {
-    run(config, &mut |_| {}).unwrap()
+    run(config, &mut |_| std::ops::ControlFlow::Continue(())).unwrap()
 }
 
 #[test]

@@ -19,6 +19,7 @@ use crate::os::KernelCounters;
 use crate::scheme::{Paging, SimError, System, SystemConfig};
 use crate::stats::{exits_by_reason, LevelCounts, RunReport, SetupReport, StructureStats};
 use crate::workload::{AnyWorkload, Op, Workload, WorkloadSpec};
+use std::ops::ControlFlow;
 
 /// One run to do.
 #[derive(Clone, Debug)]
@@ -69,12 +70,30 @@ pub struct Progress {
 /// How often progress is reported, in operations (a power of two minus one, as a mask).
 const PROGRESS_MASK: u64 = (1 << 18) - 1;
 
+/// Why a run did not produce a report.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// The simulated system failed (out of simulated memory, a simulator bug).
     #[error("{0}")]
     Sim(#[from] SimError),
+    /// The run cannot be done as configured (say, a footprint the machine cannot hold).
     #[error("invalid run: {0}")]
     Config(String),
+    /// The progress callback asked the run to stop.
+    #[error("the run was stopped by its progress callback")]
+    Stopped,
+}
+
+/// The progress callback of a run: called every few hundred thousand operations, it answers
+/// `ControlFlow::Break(())` to stop the run (which then ends with [`EngineError::Stopped`]).
+pub type ProgressFn<'a> = dyn FnMut(Progress) -> ControlFlow<()> + 'a;
+
+/// Reports `p`, and turns a request to stop into an error.
+fn report_progress(progress: &mut ProgressFn<'_>, p: Progress) -> Result<(), EngineError> {
+    match progress(p) {
+        ControlFlow::Continue(()) => Ok(()),
+        ControlFlow::Break(()) => Err(EngineError::Stopped),
+    }
 }
 
 /// Snapshot of every counter, to measure an interval.
@@ -131,11 +150,9 @@ pub fn system_config(paging: Paging, profile: &Profile) -> SystemConfig {
     }
 }
 
-/// Run one workload under one scheme.
-pub fn run(
-    config: &RunConfig,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<RunReport, EngineError> {
+/// Run one workload under one scheme. `progress` hears how far the run is, and may stop it
+/// (the run then returns [`EngineError::Stopped`] at its next progress report).
+pub fn run(config: &RunConfig, progress: &mut ProgressFn<'_>) -> Result<RunReport, EngineError> {
     let footprint = config.workload.footprint_bytes();
     let profile = &config.profile;
     // Room for the page tables (under 1/256 of the footprint) and the kernel's own frames.
@@ -183,7 +200,7 @@ fn drive<W: Workload>(
     mut w: W,
     sys: &mut System,
     config: &RunConfig,
-    progress: &mut dyn FnMut(Progress),
+    progress: &mut ProgressFn<'_>,
 ) -> Result<RunReport, EngineError> {
     let total = w.measured_accesses_total();
     let (warmup, sample) = if config.accesses == 0 || config.warmup + config.accesses >= total {
@@ -224,7 +241,7 @@ fn drive<W: Workload>(
 fn setup<W: Workload>(
     w: &mut W,
     sys: &mut System,
-    progress: &mut dyn FnMut(Progress),
+    progress: &mut ProgressFn<'_>,
 ) -> Result<(), EngineError> {
     while let Some(op) = w.next_op() {
         match op {
@@ -239,7 +256,7 @@ fn setup<W: Workload>(
 fn drain<W: Workload>(
     w: &mut W,
     sys: &mut System,
-    progress: &mut dyn FnMut(Progress),
+    progress: &mut ProgressFn<'_>,
 ) -> Result<u64, EngineError> {
     let mut accesses = 0;
     while let Some(op) = w.next_op() {
@@ -250,7 +267,7 @@ fn drain<W: Workload>(
 }
 
 /// Ops other than measured accesses.
-fn os_op(sys: &mut System, op: Op, progress: &mut dyn FnMut(Progress)) -> Result<(), EngineError> {
+fn os_op(sys: &mut System, op: Op, progress: &mut ProgressFn<'_>) -> Result<(), EngineError> {
     match op {
         Op::Map { start, len } => sys.mmap(start, len, true)?,
         Op::MapReadOnly { start, len } => sys.mmap(start, len, false)?,
@@ -276,11 +293,14 @@ fn os_op(sys: &mut System, op: Op, progress: &mut dyn FnMut(Progress)) -> Result
             for page in 0..pages {
                 sys.access(Gva::new(start.raw() + page * PAGE_SIZE), write)?;
                 if page & PROGRESS_MASK == 0 {
-                    progress(Progress {
-                        phase: Phase::Setup,
-                        done: page,
-                        total: pages,
-                    });
+                    report_progress(
+                        progress,
+                        Progress {
+                            phase: Phase::Setup,
+                            done: page,
+                            total: pages,
+                        },
+                    )?;
                 }
             }
         }
@@ -303,16 +323,19 @@ fn run_accesses<W: Workload>(
     sys: &mut System,
     n: u64,
     phase: Phase,
-    progress: &mut dyn FnMut(Progress),
+    progress: &mut ProgressFn<'_>,
 ) -> Result<u64, EngineError> {
     let mut done = 0;
     let mut batch = [(Gva::new(0), false); BATCH];
     let mut vas = [Gva::new(0); BATCH];
-    progress(Progress {
-        phase,
-        done,
-        total: n,
-    });
+    report_progress(
+        progress,
+        Progress {
+            phase,
+            done,
+            total: n,
+        },
+    )?;
     while done < n {
         let want = (n - done).min(BATCH as u64) as usize;
         let (mut len, mut other, mut ended) = (0, None, false);
@@ -338,11 +361,14 @@ fn run_accesses<W: Workload>(
             sys.access(va, write)?;
             done += 1;
             if done & PROGRESS_MASK == 0 {
-                progress(Progress {
-                    phase,
-                    done,
-                    total: n,
-                });
+                report_progress(
+                    progress,
+                    Progress {
+                        phase,
+                        done,
+                        total: n,
+                    },
+                )?;
             }
         }
         if let Some(op) = other {
@@ -352,11 +378,14 @@ fn run_accesses<W: Workload>(
             break;
         }
     }
-    progress(Progress {
-        phase,
-        done,
-        total: n,
-    });
+    report_progress(
+        progress,
+        Progress {
+            phase,
+            done,
+            total: n,
+        },
+    )?;
     Ok(done)
 }
 
@@ -425,7 +454,12 @@ fn report<W: Workload>(
             .map(|vm| {
                 PageSize::ALL
                     .iter()
-                    .map(|s| (s.name(), vm.backed_frames()[s.index()] * PAGE_SIZE))
+                    .map(|s| {
+                        (
+                            s.name().to_string(),
+                            vm.backed_frames()[s.index()] * PAGE_SIZE,
+                        )
+                    })
                     .collect()
             })
             .unwrap_or_default(),
@@ -449,14 +483,15 @@ fn report<W: Workload>(
     };
     RunReport {
         workload: config.workload.canonical(),
-        paging: config.paging.name(),
+        paging: config.paging.name().to_string(),
         machine: profile.machine.name.clone(),
-        guest_pages: config.guest_pages.name(),
+        guest_pages: config.guest_pages.name().to_string(),
         host_pages: if config.paging.is_virtualized() {
             config.host_pages.name()
         } else {
             "-"
-        },
+        }
+        .to_string(),
         seed: config.seed,
         pretouch: config.pretouch,
         accesses_simulated: simulated,
@@ -467,8 +502,8 @@ fn report<W: Workload>(
         seconds: cycles / (ghz * 1e9),
         cycles_per_access,
         ns_per_access: cycles_per_access / ghz,
-        cycles_breakdown: scaled(&breakdown, &whole),
-        cycles_per_access_breakdown: scaled(&breakdown, &per_access),
+        cycles_breakdown: scaled(&breakdown, &whole).into(),
+        cycles_per_access_breakdown: scaled(&breakdown, &per_access).into(),
         l1_tlb_misses: mmu.l1_tlb_misses,
         stlb_hits: mmu.stlb_hits,
         tlb_misses: mmu.tlb_misses,
@@ -504,7 +539,11 @@ fn report<W: Workload>(
             .mmu()
             .structure_stats()
             .into_iter()
-            .map(|(name, hits, misses)| StructureStats { name, hits, misses })
+            .map(|(name, hits, misses)| StructureStats {
+                name: name.to_string(),
+                hits,
+                misses,
+            })
             .collect(),
     }
 }

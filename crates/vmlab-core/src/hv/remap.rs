@@ -13,7 +13,7 @@ use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
 
 /// What host remapping did (exact counts).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RemapCounters {
     /// Backing pages moved to a new host page.
     pub remaps: u64,

@@ -63,7 +63,7 @@ pub enum OsError {
 }
 
 /// Kernel event counters (exact). Gauges (`table_pages`) hold current values.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KernelCounters {
     /// Page faults handled (each a #PF taken by the kernel), including copy-on-write ones.
     pub page_faults: u64,

@@ -5,15 +5,19 @@
 //! (`accesses_simulated` accesses after `accesses_warmup` warm-up accesses); `cycles` and
 //! `seconds` are the cost model's, extrapolated to `accesses_total` when `extrapolated`.
 //! Set-up (mapping and first touch of the buffer) is reported apart, under `setup`.
+//!
+//! Every report type is `Deserialize` too, so a report written as JSON reads back into the
+//! same value (names are owned strings; their JSON is the same as before).
 
 use crate::cost::CycleBreakdown;
 use crate::hv::ExitCounters;
 use crate::hw::cache::MemLevel;
 use crate::os::KernelCounters;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Counts by the cache level that served them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LevelCounts {
     pub l1: u64,
     pub l2: u64,
@@ -33,36 +37,37 @@ impl From<[u64; 4]> for LevelCounts {
 }
 
 /// Hits and misses of one translation structure over the whole run.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StructureStats {
-    pub name: &'static str,
+    pub name: String,
     pub hits: u64,
     pub misses: u64,
 }
 
 /// What the set-up phase did (not part of the measured time).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SetupReport {
     pub page_faults: u64,
     pub vm_exits: u64,
-    pub exits_by_reason: BTreeMap<&'static str, u64>,
+    pub exits_by_reason: BTreeMap<String, u64>,
     /// Guest (or native) page-table pages at the end of the run, and the peak.
     pub page_table_pages: u64,
     pub page_table_pages_peak: u64,
     /// EPT table pages (0 without a hypervisor).
     pub ept_table_pages: u64,
     /// Guest memory backed by the host, in bytes, by backing page size.
-    pub backed_bytes: BTreeMap<&'static str, u64>,
+    pub backed_bytes: BTreeMap<String, u64>,
 }
 
 /// One run of one workload under one paging scheme.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
     pub workload: String,
-    pub paging: &'static str,
+    pub paging: String,
     pub machine: String,
-    pub guest_pages: &'static str,
-    pub host_pages: &'static str,
+    pub guest_pages: String,
+    /// The host's backing page size, "-" without a hypervisor.
+    pub host_pages: String,
     pub seed: u64,
     /// All guest memory was backed before set-up (`--pretouch`).
     pub pretouch: bool,
@@ -76,9 +81,9 @@ pub struct RunReport {
     pub cycles_per_access: f64,
     pub ns_per_access: f64,
     /// Cycles of the whole measured phase by resource (extrapolated like `cycles`).
-    pub cycles_breakdown: CycleBreakdown,
+    pub cycles_breakdown: Breakdown,
     /// The same per access (all zero for a workload without measured accesses).
-    pub cycles_per_access_breakdown: CycleBreakdown,
+    pub cycles_per_access_breakdown: Breakdown,
     pub l1_tlb_misses: u64,
     pub stlb_hits: u64,
     pub tlb_misses: u64,
@@ -92,7 +97,7 @@ pub struct RunReport {
     pub walk_refs_served: LevelCounts,
     pub data_served: LevelCounts,
     pub vm_exits: u64,
-    pub exits_by_reason: BTreeMap<&'static str, u64>,
+    pub exits_by_reason: BTreeMap<String, u64>,
     pub page_faults: u64,
     /// Memory-tag checks (TPT): frames checked, and checks that refused a translation.
     pub tag_checks: u64,
@@ -118,7 +123,44 @@ pub struct RunReport {
     pub structures: Vec<StructureStats>,
 }
 
+/// Cycles by resource and the total, as reported: the cost model's [`CycleBreakdown`] with
+/// an owned `bound`, so that a report reads back from JSON.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Breakdown {
+    /// Cycles the loop's instructions need on their own.
+    pub compute: f64,
+    /// Cycles of data-miss latency, divided by the misses in flight.
+    pub data: f64,
+    /// Cycles of STLB hits, walk references and tag checks, divided by the walks in flight.
+    pub walk: f64,
+    /// Cycles spent in the hypervisor.
+    pub exits: f64,
+    /// Cycles spent in the kernel.
+    pub kernel: f64,
+    /// The model's total.
+    pub total: f64,
+    /// What dominates: compute, data, walk, serial, exits or kernel.
+    pub bound: String,
+}
+
+impl From<CycleBreakdown> for Breakdown {
+    fn from(b: CycleBreakdown) -> Self {
+        Breakdown {
+            compute: b.compute,
+            data: b.data,
+            walk: b.walk,
+            exits: b.exits,
+            kernel: b.kernel,
+            total: b.total,
+            bound: b.bound.to_string(),
+        }
+    }
+}
+
 /// Exit counts keyed by reason name, for reports.
-pub fn exits_by_reason(exits: &ExitCounters) -> BTreeMap<&'static str, u64> {
-    exits.iter().map(|(r, n)| (r.name(), n)).collect()
+pub fn exits_by_reason(exits: &ExitCounters) -> BTreeMap<String, u64> {
+    exits
+        .iter()
+        .map(|(r, n)| (r.name().to_string(), n))
+        .collect()
 }

@@ -1,0 +1,295 @@
+//! Experiments as data: the TOML schema of `experiments/*.toml`, the built-in experiments,
+//! and the metrics an experiment reports. [`Experiment::plan`](crate::lab::plan) expands one
+//! into its runs.
+
+use crate::lab::LabError;
+use crate::stats::RunReport;
+use crate::workload::{WorkloadConfig, WorkloadSpec};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The built-in experiments (`experiments/*.toml` at the repository root, embedded in the
+/// library), by name, in the order `vmlab reproduce --list` shows them.
+pub const BUILTIN: [(&str, &str); 6] = [
+    ("tpt", include_str!("../../../../experiments/tpt.toml")),
+    (
+        "pagetable",
+        include_str!("../../../../experiments/pagetable.toml"),
+    ),
+    ("tlb", include_str!("../../../../experiments/tlb.toml")),
+    (
+        "lmbench",
+        include_str!("../../../../experiments/lmbench.toml"),
+    ),
+    (
+        "hugepages",
+        include_str!("../../../../experiments/hugepages.toml"),
+    ),
+    ("remap", include_str!("../../../../experiments/remap.toml")),
+];
+
+/// One experiment file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    /// Its name (the file's stem for the built-in ones).
+    pub name: String,
+    /// The figure's and the table's title.
+    pub title: String,
+    /// One line for `vmlab reproduce --list`.
+    pub summary: String,
+    /// How long the full and the quick variant take (measured on a 2-core VM).
+    pub duration: String,
+    /// Machine profile: a built-in name or a path to a .toml file.
+    #[serde(default = "default_machine")]
+    pub machine: String,
+    /// Paging schemes, in the order of the table's columns and the plot's legend.
+    pub schemes: Vec<String>,
+    /// Guest page sizes (4k, 2m) and host backing page sizes (4k, 2m, 1g) to cross.
+    #[serde(default = "default_pages")]
+    pub guest_pages: Vec<String>,
+    #[serde(default = "default_pages")]
+    pub host_pages: Vec<String>,
+    /// The seed of every run.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// The workloads, in the order of the table's rows.
+    pub workloads: Vec<WorkloadEntry>,
+    /// The sample of the full variant.
+    pub sample: Sample,
+    /// The `--quick` variant: a shorter sample and workload parameters to override.
+    pub quick: Quick,
+    /// The tables and the figure.
+    pub report: Report,
+}
+
+/// A workload of an experiment, possibly over several sizes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadEntry {
+    /// A workload spec; `{size}` is replaced by each of `sizes`.
+    pub spec: String,
+    /// The row label (default: the workload's name).
+    pub label: Option<String>,
+    /// The sizes substituted for `{size}` (none: the spec has no `{size}`).
+    #[serde(default)]
+    pub sizes: Vec<String>,
+}
+
+/// The sample each run of an experiment simulates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sample {
+    /// Measured accesses to simulate (0: all), as `vmlab run --accesses`.
+    pub accesses: u64,
+    /// Warm-up accesses, as `vmlab run --warmup`.
+    pub warmup: u64,
+}
+
+/// The `--quick` variant of an experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quick {
+    /// Measured accesses to simulate (0: all).
+    pub accesses: u64,
+    /// Warm-up accesses.
+    pub warmup: u64,
+    /// Workload parameters to set in every spec whose workload has them (e.g. forks = "10").
+    #[serde(default)]
+    pub set: BTreeMap<String, String>,
+}
+
+/// What an experiment reports: its tables and its figure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    /// The pivot tables printed (rows = workload/size/pages, columns = schemes), one per
+    /// metric. An experiment of one workload prints `vmlab run`'s table instead.
+    #[serde(default)]
+    pub tables: Vec<Metric>,
+    /// The figure.
+    pub plot: PlotSpec,
+}
+
+/// An experiment's figure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlotSpec {
+    /// Bars or lines.
+    pub kind: PlotKind,
+    /// The value on the y axis.
+    pub metric: Metric,
+    /// A logarithmic y axis.
+    #[serde(default)]
+    pub y_log: bool,
+    /// One panel per workload (for workloads on different scales).
+    #[serde(default)]
+    pub panel_per_workload: bool,
+    /// The x axis's label; by default it names what varies (operation, page sizes, size).
+    pub x_label: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlotKind {
+    /// Grouped bars: a group per table row, a bar per scheme.
+    Bars,
+    /// A line per scheme over the workload size (log-scale x).
+    Lines,
+}
+
+/// A number reported per run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Modeled run time of the whole workload.
+    Seconds,
+    /// Time over native's in the same group (same workload, size and page sizes).
+    Slowdown,
+    /// Nanoseconds per measured access.
+    NsPerAccess,
+    /// Cycles per measured access.
+    CyclesPerAccess,
+    /// Microseconds per fork.
+    UsPerFork,
+    /// Microseconds per iteration of an lmbench loop.
+    UsPerIter,
+    /// Page-table entries read per page walk.
+    WalkRefsPerWalk,
+}
+
+impl Metric {
+    /// A column or axis label, with its unit.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::Seconds => "time (s)",
+            Metric::Slowdown => "slowdown over native (x)",
+            Metric::NsPerAccess => "time per access (ns)",
+            Metric::CyclesPerAccess => "time per access (cycles)",
+            Metric::UsPerFork => "time per fork (us)",
+            Metric::UsPerIter => "time per iteration (us)",
+            Metric::WalkRefsPerWalk => "references per walk (entries read)",
+        }
+    }
+
+    /// The value for one run (`native`: native's time in the same group).
+    pub fn value(self, r: &RunReport, native_seconds: Option<f64>) -> Option<f64> {
+        match self {
+            Metric::Seconds => Some(r.seconds),
+            Metric::Slowdown => native_seconds.filter(|n| *n > 0.0).map(|n| r.seconds / n),
+            Metric::NsPerAccess => (r.accesses_simulated > 0).then_some(r.ns_per_access),
+            Metric::CyclesPerAccess => (r.accesses_simulated > 0).then_some(r.cycles_per_access),
+            Metric::UsPerFork => r.us_per_fork,
+            Metric::UsPerIter => lmbench_iters(&r.workload).map(|n| r.seconds * 1e6 / n as f64),
+            Metric::WalkRefsPerWalk => (r.walks > 0).then_some(r.walk_refs_per_walk),
+        }
+    }
+
+    /// A value formatted for a table cell.
+    pub fn format(self, v: f64) -> String {
+        match self {
+            Metric::Seconds => format!("{v:.3}"),
+            Metric::Slowdown => format!("{v:.2}"),
+            Metric::CyclesPerAccess | Metric::NsPerAccess | Metric::WalkRefsPerWalk => {
+                format!("{v:.2}")
+            }
+            Metric::UsPerFork | Metric::UsPerIter => format!("{v:.1}"),
+        }
+    }
+}
+
+/// Iterations of an lmbench run's measured loop, from its canonical workload string.
+fn lmbench_iters(workload: &str) -> Option<u64> {
+    match WorkloadSpec::parse(workload).ok()?.config() {
+        WorkloadConfig::Lmbench(c) => Some(c.iters),
+        _ => None,
+    }
+}
+
+fn default_machine() -> String {
+    crate::cost::DEFAULT_PROFILE.to_string()
+}
+
+fn default_pages() -> Vec<String> {
+    vec!["4k".to_string()]
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+impl Experiment {
+    /// Parses an experiment file (`origin` names it in errors).
+    pub fn from_toml(text: &str, origin: &str) -> Result<Experiment, LabError> {
+        toml::from_str(text).map_err(|e| LabError::Experiment {
+            experiment: origin.to_string(),
+            message: one_line(&e.to_string()),
+        })
+    }
+
+    /// A built-in experiment by name.
+    pub fn builtin(name: &str) -> Result<Experiment, LabError> {
+        match BUILTIN.iter().find(|(n, _)| *n == name) {
+            Some((n, text)) => Experiment::from_toml(text, n),
+            None => Err(LabError::UnknownExperiment {
+                name: name.to_string(),
+                valid: BUILTIN
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+
+    /// A built-in experiment by name, or an experiment file by path (a name ending in .toml
+    /// or containing a slash).
+    pub fn load(name: &str) -> Result<Experiment, LabError> {
+        if name.ends_with(".toml") || name.contains('/') {
+            let text = std::fs::read_to_string(name).map_err(|e| LabError::Read {
+                what: "experiment",
+                path: name.to_string(),
+                message: e.to_string(),
+            })?;
+            return Experiment::from_toml(&text, name);
+        }
+        Experiment::builtin(name)
+    }
+
+    /// Every built-in experiment, in `BUILTIN`'s order.
+    pub fn builtins() -> Result<Vec<Experiment>, LabError> {
+        BUILTIN
+            .iter()
+            .map(|(name, text)| Experiment::from_toml(text, name))
+            .collect()
+    }
+}
+
+/// Folds a multi-line message (toml's, with a caret under the culprit) into one line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_names_list_the_valid_ones() {
+        let e = Experiment::load("nope").expect_err("unknown");
+        assert!(
+            e.to_string()
+                .contains("tpt, pagetable, tlb, lmbench, hugepages"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn experiments_round_trip_through_toml() {
+        for e in Experiment::builtins().expect("built-in experiments parse") {
+            let text = toml::to_string(&e).expect("serializable");
+            let back = Experiment::from_toml(&text, &e.name).expect("reads back");
+            assert_eq!(back, e);
+        }
+    }
+}

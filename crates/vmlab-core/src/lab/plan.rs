@@ -1,0 +1,341 @@
+//! An experiment expanded into its runs: one per workload, size, guest and host page size
+//! and scheme, in the experiment's order, with the combinations the simulator does not
+//! support kept as skipped jobs (and the reason).
+
+use crate::addr::PageSize;
+use crate::cost::Profile;
+use crate::lab::experiment::Experiment;
+use crate::lab::runner::dedup_key;
+use crate::lab::spec::{load_profile, parse_page_size, parse_schemes, RunSpec};
+use crate::lab::LabError;
+use crate::scheme::Paging;
+use crate::workload::{catalog, parse_size, WorkloadSpec};
+use std::collections::BTreeMap;
+
+/// Where a run sits in the experiment: the row of the tables (and group of the plot).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GroupKey {
+    /// Index of the workload entry.
+    pub entry: usize,
+    /// The entry's label.
+    pub workload: String,
+    /// The size substituted for `{size}`, as written, and in bytes.
+    pub size: Option<(u64, String)>,
+    /// Guest page size.
+    pub guest_pages: PageSize,
+    /// Host backing page size (native runs ignore it).
+    pub host_pages: PageSize,
+}
+
+/// One run to do, or a combination the simulator does not support.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Where the run sits in the tables.
+    pub group: GroupKey,
+    /// The workload, with the size and (for `--quick`) the quick parameters substituted.
+    pub spec: WorkloadSpec,
+    /// The scheme.
+    pub paging: Paging,
+    /// Why the combination is not run (guest pages larger than host pages under pv/tpt).
+    pub skip: Option<String>,
+}
+
+/// The validated experiment, expanded: every run to do, in the experiment's order.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The experiment's name.
+    pub experiment: String,
+    /// The machine profile every run uses: a built-in name or a path to a .toml file.
+    pub machine: String,
+    /// The seed of every run.
+    pub seed: u64,
+    /// Whether this is the `--quick` variant.
+    pub quick: bool,
+    /// The schemes, in the order of the table's columns.
+    pub schemes: Vec<Paging>,
+    /// One job per workload, size, guest and host page size and scheme.
+    pub jobs: Vec<Job>,
+    /// Measured accesses each run simulates (0: all).
+    pub accesses: u64,
+    /// Warm-up accesses of each run.
+    pub warmup: u64,
+    /// Which dimensions vary (and so name a row).
+    pub varies: Varies,
+}
+
+/// Which dimensions of an experiment vary (and so name a row).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Varies {
+    /// More than one workload label.
+    pub workload: bool,
+    /// A workload over more than one size.
+    pub size: bool,
+    /// More than one guest/host page-size combination.
+    pub pages: bool,
+}
+
+impl Varies {
+    /// The row label of a group, from the dimensions that vary (`with_workload`: include the
+    /// workload even when it varies; a plot with one panel per workload leaves it out).
+    pub fn label(&self, g: &GroupKey, with_workload: bool) -> String {
+        let mut parts = Vec::new();
+        if self.workload && with_workload {
+            parts.push(g.workload.clone());
+        }
+        if let Some((_, text)) = &g.size {
+            if self.size {
+                parts.push(text.clone());
+            }
+        }
+        if self.pages {
+            parts.push(format!(
+                "guest {} / host {}",
+                g.guest_pages.name(),
+                g.host_pages.name()
+            ));
+        }
+        if parts.is_empty() {
+            g.workload.clone()
+        } else {
+            parts.join(" ")
+        }
+    }
+}
+
+impl Experiment {
+    /// Every run of the experiment (`quick`: the quick variant), validated.
+    pub fn plan(&self, quick: bool) -> Result<Plan, LabError> {
+        let err = |message: String| LabError::Experiment {
+            experiment: self.name.clone(),
+            message,
+        };
+        let schemes = parse_schemes(&self.schemes).map_err(|e| err(e.to_string()))?;
+        let pages = |flag: &str,
+                     names: &[String],
+                     allowed: &[PageSize]|
+         -> Result<Vec<PageSize>, LabError> {
+            if names.is_empty() {
+                return Err(err(format!("{flag} needs at least one page size")));
+            }
+            names
+                .iter()
+                .map(|n| parse_page_size(flag, n, allowed).map_err(|e| err(e.to_string())))
+                .collect()
+        };
+        let guest = pages(
+            "guest_pages",
+            &self.guest_pages,
+            &[PageSize::Size4K, PageSize::Size2M],
+        )?;
+        let host = pages("host_pages", &self.host_pages, &PageSize::ALL)?;
+        if self.workloads.is_empty() {
+            return Err(err("no [[workloads]]".into()));
+        }
+        let (accesses, warmup) = if quick {
+            (self.quick.accesses, self.quick.warmup)
+        } else {
+            (self.sample.accesses, self.sample.warmup)
+        };
+        let mut jobs = Vec::new();
+        let mut labels = Vec::new();
+        for (entry, w) in self.workloads.iter().enumerate() {
+            let sizes: Vec<Option<&String>> = if w.sizes.is_empty() {
+                vec![None]
+            } else {
+                w.sizes.iter().map(Some).collect()
+            };
+            if w.sizes.is_empty() == w.spec.contains("{size}") {
+                return Err(err(format!(
+                    "workload '{}': `sizes` and a {{size}} in the spec go together",
+                    w.spec
+                )));
+            }
+            for size in sizes {
+                let mut text = match size {
+                    Some(s) => w.spec.replace("{size}", s),
+                    None => w.spec.clone(),
+                };
+                if quick {
+                    text = set_params(&text, &self.quick.set);
+                }
+                let spec = WorkloadSpec::parse(&text).map_err(|e| err(e.to_string()))?;
+                let size = match size {
+                    Some(s) => Some((
+                        parse_size(s).map_err(|e| err(format!("size '{s}': {e}")))?,
+                        s.clone(),
+                    )),
+                    None => None,
+                };
+                let label = w.label.clone().unwrap_or_else(|| spec.name().to_string());
+                labels.push(label.clone());
+                for &g in &guest {
+                    for &h in &host {
+                        let group = GroupKey {
+                            entry,
+                            workload: label.clone(),
+                            size: size.clone(),
+                            guest_pages: g,
+                            host_pages: h,
+                        };
+                        for &paging in &schemes {
+                            jobs.push(Job {
+                                group: group.clone(),
+                                spec: spec.clone(),
+                                paging,
+                                skip: paging.unsupported_pages(g, h),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        labels.dedup();
+        let varies = Varies {
+            workload: labels.len() > 1,
+            size: self.workloads.iter().any(|w| w.sizes.len() > 1),
+            pages: guest.len() * host.len() > 1,
+        };
+        Ok(Plan {
+            experiment: self.name.clone(),
+            machine: self.machine.clone(),
+            seed: self.seed,
+            quick,
+            schemes,
+            jobs,
+            accesses,
+            warmup,
+            varies,
+        })
+    }
+}
+
+impl Plan {
+    /// The machine profile of every run, loaded (a built-in one, or the file `machine` names).
+    pub fn profile(&self) -> Result<Profile, LabError> {
+        load_profile(&self.machine).map_err(|e| LabError::Experiment {
+            experiment: self.experiment.clone(),
+            message: e.to_string(),
+        })
+    }
+
+    /// The jobs to run, in order: those not skipped, once each (a native job stands for the
+    /// native jobs of every host page size in its group, which are the same run).
+    pub fn distinct_jobs(&self) -> Vec<&Job> {
+        let mut todo: Vec<&Job> = Vec::new();
+        for job in self.jobs.iter().filter(|j| j.skip.is_none()) {
+            if !todo.iter().any(|t| dedup_key(t) == dedup_key(job)) {
+                todo.push(job);
+            }
+        }
+        todo
+    }
+
+    /// The run `job` stands for, as a serializable spec (the same run the lab runner does).
+    pub fn run_spec(&self, job: &Job) -> RunSpec {
+        RunSpec {
+            workload: job.spec.canonical(),
+            paging: job.paging.name().to_string(),
+            machine: self.machine.clone(),
+            guest_pages: job.group.guest_pages.name().to_string(),
+            host_pages: job.group.host_pages.name().to_string(),
+            fragmentation: 0.0,
+            accesses: self.accesses,
+            warmup: self.warmup,
+            seed: self.seed,
+            pretouch: false,
+        }
+    }
+
+    /// The sample, in words: "sample of N measured accesses after M warm-up accesses per run".
+    pub fn sample_text(&self) -> String {
+        if self.accesses == 0 {
+            "every operation simulated".to_string()
+        } else {
+            format!(
+                "sample of {} measured accesses after {} warm-up accesses per run",
+                self.accesses, self.warmup
+            )
+        }
+    }
+}
+
+/// Sets `key=value` for each of `set` whose key the spec's workload takes (replacing a value
+/// already given). Specs are `NAME[:key=value,...]`.
+fn set_params(spec: &str, set: &BTreeMap<String, String>) -> String {
+    let (name, params) = spec.split_once(':').unwrap_or((spec, ""));
+    let Some(info) = catalog().into_iter().find(|w| w.name == name) else {
+        return spec.to_string();
+    };
+    let mut pairs: Vec<(String, String)> = params
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => (p.to_string(), String::new()),
+        })
+        .collect();
+    for (key, value) in set {
+        if !info.params.iter().any(|p| p.key == key) {
+            continue;
+        }
+        match pairs.iter_mut().find(|(k, _)| k == key) {
+            Some(pair) => pair.1 = value.clone(),
+            None => pairs.push((key.clone(), value.clone())),
+        }
+    }
+    if pairs.is_empty() {
+        return name.to_string();
+    }
+    let params: Vec<String> = pairs.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{name}:{}", params.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::experiment::BUILTIN;
+
+    #[test]
+    fn every_builtin_experiment_plans() {
+        for (name, text) in BUILTIN {
+            let e = Experiment::from_toml(text, name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(e.name, name);
+            for quick in [false, true] {
+                let plan = e.plan(quick).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(!plan.jobs.is_empty());
+                assert!(plan.jobs.iter().any(|j| j.skip.is_none()));
+            }
+        }
+    }
+
+    #[test]
+    fn quick_sets_only_known_parameters() {
+        let set: BTreeMap<String, String> = [("forks".to_string(), "10".to_string())].into();
+        assert_eq!(
+            set_params("fork-bench:rss=64M,forks=100", &set),
+            "fork-bench:rss=64M,forks=10"
+        );
+        assert_eq!(
+            set_params("fork-bench:rss=64M", &set),
+            "fork-bench:rss=64M,forks=10"
+        );
+        assert_eq!(set_params("tlb-bench:size=64M", &set), "tlb-bench:size=64M");
+        assert_eq!(set_params("fork-bench", &set), "fork-bench:forks=10");
+    }
+
+    #[test]
+    fn pv_and_tpt_skip_guest_pages_larger_than_host_pages() {
+        assert!(Paging::Tpt
+            .unsupported_pages(PageSize::Size2M, PageSize::Size4K)
+            .is_some());
+        assert!(Paging::Pv
+            .unsupported_pages(PageSize::Size2M, PageSize::Size4K)
+            .is_some());
+        assert!(Paging::Tpt
+            .unsupported_pages(PageSize::Size2M, PageSize::Size2M)
+            .is_none());
+        assert!(Paging::Nested
+            .unsupported_pages(PageSize::Size2M, PageSize::Size4K)
+            .is_none());
+    }
+}

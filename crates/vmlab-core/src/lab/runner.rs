@@ -1,0 +1,161 @@
+//! Running a plan: every distinct run of it on N threads. Runs are independent and seeded,
+//! so their results do not depend on the number of threads or on the order they finish in.
+
+use crate::addr::PageSize;
+use crate::cost::Profile;
+use crate::engine::{self, Progress, RunConfig};
+use crate::lab::experiment::Experiment;
+use crate::lab::plan::{Job, Plan};
+use crate::lab::report::{rows, Row};
+use crate::lab::LabError;
+use crate::scheme::Paging;
+use crate::stats::RunReport;
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// What the runner tells its progress callback (from the threads running the plan).
+#[derive(Clone, Copy, Debug)]
+pub enum Event<'a> {
+    /// How far one run is (the engine's report, every few hundred thousand operations).
+    Run {
+        /// The run.
+        job: &'a Job,
+        /// Its phase and count.
+        progress: Progress,
+    },
+    /// A run finished (or failed): `done` of `total` distinct runs.
+    Finished {
+        /// The run.
+        job: &'a Job,
+        /// Runs finished so far, this one included.
+        done: usize,
+        /// Distinct runs of the plan.
+        total: usize,
+    },
+}
+
+/// The runner's progress callback: called from any of its threads; `ControlFlow::Break(())`
+/// stops the sweep (every run in flight stops at its next progress report, no new run starts,
+/// and the runner returns [`LabError::Stopped`]).
+pub type LabProgressFn<'a> = dyn Fn(&Event<'_>) -> ControlFlow<()> + Sync + 'a;
+
+/// What makes runs identical: workload, scheme, guest pages, and host pages when virtualized.
+pub(crate) type RunKey = (String, Paging, PageSize, Option<PageSize>);
+
+/// Native paging has no host page size: one run serves every host page size of a group.
+pub(crate) fn dedup_key(job: &Job) -> RunKey {
+    let host = job.paging.is_virtualized().then_some(job.group.host_pages);
+    (
+        job.spec.canonical(),
+        job.paging,
+        job.group.guest_pages,
+        host,
+    )
+}
+
+/// The engine's configuration of `job` with `profile` as the machine.
+fn run_config(plan: &Plan, job: &Job, profile: &Profile) -> RunConfig {
+    RunConfig {
+        workload: job.spec.clone(),
+        paging: job.paging,
+        profile: profile.clone(),
+        guest_pages: job.group.guest_pages,
+        host_pages: job.group.host_pages,
+        fragmentation: 0.0,
+        accesses: plan.accesses,
+        warmup: plan.warmup,
+        seed: plan.seed,
+        pretouch: false,
+    }
+}
+
+/// Runs every distinct job of `plan` on `threads` threads (0 counts as 1) with `profile` as
+/// the machine, and returns the plan's rows in order. The first failed run in plan order
+/// decides the error.
+pub fn run_plan(
+    plan: &Plan,
+    profile: &Profile,
+    threads: usize,
+    progress: &LabProgressFn<'_>,
+) -> Result<Vec<Row>, LabError> {
+    let todo = plan.distinct_jobs();
+    let next = AtomicUsize::new(0);
+    let finished = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let results: Mutex<Vec<Option<Result<RunReport, LabError>>>> =
+        Mutex::new((0..todo.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1).min(todo.len()) {
+            scope.spawn(|| loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&job) = todo.get(i) else { break };
+                let config = run_config(plan, job, profile);
+                let result = engine::run(&config, &mut |p| {
+                    if stop.load(Ordering::Relaxed)
+                        || progress(&Event::Run { job, progress: p }).is_break()
+                    {
+                        stop.store(true, Ordering::Relaxed);
+                        return ControlFlow::Break(());
+                    }
+                    ControlFlow::Continue(())
+                })
+                .map_err(|e| LabError::from_engine(e, &config, Some(&plan.experiment)));
+                let done = finished.fetch_add(1, Ordering::Relaxed) + 1;
+                let event = Event::Finished {
+                    job,
+                    done,
+                    total: todo.len(),
+                };
+                if progress(&event).is_break() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                // A poisoned lock means another worker panicked; scope() re-raises that panic.
+                if let Ok(mut results) = results.lock() {
+                    results[i] = Some(result);
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut reports = BTreeMap::new();
+    for (job, result) in todo.iter().zip(results) {
+        let report = match result {
+            Some(result) => result?,
+            None => return Err(LabError::Stopped),
+        };
+        reports.insert(dedup_key(job), report);
+    }
+    if stop.load(Ordering::Relaxed) {
+        return Err(LabError::Stopped);
+    }
+    Ok(rows(plan, &reports))
+}
+
+/// An experiment's plan and its results.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The runs planned.
+    pub plan: Plan,
+    /// A row per job of the plan, in order.
+    pub rows: Vec<Row>,
+}
+
+/// Does what `vmlab reproduce` does short of printing and writing files: plans `exp`
+/// (`quick`: its quick variant), loads its machine profile, and runs the plan on `threads`
+/// threads.
+pub fn run_experiment(
+    exp: &Experiment,
+    quick: bool,
+    threads: usize,
+    progress: &LabProgressFn<'_>,
+) -> Result<Outcome, LabError> {
+    let plan = exp.plan(quick)?;
+    let profile = plan.profile()?;
+    let rows = run_plan(&plan, &profile, threads, progress)?;
+    Ok(Outcome { plan, rows })
+}

@@ -1,0 +1,178 @@
+//! One run as data: [`RunSpec`] names everything a run depends on with plain strings and
+//! numbers (what `vmlab run` takes on its command line), so it can be written to JSON or TOML,
+//! read back, and resolved into the engine's [`RunConfig`]; and the parsers of those names.
+
+use crate::addr::PageSize;
+use crate::cost::Profile;
+use crate::engine::{self, ProgressFn, RunConfig};
+use crate::lab::LabError;
+use crate::scheme::Paging;
+use crate::stats::RunReport;
+use crate::workload::WorkloadSpec;
+use serde::{Deserialize, Serialize};
+
+/// One run, serializable: the workload spec, the scheme and the machine profile by name,
+/// page sizes, the sample and the seed. Missing fields take `vmlab run`'s defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    /// A workload spec, `NAME[:key=value,...]`.
+    pub workload: String,
+    /// A scheme name: native, nested, shadow, pv, tpt or tpt-prototype.
+    #[serde(default = "default_paging")]
+    pub paging: String,
+    /// A machine profile: a built-in name or a path to a .toml file.
+    #[serde(default = "default_machine")]
+    pub machine: String,
+    /// Guest page size: 4k or 2m.
+    #[serde(default = "default_pages")]
+    pub guest_pages: String,
+    /// Host backing page size under virtualized schemes: 4k, 2m or 1g.
+    #[serde(default = "default_pages")]
+    pub host_pages: String,
+    /// Fraction (0 to 1) of large host regions too fragmented for large backing pages.
+    #[serde(default)]
+    pub fragmentation: f64,
+    /// Measured accesses to simulate (0: all).
+    #[serde(default = "default_accesses")]
+    pub accesses: u64,
+    /// Warm-up accesses before measuring.
+    #[serde(default = "default_warmup")]
+    pub warmup: u64,
+    /// Seed of the workload's random numbers (and of host fragmentation).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Back all guest memory before set-up.
+    #[serde(default)]
+    pub pretouch: bool,
+}
+
+fn default_paging() -> String {
+    Paging::Native.name().to_string()
+}
+
+fn default_machine() -> String {
+    crate::cost::DEFAULT_PROFILE.to_string()
+}
+
+fn default_pages() -> String {
+    PageSize::Size4K.name().to_string()
+}
+
+fn default_accesses() -> u64 {
+    10_000_000
+}
+
+fn default_warmup() -> u64 {
+    2_000_000
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+impl RunSpec {
+    /// A spec of `workload` with every other field at `vmlab run`'s default.
+    pub fn new(workload: &str) -> RunSpec {
+        RunSpec {
+            workload: workload.to_string(),
+            paging: default_paging(),
+            machine: default_machine(),
+            guest_pages: default_pages(),
+            host_pages: default_pages(),
+            fragmentation: 0.0,
+            accesses: default_accesses(),
+            warmup: default_warmup(),
+            seed: default_seed(),
+            pretouch: false,
+        }
+    }
+
+    /// The engine's configuration of this run, validated, with its machine profile loaded
+    /// (a built-in one, or the file `machine` names).
+    pub fn resolve(&self) -> Result<RunConfig, LabError> {
+        self.resolve_with(load_profile(&self.machine)?)
+    }
+
+    /// The same with `profile` as the machine (`machine` is not looked at).
+    pub fn resolve_with(&self, profile: Profile) -> Result<RunConfig, LabError> {
+        if !(0.0..=1.0).contains(&self.fragmentation) {
+            return Err(LabError::Spec(format!(
+                "fragmentation {} must be between 0 and 1",
+                self.fragmentation
+            )));
+        }
+        Ok(RunConfig {
+            workload: WorkloadSpec::parse(&self.workload)
+                .map_err(|e| LabError::Spec(e.to_string()))?,
+            paging: Paging::parse(self.paging.trim()).map_err(LabError::Spec)?,
+            profile,
+            guest_pages: parse_page_size(
+                "guest_pages",
+                &self.guest_pages,
+                &[PageSize::Size4K, PageSize::Size2M],
+            )?,
+            host_pages: parse_page_size("host_pages", &self.host_pages, &PageSize::ALL)?,
+            fragmentation: self.fragmentation,
+            accesses: self.accesses,
+            warmup: self.warmup,
+            seed: self.seed,
+            pretouch: self.pretouch,
+        })
+    }
+
+    /// Resolves and runs this spec; `progress` may stop the run ([`LabError::Stopped`]).
+    pub fn run(&self, progress: &mut ProgressFn<'_>) -> Result<RunReport, LabError> {
+        let config = self.resolve()?;
+        engine::run(&config, progress).map_err(|e| LabError::from_engine(e, &config, None))
+    }
+}
+
+/// Scheme names, in order, each at most once (at least one).
+pub fn parse_schemes(names: &[String]) -> Result<Vec<Paging>, LabError> {
+    let mut out = Vec::new();
+    for name in names {
+        let paging = Paging::parse(name.trim()).map_err(LabError::Spec)?;
+        if out.contains(&paging) {
+            return Err(LabError::Spec(format!(
+                "paging scheme '{name}' given twice"
+            )));
+        }
+        out.push(paging);
+    }
+    if out.is_empty() {
+        return Err(LabError::Spec("--paging needs at least one scheme".into()));
+    }
+    Ok(out)
+}
+
+/// A page size by name (`4k`, `2m`, `1g`, any case) among `allowed`; `flag` names the
+/// setting in the error.
+pub fn parse_page_size(flag: &str, text: &str, allowed: &[PageSize]) -> Result<PageSize, LabError> {
+    allowed
+        .iter()
+        .copied()
+        .find(|s| s.name().eq_ignore_ascii_case(text))
+        .ok_or_else(|| {
+            let valid: Vec<_> = allowed.iter().map(|s| s.name()).collect();
+            LabError::Spec(format!(
+                "invalid {flag} '{text}'; valid values: {}",
+                valid.join(", ")
+            ))
+        })
+}
+
+/// A built-in machine profile by name, or a profile file by path (a name ending in .toml or
+/// containing a slash).
+pub fn load_profile(name: &str) -> Result<Profile, LabError> {
+    let is_path = name.ends_with(".toml") || name.contains('/');
+    if !is_path {
+        return Profile::builtin(name).map_err(|e| LabError::Spec(e.to_string()));
+    }
+    let text = std::fs::read_to_string(name).map_err(|e| LabError::Read {
+        what: "machine profile",
+        path: name.to_string(),
+        message: e.to_string(),
+    })?;
+    Profile::from_toml(&text, name).map_err(|e| LabError::Spec(e.to_string()))
+}
