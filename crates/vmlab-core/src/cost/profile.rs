@@ -561,7 +561,8 @@ impl Profile {
     }
 
     /// The effective profile as TOML: every section and key with the value the simulator
-    /// uses, sizes in binary units. [`Profile::from_toml`] reads it back to the same values.
+    /// uses, sizes in binary units, and the meaning of each exit and kernel cost as a comment
+    /// above it. [`Profile::from_toml`] reads it back to the same values.
     pub fn to_toml(&self) -> String {
         let mut value = match toml::Value::try_from(self) {
             Ok(toml::Value::Table(t)) => t,
@@ -587,6 +588,9 @@ impl Profile {
             }
             out.push_str(&format!("[{section}]\n"));
             for (key, v) in body {
+                if let Some(doc) = cost_doc(section, key) {
+                    out.push_str(&format!("# {doc}\n"));
+                }
                 out.push_str(&format!("{key} = {}\n", inline(v)));
             }
         }
@@ -761,6 +765,16 @@ impl Profile {
         }
         Ok(())
     }
+}
+
+/// The documentation of cost `key` in table `section`, for the keyed cost tables.
+fn cost_doc(section: &str, key: &str) -> Option<&'static str> {
+    fn find<K: CostKey>(section: &str, key: &str) -> Option<&'static str> {
+        (section == K::SECTION)
+            .then(|| K::all().iter().find(|k| k.name() == key).map(|k| k.doc()))
+            .flatten()
+    }
+    find::<ExitReason>(section, key).or_else(|| find::<KernelCost>(section, key))
 }
 
 /// A TOML value on one line: tables inline (`{ entries = 64, ways = 4 }`).
