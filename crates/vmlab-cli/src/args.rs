@@ -54,6 +54,43 @@ pub enum Command {
         (the results do not depend on how many). The JSON file records the command line and the\n\
         vmlab version, so a result can be rerun.")]
     Reproduce(ReproduceArgs),
+    /// Show a machine profile as the simulator reads it, or list the built-in ones.
+    #[command(after_help = "Examples:\n  \
+        vmlab profile list                           the built-in profiles, one line each\n  \
+        vmlab profile show                           the default profile (skylake), every key\n  \
+        vmlab profile show skylake > my.toml         a copy to edit (e.g. [exits] cr3_load = 1000)\n  \
+        vmlab run -m my.toml -w tlb-bench:size=1G    run on the edited machine\n  \
+        vmlab profile show my.toml                   check a file: loads and validates it, or says why not\n\n\
+        A profile is TOML: [machine] (clock, paging levels, host and guest memory), [core] (IPC, memory-level\n\
+        parallelism, page walkers), [latency] (cycles; DRAM in ns), [tlb] and [memory] (structure geometry,\n\
+        cache replacement), [virt] (shadow paging options, host remapping costs), [exits] (cycles per VM exit,\n\
+        one key per exit reason), [tags] (TPT's tag-check cost) and [kernel] (cycles per kernel operation,\n\
+        and pcid). Every key is required; unknown keys and values out of bounds (each number has a lower\n\
+        and an upper bound, and host_memory must be taggable by the caches) are errors naming the key.\n\
+        profiles/skylake.toml gives the source of every number.")]
+    Profile(ProfileArgs),
+}
+
+#[derive(Args)]
+pub struct ProfileArgs {
+    #[command(subcommand)]
+    pub command: ProfileCommand,
+}
+
+#[derive(Subcommand)]
+pub enum ProfileCommand {
+    /// Print the effective profile as TOML: every key with the value the simulator uses
+    /// (comments and sources are in the profile file). The output loads back with --machine.
+    Show(ProfileShowArgs),
+    /// List the built-in profiles: name, description and fingerprint.
+    List,
+}
+
+#[derive(Args)]
+pub struct ProfileShowArgs {
+    /// A built-in profile name (skylake) or a path to a .toml file.
+    #[arg(value_name = "NAME|PATH", default_value = DEFAULT_PROFILE)]
+    pub profile: String,
 }
 
 #[derive(Args)]
@@ -188,7 +225,8 @@ pub fn parse_page_size(
     lab::parse_page_size(flag, text, allowed).map_err(|e| UsageError(e.to_string()))
 }
 
-/// A built-in profile by name, or a profile file by path.
+/// A built-in profile by name, or a profile file by path (ending in `.toml` or containing a
+/// `/`), read and validated.
 pub fn load_profile(name: &str) -> Result<Profile, UsageError> {
     lab::load_profile(name).map_err(|e| UsageError(e.to_string()))
 }

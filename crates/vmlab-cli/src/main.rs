@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod list;
+mod profile;
 mod progress;
 mod reproduce;
 mod run;
@@ -48,6 +49,7 @@ fn main() -> ExitCode {
         args::Command::List(a) => list::list(a),
         args::Command::Bench(a) => bench::bench(a),
         args::Command::Reproduce(a) => reproduce::reproduce(a),
+        args::Command::Profile(a) => profile::profile(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

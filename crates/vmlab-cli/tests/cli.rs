@@ -309,6 +309,114 @@ fn profile_file_with_unknown_key_names_the_key() {
     expect_usage_error(&args, &["turbo", bad.as_str()]);
 }
 
+/// The TOML of `vmlab profile show ARGS`: stdout without its leading comment lines.
+fn profile_show_body(args: &[&str]) -> String {
+    let mut all = vec!["profile", "show"];
+    all.extend_from_slice(args);
+    let stdout = vmlab_ok(&all);
+    assert!(stdout.starts_with("# Machine profile"), "{stdout}");
+    stdout
+        .lines()
+        .skip_while(|l| l.starts_with('#') || l.is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+#[test]
+fn profile_show_prints_toml_that_loads_back_to_the_same_profile() {
+    use vmlab_core::cost::Profile;
+    let body = profile_show_body(&[]);
+    assert_eq!(
+        body,
+        profile_show_body(&["skylake"]),
+        "skylake is the default"
+    );
+    let skylake = Profile::builtin("skylake").unwrap();
+    let shown = Profile::from_toml(&body, "shown").unwrap_or_else(|e| panic!("{e}\n{body}"));
+    assert_eq!(shown.to_toml(), skylake.to_toml());
+    assert_eq!(body, skylake.to_toml());
+    for section in [
+        "[machine]",
+        "[core]",
+        "[latency]",
+        "[tlb]",
+        "[memory]",
+        "[virt]",
+        "[exits]",
+        "[tags]",
+        "[kernel]",
+    ] {
+        assert!(body.contains(section), "{section} missing:\n{body}");
+    }
+    // Shown from its own output, it is the same; run on it, every result is the same.
+    let path = scratch("skylake-shown.toml");
+    std::fs::write(&path, &body).unwrap();
+    let path = path.to_str().unwrap();
+    assert_eq!(profile_show_body(&[path]), body);
+    let mut shown_args = vec!["-m", path];
+    shown_args.extend(run_args(TLB_64M, "native,shadow"));
+    assert_eq!(
+        run_json(&shown_args),
+        run_json(&run_args(TLB_64M, "native,shadow"))
+    );
+}
+
+#[test]
+fn profile_with_a_value_out_of_bounds_fails_at_load_naming_the_key() {
+    let cases = [
+        (
+            "l2 = 14",
+            "l2 = 1e300",
+            vec!["latency.l2 = 1e300", "at most"],
+        ),
+        (
+            "host_memory = \"64G\"",
+            "host_memory = \"2T\"",
+            vec!["machine.host_memory = 2T", "tag"],
+        ),
+        (
+            "cr3_load = 3000",
+            "cr3_load = -1",
+            vec!["exits.cr3_load = -1", "at least 0"],
+        ),
+    ];
+    for (i, (line, with, mentions)) in cases.into_iter().enumerate() {
+        let path = write_profile(&format!("out-of-bounds-{i}.toml"), |t| {
+            replace_line(t, line, with)
+        });
+        let mut mentions = mentions;
+        mentions.push(path.as_str());
+        expect_usage_error(&["profile", "show", path.as_str()], &mentions);
+        let mut args = vec!["run", "-m", path.as_str()];
+        args.extend(run_args(TLB_64M, "native"));
+        expect_usage_error(&args, &mentions);
+    }
+    let path = write_profile("unknown-exit.toml", |t| {
+        replace_line(t, "[exits]", "[exits]\nvmcall = 1000")
+    });
+    expect_usage_error(
+        &["profile", "show", path.as_str()],
+        &["exits.vmcall", "ept_violation"],
+    );
+    expect_usage_error(&["profile", "show", "haswell"], &["haswell", "skylake"]);
+}
+
+#[test]
+fn profile_list_and_help_name_the_profiles_and_sections() {
+    let stdout = vmlab_ok(&["profile", "list"]);
+    assert!(
+        stdout.starts_with("skylake ") && stdout.contains("fnv1a64:"),
+        "{stdout}"
+    );
+    let help = vmlab_ok(&["profile", "--help"]);
+    for word in ["show", "list", "[exits]", "--machine", "bound"] {
+        assert!(
+            help.contains(word),
+            "profile --help does not mention {word}:\n{help}"
+        );
+    }
+}
+
 #[test]
 fn bench_rejects_bad_workload_and_profile_as_usage_errors() {
     expect_usage_error(

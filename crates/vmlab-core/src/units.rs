@@ -60,6 +60,12 @@ pub fn deserialize_size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D
     }
 }
 
+/// Serde helper: a size field written as [`format_size`] writes it (`"64G"`), which
+/// [`deserialize_size`] reads back.
+pub fn serialize_size<S: serde::Serializer>(bytes: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format_size(*bytes))
+}
+
 /// Formats a byte count in the largest binary unit that divides it exactly (`4G`, `64M`,
 /// `1536K`, `1536`), so that [`parse_size`] reads back the same number.
 pub fn format_size(bytes: u64) -> String {

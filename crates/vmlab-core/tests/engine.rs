@@ -199,7 +199,11 @@ fn host_remaps_are_counted_and_costed_in_the_measured_phase() {
         (nested.remap.tag_updates, nested.remap.devirt_fixups),
         (0, 0)
     );
-    let host = 40.0 * (p.host_remap + c.profile.kernel.copy_page_4k + p.global_flush);
+    let host = 40.0
+        * (p.host_remap
+            + c.profile
+                .kernel_cost(vmlab_core::cost::KernelCost::CopyPage4k)
+            + p.global_flush);
     assert!((nested.cycles_breakdown.exits - host).abs() < 1e-6);
     assert!((tpt.cycles_breakdown.exits - host - 80.0 * p.tag_update).abs() < 1e-6);
     assert!((tpt.cycles_breakdown.kernel - 40.0 * (p.remap_notify + p.devirt_fixup)).abs() < 1e-6);

@@ -3,5 +3,5 @@
 pub mod model;
 pub mod profile;
 
-pub use model::{CycleBreakdown, Events};
-pub use profile::{Profile, ProfileError, DEFAULT_PROFILE};
+pub use model::{CycleBreakdown, Events, KernelCost};
+pub use profile::{CostKey, CostTable, Profile, ProfileError, DEFAULT_PROFILE};

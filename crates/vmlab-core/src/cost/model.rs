@@ -17,6 +17,70 @@ use crate::hv::{ExitCounters, ExitReason, RemapCounters};
 use crate::hw::cache::MemLevel;
 use crate::os::KernelCounters;
 
+/// Declares [`KernelCost`] from one list of `doc, Variant => "name", |counters| count`
+/// entries: the enum, `ALL`, `name()` (the key of its cost under the profile's `[kernel]`),
+/// `doc()` and `count()` (how many times a [`KernelCounters`] says it happened).
+macro_rules! kernel_costs {
+    ($( $(#[doc = $doc:literal])+ $variant:ident => $name:literal, |$k:ident| $count:expr; )+) => {
+        /// The kernel's operations that have a cost in the profile (`[kernel]`, cycles each).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum KernelCost {
+            $( $(#[doc = $doc])+ $variant, )+
+        }
+
+        impl KernelCost {
+            /// Every operation, in declaration order (the order the cost model sums them in);
+            /// `ALL[c as usize] == c`.
+            pub const ALL: [KernelCost; [$($name),+].len()] = [$(KernelCost::$variant),+];
+
+            /// The key of its cost in the profile's `[kernel]` table.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $( KernelCost::$variant => $name, )+
+                }
+            }
+
+            /// What the cost covers: its documentation, as one line.
+            pub fn doc(self) -> &'static str {
+                match self {
+                    $( KernelCost::$variant => concat!($($doc),+).trim_start(), )+
+                }
+            }
+
+            /// How many times the kernel did it, by its counters.
+            pub fn count(self, counters: &KernelCounters) -> u64 {
+                match self {
+                    $( KernelCost::$variant => {
+                        let $k = counters;
+                        $count
+                    } )+
+                }
+            }
+        }
+    };
+}
+
+kernel_costs! {
+    /// An anonymous page fault: entry, handling, exit (page zeroing separate).
+    PageFault => "page_fault", |k| k.page_faults;
+    /// Zeroing one 4 KiB page.
+    ClearPage4k => "clear_page_4k", |k| k.frames_cleared;
+    /// Copying one 4 KiB page (also the host's copy of a remapped frame).
+    CopyPage4k => "copy_page_4k", |k| k.frames_copied;
+    /// A copy-on-write fault beyond a page fault and the copy.
+    CowFault => "cow_fault", |k| k.cow_faults;
+    /// fork, with the child's exit and the parent's wait.
+    Fork => "fork", |k| k.forks;
+    /// Per leaf entry fork copies.
+    ForkPerPte => "fork_per_pte", |k| k.ptes_copied;
+    /// exec, beyond the faults of the new image.
+    Exec => "exec", |k| k.execs;
+    /// A context switch.
+    ContextSwitch => "context_switch", |k| k.context_switches;
+    /// Entry and exit of a memory system call (munmap, mprotect, madvise).
+    Syscall => "syscall", |k| k.munmaps + k.mprotects + k.madvises;
+}
+
 /// The events of one measured interval.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Events {
@@ -72,36 +136,24 @@ impl Profile {
         }
     }
 
-    /// Cycles of one exit of `reason`.
+    /// Cycles of one exit of `reason` (the profile's `[exits]` table).
     pub fn exit_cost(&self, reason: ExitReason) -> f64 {
-        let v = &self.virt;
-        match reason {
-            ExitReason::EptViolation => v.ept_violation,
-            ExitReason::WriteProtect => v.write_protect,
-            ExitReason::ShadowFault => v.shadow_fault,
-            ExitReason::PfReflect => v.pf_reflect,
-            ExitReason::Cr3Load => v.cr3_load,
-            ExitReason::Invlpg => v.invlpg,
-            ExitReason::TptSwitch => v.tpt_switch,
-            ExitReason::Hypercall => v.hypercall,
-            ExitReason::PvBounce => v.pv_bounce,
-        }
+        self.exits[reason]
     }
 
-    /// Cycles of the kernel's work. Exits cost nothing apart: fork's measured cost includes
-    /// the child's exit. TLB invalidations are inside the measured operation costs.
+    /// Cycles of one `op` of the kernel (its cost in the profile's `[kernel]` table).
+    pub fn kernel_cost(&self, op: KernelCost) -> f64 {
+        self.kernel.costs[op]
+    }
+
+    /// Cycles of the kernel's work: every [`KernelCost`]'s count times its cost. Exits cost
+    /// nothing apart: fork's measured cost includes the child's exit. TLB invalidations are
+    /// inside the measured operation costs.
     pub fn kernel_cycles(&self, k: &KernelCounters) -> f64 {
-        let c = &self.kernel;
-        let syscalls = k.munmaps + k.mprotects + k.madvises;
-        k.page_faults as f64 * c.page_fault
-            + k.frames_cleared as f64 * c.clear_page_4k
-            + k.frames_copied as f64 * c.copy_page_4k
-            + k.cow_faults as f64 * c.cow_fault
-            + k.forks as f64 * c.fork
-            + k.ptes_copied as f64 * c.fork_per_pte
-            + k.execs as f64 * c.exec
-            + k.context_switches as f64 * c.context_switch
-            + syscalls as f64 * c.syscall
+        KernelCost::ALL
+            .iter()
+            .map(|&op| op.count(k) as f64 * self.kernel.costs[op])
+            .sum()
     }
 
     /// Cycles of host remapping: the hypervisor's share (moves, copies, tag updates, global
@@ -109,7 +161,7 @@ impl Profile {
     pub fn remap_cycles(&self, r: &RemapCounters) -> (f64, f64) {
         let v = &self.virt;
         let host = r.remaps as f64 * v.host_remap
-            + r.frames_moved as f64 * self.kernel.copy_page_4k
+            + r.frames_moved as f64 * self.kernel_cost(KernelCost::CopyPage4k)
             + r.tag_updates as f64 * v.tag_update
             + r.global_flushes as f64 * v.global_flush;
         let guest =
@@ -256,13 +308,13 @@ mod tests {
             ..Events::default()
         };
         let c = p.cycles(&e, false);
-        let k = &p.kernel;
+        let k = &p.kernel.costs;
         assert_eq!(
             c.total,
-            p.virt.ept_violation
-                + 2.0 * (k.page_fault + k.clear_page_4k)
-                + k.fork
-                + 10.0 * k.fork_per_pte
+            p.exits[ExitReason::EptViolation]
+                + 2.0 * (k[KernelCost::PageFault] + k[KernelCost::ClearPage4k])
+                + k[KernelCost::Fork]
+                + 10.0 * k[KernelCost::ForkPerPte]
         );
     }
 }

@@ -1,10 +1,27 @@
 //! Machine profiles: the simulated machine's structures and the costs of its events, as
-//! data (TOML in `profiles/`), validated once. Every number in a profile file carries its
-//! source in a comment beside it.
+//! data (TOML in `profiles/`), read once and validated once. Every number in a profile file
+//! carries its source in a comment beside it.
+//!
+//! A [`Profile`] exists only validated: [`Profile::from_toml`] (and [`Profile::builtin`],
+//! [`Profile::load`], and serde deserialization) parse the whole file, reject unknown and
+//! missing keys, and check every number against a lower and an upper bound, so a latency of
+//! `1e300` cycles or a host memory the cache model cannot tag is an error naming the key at
+//! load time, never a surprise in the middle of a run.
+//!
+//! Costs that belong to an event with a name are tables keyed by that name
+//! ([`CostTable`]): `[exits]` by [`ExitReason::name`], the costs in `[kernel]` by
+//! [`KernelCost::name`]. Adding an exit reason is one line in `hv/x86/exits.rs` and its cost
+//! in the profile; nothing here changes.
 
-use crate::hw::cache::MemoryConfig;
+use crate::cost::model::KernelCost;
+use crate::hv::ExitReason;
+use crate::hw::assoc::TranslationCacheConfig;
+use crate::hw::cache::{CacheConfig, MemoryConfig};
+use crate::hw::tags::{TagCheckCost, TAG_ENTRY_BYTES};
 use crate::hw::x86::mmu::TlbConfig;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
 
 /// Profiles built into the binary, by name; `profiles/NAME.toml` in the repository.
 pub const BUILTIN: &[(&str, &str)] =
@@ -13,55 +30,129 @@ pub const BUILTIN: &[(&str, &str)] =
 /// The default machine.
 pub const DEFAULT_PROFILE: &str = "skylake";
 
+/// Why a profile could not be loaded. Every message is one line that names the profile and,
+/// for a bad value, the key and the bound it breaks.
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
+    /// No built-in profile has this name.
     #[error("unknown machine profile '{name}'; built-in profiles: {valid} (or give a path to a .toml file)")]
-    Unknown { name: String, valid: String },
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// The built-in names, comma-separated.
+        valid: String,
+    },
+    /// The profile file could not be read.
+    #[error("cannot read machine profile {path}: {message}")]
+    Read {
+        /// The path given.
+        path: String,
+        /// The system's reason.
+        message: String,
+    },
+    /// The text is not valid TOML, or a key is unknown, missing or of the wrong type.
     #[error("machine profile {origin}: {message}")]
-    Parse { origin: String, message: String },
+    Parse {
+        /// The file path, or the built-in name in quotes.
+        origin: String,
+        /// What is wrong, and where.
+        message: String,
+    },
+    /// A value is out of its bounds, or values contradict each other.
     #[error("machine profile {origin}: {message}")]
-    Invalid { origin: String, message: String },
+    Invalid {
+        /// The file path, or the built-in name in quotes.
+        origin: String,
+        /// The key, its value and the bound it breaks.
+        message: String,
+    },
 }
 
-/// A complete machine description.
-#[derive(Clone, Debug, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
+/// A complete, validated machine description.
+///
+/// Its sections are the profile file's tables. Build one with [`Profile::from_toml`],
+/// [`Profile::builtin`] or [`Profile::load`]; each validates it, so the simulator can trust
+/// every value. (A caller that edits a field afterwards can re-check with
+/// [`Profile::validate`].)
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(try_from = "ProfileFile")]
 pub struct Profile {
+    /// What the machine is, its clock, paging depth and memory sizes.
     pub machine: MachineSection,
+    /// The core's throughput: IPC, memory-level parallelism, page walkers.
     pub core: CoreSection,
+    /// Load-to-use latencies of the memory hierarchy and of an STLB hit.
     pub latency: LatencySection,
+    /// TLB, paging-structure cache and nested-translation cache geometry.
     pub tlb: TlbConfig,
+    /// Cache geometry and replacement policies.
     pub memory: MemoryConfig,
+    /// Hypervisor options (shadow paging) and the costs of host remapping.
     pub virt: VirtSection,
+    /// Cycles per VM exit, by [`ExitReason`] (the `[exits]` table).
+    pub exits: CostTable<ExitReason>,
+    /// Memory tags (TPT's isolation): how a check's cost is modeled.
     pub tags: TagsSection,
+    /// The kernel's options and the costs of its own work.
     pub kernel: KernelSection,
+    /// FNV-1a hash of the text the profile was read from.
+    #[serde(skip)]
+    fingerprint: u64,
+}
+
+/// The profile file as written: every section, nothing checked yet.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    machine: MachineSection,
+    core: CoreSection,
+    latency: LatencySection,
+    tlb: TlbConfig,
+    memory: MemoryConfig,
+    virt: VirtSection,
+    exits: CostTable<ExitReason>,
+    tags: TagsSection,
+    kernel: KernelSection,
 }
 
 /// Memory tags (TPT's isolation): how a check's cost is modeled.
-#[derive(Clone, Debug, Deserialize, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TagsSection {
-    pub check_cost: crate::hw::tags::TagCheckCost,
+    /// `none`, `per-fill` or `per-frame` (see [`TagCheckCost`]).
+    pub check_cost: TagCheckCost,
     /// Cycles per TLB fill when `check_cost = "per-fill"`.
     pub per_fill: f64,
 }
 
-#[derive(Clone, Debug, Deserialize, serde::Serialize)]
+/// What the machine is: its name, clock, paging depth and memory sizes.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MachineSection {
+    /// The profile's name, as reports print it (`machine` in JSON).
     pub name: String,
+    /// One line describing the machine.
     pub description: String,
+    /// Core clock in GHz: converts DRAM nanoseconds to cycles and cycles to seconds.
     pub frequency_ghz: f64,
     /// 4 or 5 (LA57); both dimensions use the same depth.
     pub paging_levels: u8,
-    #[serde(deserialize_with = "crate::units::deserialize_size")]
+    /// Simulated host RAM in bytes (a whole number of GiB).
+    #[serde(
+        deserialize_with = "crate::units::deserialize_size",
+        serialize_with = "crate::units::serialize_size"
+    )]
     pub host_memory: u64,
-    /// RAM of the simulated VM under virtualized schemes.
-    #[serde(deserialize_with = "crate::units::deserialize_size")]
+    /// RAM of the simulated VM under virtualized schemes (a whole number of GiB).
+    #[serde(
+        deserialize_with = "crate::units::deserialize_size",
+        serialize_with = "crate::units::serialize_size"
+    )]
     pub guest_memory: u64,
 }
 
-#[derive(Clone, Debug, Deserialize, serde::Serialize)]
+/// The core's throughput.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CoreSection {
     /// Instructions per cycle of the non-memory work of a workload's loop.
@@ -73,70 +164,340 @@ pub struct CoreSection {
 }
 
 /// Load-to-use latencies in core cycles (DRAM in nanoseconds).
-#[derive(Clone, Debug, Deserialize, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LatencySection {
+    /// An L1D hit.
     pub l1d: f64,
+    /// An L2 hit.
     pub l2: f64,
+    /// An LLC hit.
     pub llc: f64,
+    /// DRAM, in nanoseconds (converted at `machine.frequency_ghz`).
     pub dram_ns: f64,
     /// Extra cycles of an L1 DTLB miss that hits the STLB.
     pub stlb_hit: f64,
 }
 
-/// Costs of hypervisor interventions, in cycles, per exit reason.
-#[derive(Clone, Debug, Deserialize, serde::Serialize)]
+/// Hypervisor options, and the costs (cycles) of moving guest pages in host memory. The
+/// costs of exits are in [`Profile::exits`].
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct VirtSection {
     /// Shadow paging: let guest leaf tables go unsync (KVM's default since 2.6.30).
     pub shadow_unsync: bool,
     /// Shadow paging: guest not-present faults reach the guest without an exit.
     pub shadow_bypass_not_present: bool,
-    pub ept_violation: f64,
-    pub write_protect: f64,
-    pub shadow_fault: f64,
-    pub pf_reflect: f64,
-    pub cr3_load: f64,
-    pub invlpg: f64,
-    pub tpt_switch: f64,
-    pub hypercall: f64,
-    pub pv_bounce: f64,
     /// Host remapping of a guest page: the hypervisor's work per move (the interrupted vCPU's
-    /// round trip, unmapping and remapping the p2m entry; the copy costs `kernel.copy_page_4k`
-    /// per 4 KiB frame), per memory-tag update, and per global TLB flush.
+    /// round trip, unmapping and remapping the p2m entry; the copy costs the kernel's
+    /// `copy_page_4k` per 4 KiB frame).
     pub host_remap: f64,
+    /// Per memory-tag update of a move.
     pub tag_update: f64,
+    /// Per global TLB flush of a move.
     pub global_flush: f64,
-    /// TPT: the guest's notification of a move, and per devirt entry it rewrites.
+    /// TPT: the guest's notification of a move.
     pub remap_notify: f64,
+    /// TPT: per devirt entry the guest rewrites after a move.
     pub devirt_fixup: f64,
 }
 
-/// Costs of the kernel's own work, in cycles.
-#[derive(Clone, Debug, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
+/// The kernel's options and the costs (cycles) of its own work, keyed by [`KernelCost`].
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 pub struct KernelSection {
-    /// An anonymous page fault: entry, handling, exit (page zeroing separate).
-    pub page_fault: f64,
-    /// Zeroing one 4 KiB page.
-    pub clear_page_4k: f64,
-    /// Copying one 4 KiB page.
-    pub copy_page_4k: f64,
-    /// A copy-on-write fault beyond a page fault and the copy.
-    pub cow_fault: f64,
-    /// fork (with the child's exit and the parent's wait), and per copied leaf entry.
-    pub fork: f64,
-    pub fork_per_pte: f64,
-    /// exec, beyond the faults of the new image.
-    pub exec: f64,
-    pub context_switch: f64,
-    /// Entry and exit of a memory system call (munmap, mprotect, madvise).
-    pub syscall: f64,
+    /// Costs of the kernel's operations, in cycles: `page_fault = 3152`, ... in the file.
+    #[serde(flatten)]
+    pub costs: CostTable<KernelCost>,
     /// Whether the kernel tags address spaces with PCIDs (no TLB flush on context switch).
     pub pcid: bool,
 }
 
+/// Something with a cost in a profile table, keyed by its name: an [`ExitReason`] under
+/// `[exits]`, a [`KernelCost`] under `[kernel]`.
+pub trait CostKey: Copy + Eq + std::fmt::Debug + 'static {
+    /// The profile table the costs sit in.
+    const SECTION: &'static str;
+    /// Other keys the same table holds (not costs), for error messages.
+    const OTHER_KEYS: &'static [&'static str];
+    /// Every key, in declaration order; `all()[k.index()] == k`.
+    fn all() -> &'static [Self];
+    /// Position in [`CostKey::all`].
+    fn index(self) -> usize;
+    /// The key in the profile file.
+    fn name(self) -> &'static str;
+    /// What the key counts, in one line.
+    fn doc(self) -> &'static str;
+}
+
+impl CostKey for ExitReason {
+    const SECTION: &'static str = "exits";
+    const OTHER_KEYS: &'static [&'static str] = &[];
+    fn all() -> &'static [Self] {
+        &ExitReason::ALL
+    }
+    fn index(self) -> usize {
+        self as usize
+    }
+    fn name(self) -> &'static str {
+        ExitReason::name(self)
+    }
+    fn doc(self) -> &'static str {
+        ExitReason::doc(self)
+    }
+}
+
+impl CostKey for KernelCost {
+    const SECTION: &'static str = "kernel";
+    const OTHER_KEYS: &'static [&'static str] = &["pcid"];
+    fn all() -> &'static [Self] {
+        &KernelCost::ALL
+    }
+    fn index(self) -> usize {
+        self as usize
+    }
+    fn name(self) -> &'static str {
+        KernelCost::name(self)
+    }
+    fn doc(self) -> &'static str {
+        KernelCost::doc(self)
+    }
+}
+
+/// Cycles per event, one for every key of `K`, indexed by key (`table[ExitReason::Invlpg]`).
+/// In a profile file it is a table of `name = cycles` lines; every key must be there, and
+/// no other.
+#[derive(Clone, PartialEq)]
+pub struct CostTable<K: CostKey> {
+    cycles: Vec<f64>,
+    key: PhantomData<K>,
+}
+
+impl<K: CostKey> CostTable<K> {
+    /// (key, cycles) for every key, in declaration order.
+    pub fn iter(&self) -> impl Iterator<Item = (K, f64)> + '_ {
+        K::all().iter().map(|&k| (k, self.cycles[k.index()]))
+    }
+
+    /// The table from a map of names to cycles: every key of `K` must be there, and only
+    /// keys of `K` (or [`CostKey::OTHER_KEYS`], which the caller takes out first).
+    fn from_map(map: BTreeMap<String, f64>) -> Result<Self, String> {
+        let mut cycles = vec![f64::NAN; K::all().len()];
+        for (name, value) in map {
+            match K::all().iter().find(|k| k.name() == name) {
+                Some(k) => cycles[k.index()] = value,
+                None => {
+                    let valid: Vec<&str> = K::OTHER_KEYS
+                        .iter()
+                        .copied()
+                        .chain(K::all().iter().map(|k| k.name()))
+                        .collect();
+                    return Err(format!(
+                        "unknown key {}.{name}; valid keys: {}",
+                        K::SECTION,
+                        valid.join(", ")
+                    ));
+                }
+            }
+        }
+        if let Some(k) = K::all().iter().find(|k| cycles[k.index()].is_nan()) {
+            return Err(format!(
+                "missing key {}.{} (cycles: {})",
+                K::SECTION,
+                k.name(),
+                k.doc()
+            ));
+        }
+        Ok(CostTable {
+            cycles,
+            key: PhantomData,
+        })
+    }
+}
+
+impl<K: CostKey> std::ops::Index<K> for CostTable<K> {
+    type Output = f64;
+    fn index(&self, key: K) -> &f64 {
+        &self.cycles[key.index()]
+    }
+}
+
+impl<K: CostKey> std::fmt::Debug for CostTable<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.iter().map(|(k, v)| (k.name(), v)))
+            .finish()
+    }
+}
+
+impl<K: CostKey> Serialize for CostTable<K> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.cycles.len()))?;
+        for (k, v) in self.iter() {
+            map.serialize_entry(k.name(), &v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de, K: CostKey> Deserialize<'de> for CostTable<K> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<String, f64>::deserialize(d)?;
+        CostTable::from_map(map).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The bounds a number must lie in: `min` (exclusive if `min_open`) to `max` (inclusive).
+#[derive(Clone, Copy)]
+struct Bound {
+    min: f64,
+    min_open: bool,
+    max: f64,
+    unit: &'static str,
+}
+
+impl Bound {
+    const fn closed(min: f64, max: f64, unit: &'static str) -> Bound {
+        Bound {
+            min,
+            min_open: false,
+            max,
+            unit,
+        }
+    }
+
+    const fn positive(max: f64, unit: &'static str) -> Bound {
+        Bound {
+            min: 0.0,
+            min_open: true,
+            max,
+            unit,
+        }
+    }
+
+    fn contains(self, v: f64) -> bool {
+        let above = if self.min_open {
+            v > self.min
+        } else {
+            v >= self.min
+        };
+        above && v <= self.max
+    }
+
+    /// `key = value is out of range: ...` naming both bounds.
+    fn check(self, key: &str, v: f64) -> Result<(), String> {
+        if self.contains(v) {
+            return Ok(());
+        }
+        let low = if self.min_open {
+            format!("greater than {}", number(self.min))
+        } else {
+            format!("at least {}", number(self.min))
+        };
+        Err(format!(
+            "{key} = {} is out of range: it must be {low} and at most {} {}",
+            number(v),
+            number(self.max),
+            self.unit
+        ))
+    }
+}
+
+/// A number as a user would write it: plain when short, in exponent form when huge or tiny.
+fn number(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-4..1e9).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A machine event costs at most this many cycles (about half a second at 2 GHz): far
+/// above any exit, fault or fork, far below what would overflow a run's total.
+const MAX_EVENT_CYCLES: f64 = 1e9;
+/// A load-to-use latency or a per-fill check costs at most this many cycles.
+const MAX_LATENCY_CYCLES: f64 = 1e6;
+/// The most entries of one TLB or walk cache.
+const MAX_TLB_ENTRIES: u32 = 1 << 20;
+/// The largest cache level.
+const MAX_CACHE_BYTES: u64 = 1 << 30;
+/// The largest cache line.
+const MAX_LINE_BYTES: u32 = 4096;
+/// The most host memory x86-64 can address (52 physical address bits).
+const MAX_PHYSICAL_BYTES: u64 = 1 << 52;
+/// Bits of a cache level's packed tag (`hw/cache.rs`: 32 bits less 4 of replacement state;
+/// the all-ones tag marks an empty way).
+const CACHE_TAG_BITS: u32 = 28;
+
+/// The first host address the caches of `memory` cannot tag: every address below it can be
+/// cached at every enabled level. Mirrors `MemoryHierarchy::max_addr` (a test pins the two
+/// together) without building the caches. Assumes a validated geometry.
+pub fn taggable_host_bytes(memory: &MemoryConfig) -> u64 {
+    let line = u64::from(memory.line_size);
+    [&memory.l1d, &memory.l2, &memory.llc]
+        .into_iter()
+        .filter(|c| c.size != 0)
+        .map(|c| {
+            let sets = c.size / (u64::from(c.ways) * line);
+            ((1u64 << CACHE_TAG_BITS) - 2) << sets.trailing_zeros() | (sets - 1)
+        })
+        .min()
+        .map_or(u64::MAX, |lines| lines.saturating_mul(line))
+}
+
+/// The host memory the simulator addresses for `host_memory` bytes of RAM: the RAM and the
+/// memory-tag table right above it (16 bytes per 4 KiB frame).
+fn host_bytes_addressed(host_memory: u64) -> u64 {
+    host_memory + (host_memory >> crate::addr::PAGE_SHIFT) * TAG_ENTRY_BYTES
+}
+
+/// FNV-1a, 64 bits: a stable hash of a profile's text (not for security).
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl TryFrom<ProfileFile> for Profile {
+    type Error = String;
+
+    /// Validates the file's values; the fingerprint is that of the profile's canonical TOML
+    /// form ([`Profile::to_toml`]), as there is no text to hash.
+    fn try_from(file: ProfileFile) -> Result<Profile, String> {
+        let mut profile = Profile::unchecked(file, 0);
+        profile.check()?;
+        profile.fingerprint = fnv1a64(profile.to_toml().as_bytes());
+        Ok(profile)
+    }
+}
+
 impl Profile {
+    fn unchecked(file: ProfileFile, fingerprint: u64) -> Profile {
+        let ProfileFile {
+            machine,
+            core,
+            latency,
+            tlb,
+            memory,
+            virt,
+            exits,
+            tags,
+            kernel,
+        } = file;
+        Profile {
+            machine,
+            core,
+            latency,
+            tlb,
+            memory,
+            virt,
+            exits,
+            tags,
+            kernel,
+            fingerprint,
+        }
+    }
+
     /// A built-in profile by name.
     pub fn builtin(name: &str) -> Result<Profile, ProfileError> {
         let (_, text) =
@@ -154,97 +515,292 @@ impl Profile {
         Profile::from_toml(text, &format!("'{name}'"))
     }
 
+    /// A built-in profile by name, or a profile file by path: `spec` is a path when it ends
+    /// in `.toml` or contains a `/`.
+    pub fn load(spec: &str) -> Result<Profile, ProfileError> {
+        let is_path = spec.ends_with(".toml") || spec.contains('/');
+        if !is_path {
+            return Profile::builtin(spec);
+        }
+        let text = std::fs::read_to_string(spec).map_err(|e| ProfileError::Read {
+            path: spec.to_string(),
+            message: e.to_string(),
+        })?;
+        Profile::from_toml(&text, spec)
+    }
+
     /// Parse and validate profile text; `origin` names it in errors (a file path or name).
     pub fn from_toml(text: &str, origin: &str) -> Result<Profile, ProfileError> {
-        let profile: Profile = toml::from_str(text).map_err(|e| ProfileError::Parse {
+        let file: ProfileFile = toml::from_str(text).map_err(|e| ProfileError::Parse {
             origin: origin.to_string(),
-            message: e.message().to_string()
-                + &e.span()
-                    .map(|s| format!(" (at byte {})", s.start))
-                    .unwrap_or_default(),
+            message: parse_message(&e, text),
         })?;
-        profile
-            .validate()
-            .map_err(|message| ProfileError::Invalid {
-                origin: origin.to_string(),
-                message,
-            })?;
+        let profile = Profile::unchecked(file, fnv1a64(text.as_bytes()));
+        profile.check().map_err(|message| ProfileError::Invalid {
+            origin: origin.to_string(),
+            message,
+        })?;
         Ok(profile)
     }
 
-    /// Check every value once, so the simulator can trust them.
-    pub fn validate(&self) -> Result<(), String> {
+    /// The machine's name (`machine.name`).
+    pub fn name(&self) -> &str {
+        &self.machine.name
+    }
+
+    /// A stable hash of the full text the profile was read from (FNV-1a, 64 bits), for
+    /// provenance: two runs with the same fingerprint used the same profile file, comments
+    /// included. Deserialized through serde instead, it hashes [`Profile::to_toml`].
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    /// The fingerprint as text: `fnv1a64:` and 16 hex digits.
+    pub fn fingerprint_hex(&self) -> String {
+        format!("fnv1a64:{:016x}", self.fingerprint)
+    }
+
+    /// The effective profile as TOML: every section and key with the value the simulator
+    /// uses, sizes in binary units, and the meaning of each exit and kernel cost as a comment
+    /// above it. [`Profile::from_toml`] reads it back to the same values.
+    pub fn to_toml(&self) -> String {
+        let mut value = match toml::Value::try_from(self) {
+            Ok(toml::Value::Table(t)) => t,
+            _ => unreachable!("a profile serializes to a TOML table"),
+        };
+        // Cache sizes are plain byte counts in `hw`; print them as the file writes them.
+        if let Some(toml::Value::Table(memory)) = value.get_mut("memory") {
+            for (_, level) in memory.iter_mut() {
+                if let Some(size) = level.get_mut("size") {
+                    if let Some(bytes) = size.as_integer() {
+                        *size = toml::Value::String(crate::units::format_size(bytes as u64));
+                    }
+                }
+            }
+        }
+        let mut out = String::new();
+        for (section, body) in &value {
+            let toml::Value::Table(body) = body else {
+                unreachable!("every profile section is a table")
+            };
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&format!("[{section}]\n"));
+            for (key, v) in body {
+                if let Some(doc) = cost_doc(section, key) {
+                    out.push_str(&format!("# {doc}\n"));
+                }
+                out.push_str(&format!("{key} = {}\n", inline(v)));
+            }
+        }
+        out
+    }
+
+    /// Check every value once, so the simulator can trust them: each number against its
+    /// lower and upper bound, geometries, and the memory sizes against each other and
+    /// against what the caches can tag.
+    pub fn validate(&self) -> Result<(), ProfileError> {
+        self.check().map_err(|message| ProfileError::Invalid {
+            origin: format!("'{}'", self.machine.name),
+            message,
+        })
+    }
+
+    fn check(&self) -> Result<(), String> {
         let m = &self.machine;
         if !(4..=5).contains(&m.paging_levels) {
             return Err(format!(
-                "machine.paging_levels = {} (valid: 4 or 5)",
+                "machine.paging_levels = {} is out of range: it must be 4 or 5",
                 m.paging_levels
             ));
         }
-        if !(m.frequency_ghz > 0.0 && m.frequency_ghz < 20.0) {
-            return Err(format!(
-                "machine.frequency_ghz = {} must be in (0, 20)",
-                m.frequency_ghz
-            ));
-        }
-        if m.host_memory < (64 << 20) || m.host_memory % (1 << 30) != 0 {
-            return Err("machine.host_memory must be a whole number of GiB (e.g. \"64G\")".into());
-        }
-        if m.guest_memory == 0 || m.guest_memory % (1 << 30) != 0 || m.guest_memory > m.host_memory
-        {
-            return Err(
-                "machine.guest_memory must be a whole number of GiB, at most host_memory".into(),
-            );
-        }
-        let positive = [
-            ("core.ipc", self.core.ipc),
-            ("core.mlp", self.core.mlp),
-            ("core.page_walkers", self.core.page_walkers),
+        let cycles = Bound::closed(0.0, MAX_EVENT_CYCLES, "cycles");
+        let latency = Bound::closed(0.0, MAX_LATENCY_CYCLES, "cycles");
+        let mut numbers: Vec<(String, f64, Bound)> = vec![
+            (
+                "machine.frequency_ghz".into(),
+                m.frequency_ghz,
+                Bound::positive(20.0, "GHz"),
+            ),
+            ("core.ipc".into(), self.core.ipc, Bound::positive(64.0, "")),
+            (
+                "core.mlp".into(),
+                self.core.mlp,
+                Bound::positive(1024.0, ""),
+            ),
+            (
+                "core.page_walkers".into(),
+                self.core.page_walkers,
+                Bound::positive(64.0, ""),
+            ),
+            ("latency.l1d".into(), self.latency.l1d, latency),
+            ("latency.l2".into(), self.latency.l2, latency),
+            ("latency.llc".into(), self.latency.llc, latency),
+            (
+                "latency.dram_ns".into(),
+                self.latency.dram_ns,
+                Bound::closed(0.0, MAX_LATENCY_CYCLES, "ns"),
+            ),
+            ("latency.stlb_hit".into(), self.latency.stlb_hit, latency),
+            ("virt.host_remap".into(), self.virt.host_remap, cycles),
+            ("virt.tag_update".into(), self.virt.tag_update, cycles),
+            ("virt.global_flush".into(), self.virt.global_flush, cycles),
+            ("virt.remap_notify".into(), self.virt.remap_notify, cycles),
+            ("virt.devirt_fixup".into(), self.virt.devirt_fixup, cycles),
+            ("tags.per_fill".into(), self.tags.per_fill, latency),
         ];
-        for (name, v) in positive {
-            if !(v.is_finite() && v > 0.0) {
-                return Err(format!("{name} = {v} must be a positive number"));
-            }
+        numbers.extend(
+            self.exits
+                .iter()
+                .map(|(r, v)| (format!("exits.{}", r.name()), v, cycles)),
+        );
+        numbers.extend(
+            self.kernel
+                .costs
+                .iter()
+                .map(|(k, v)| (format!("kernel.{}", k.name()), v, cycles)),
+        );
+        for (key, v, bound) in numbers {
+            bound.check(&key, v)?;
         }
-        let non_negative = [
-            ("latency.l1d", self.latency.l1d),
-            ("latency.l2", self.latency.l2),
-            ("latency.llc", self.latency.llc),
-            ("latency.dram_ns", self.latency.dram_ns),
-            ("latency.stlb_hit", self.latency.stlb_hit),
-            ("virt.ept_violation", self.virt.ept_violation),
-            ("virt.write_protect", self.virt.write_protect),
-            ("virt.shadow_fault", self.virt.shadow_fault),
-            ("virt.pf_reflect", self.virt.pf_reflect),
-            ("virt.cr3_load", self.virt.cr3_load),
-            ("virt.invlpg", self.virt.invlpg),
-            ("virt.tpt_switch", self.virt.tpt_switch),
-            ("virt.hypercall", self.virt.hypercall),
-            ("virt.pv_bounce", self.virt.pv_bounce),
-            ("virt.host_remap", self.virt.host_remap),
-            ("virt.tag_update", self.virt.tag_update),
-            ("virt.global_flush", self.virt.global_flush),
-            ("virt.remap_notify", self.virt.remap_notify),
-            ("virt.devirt_fixup", self.virt.devirt_fixup),
-            ("tags.per_fill", self.tags.per_fill),
-            ("kernel.page_fault", self.kernel.page_fault),
-            ("kernel.clear_page_4k", self.kernel.clear_page_4k),
-            ("kernel.copy_page_4k", self.kernel.copy_page_4k),
-            ("kernel.cow_fault", self.kernel.cow_fault),
-            ("kernel.fork", self.kernel.fork),
-            ("kernel.fork_per_pte", self.kernel.fork_per_pte),
-            ("kernel.exec", self.kernel.exec),
-            ("kernel.context_switch", self.kernel.context_switch),
-            ("kernel.syscall", self.kernel.syscall),
+
+        // Structures: the bounds here, the geometry rules in `hw`.
+        let TlbConfig {
+            l1_4k,
+            l1_2m,
+            l1_1g,
+            stlb,
+            stlb_1g,
+            pde_cache,
+            pdpte_cache,
+            pml4e_cache,
+            nested_tlb,
+            ept_pde_cache,
+            ept_pdpte_cache,
+            ept_pml4e_cache,
+        } = &self.tlb;
+        let structures: [(&str, &TranslationCacheConfig); 12] = [
+            ("tlb.l1_4k", l1_4k),
+            ("tlb.l1_2m", l1_2m),
+            ("tlb.l1_1g", l1_1g),
+            ("tlb.stlb", stlb),
+            ("tlb.stlb_1g", stlb_1g),
+            ("tlb.pde_cache", pde_cache),
+            ("tlb.pdpte_cache", pdpte_cache),
+            ("tlb.pml4e_cache", pml4e_cache),
+            ("tlb.nested_tlb", nested_tlb),
+            ("tlb.ept_pde_cache", ept_pde_cache),
+            ("tlb.ept_pdpte_cache", ept_pdpte_cache),
+            ("tlb.ept_pml4e_cache", ept_pml4e_cache),
         ];
-        for (name, v) in non_negative {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("{name} = {v} must be a non-negative number"));
+        for (name, s) in structures {
+            if s.entries > MAX_TLB_ENTRIES {
+                return Err(format!(
+                    "{name}.entries = {} is out of range: it must be at most {MAX_TLB_ENTRIES} \
+                     (0 disables the structure)",
+                    s.entries
+                ));
             }
         }
         self.tlb.validate()?;
+        let line = self.memory.line_size;
+        if line > MAX_LINE_BYTES {
+            return Err(format!(
+                "memory.line_size = {line} is out of range: it must be at most {MAX_LINE_BYTES} bytes"
+            ));
+        }
+        let levels: [(&str, &CacheConfig); 3] = [
+            ("memory.l1d", &self.memory.l1d),
+            ("memory.l2", &self.memory.l2),
+            ("memory.llc", &self.memory.llc),
+        ];
+        for (name, level) in levels {
+            if level.size > MAX_CACHE_BYTES {
+                return Err(format!(
+                    "{name}.size = {} is out of range: it must be at most {} (0 disables the level)",
+                    crate::units::format_size(level.size),
+                    crate::units::format_size(MAX_CACHE_BYTES)
+                ));
+            }
+        }
         self.memory.validate()?;
+
+        // Memory sizes, against each other and against what the caches can tag.
+        let size = crate::units::format_size;
+        if m.host_memory < (1 << 30)
+            || !m.host_memory.is_multiple_of(1 << 30)
+            || m.host_memory > MAX_PHYSICAL_BYTES
+        {
+            return Err(format!(
+                "machine.host_memory = {} is out of range: it must be a whole number of GiB \
+                 from 1G to {} (52 physical address bits)",
+                size(m.host_memory),
+                size(MAX_PHYSICAL_BYTES)
+            ));
+        }
+        let taggable = taggable_host_bytes(&self.memory);
+        let addressed = host_bytes_addressed(m.host_memory);
+        if addressed > taggable {
+            let most = (taggable / (1 << 30)) * 256 / 257;
+            return Err(format!(
+                "machine.host_memory = {} is more than the caches can tag: with its tag table \
+                 it spans {} bytes and the [memory] geometry tags addresses below {} bytes; \
+                 use at most {most}G, or caches with more sets",
+                size(m.host_memory),
+                addressed,
+                taggable
+            ));
+        }
+        if m.guest_memory < (1 << 30)
+            || !m.guest_memory.is_multiple_of(1 << 30)
+            || m.guest_memory > m.host_memory
+        {
+            return Err(format!(
+                "machine.guest_memory = {} is out of range: it must be a whole number of GiB \
+                 from 1G to host_memory ({})",
+                size(m.guest_memory),
+                size(m.host_memory)
+            ));
+        }
         Ok(())
+    }
+}
+
+/// The documentation of cost `key` in table `section`, for the keyed cost tables.
+fn cost_doc(section: &str, key: &str) -> Option<&'static str> {
+    fn find<K: CostKey>(section: &str, key: &str) -> Option<&'static str> {
+        (section == K::SECTION)
+            .then(|| K::all().iter().find(|k| k.name() == key).map(|k| k.doc()))
+            .flatten()
+    }
+    find::<ExitReason>(section, key).or_else(|| find::<KernelCost>(section, key))
+}
+
+/// A TOML value on one line: tables inline (`{ entries = 64, ways = 4 }`).
+fn inline(v: &toml::Value) -> String {
+    match v {
+        toml::Value::Table(t) => {
+            let body: Vec<String> = t
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", inline(v)))
+                .collect();
+            format!("{{ {} }}", body.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A TOML parse error as one line: the message and the line it is on.
+fn parse_message(e: &toml::de::Error, text: &str) -> String {
+    let message = e.message().trim().replace('\n', "; ");
+    match e.span() {
+        Some(span) if span.start <= text.len() => {
+            let line_no = text[..span.start].matches('\n').count() + 1;
+            let line = text.lines().nth(line_no - 1).unwrap_or("").trim();
+            format!("{message} (line {line_no}: `{line}`)")
+        }
+        _ => message,
     }
 }
 
@@ -252,11 +808,22 @@ impl Profile {
 mod tests {
     use super::*;
 
+    fn skylake_text() -> &'static str {
+        BUILTIN[0].1
+    }
+
+    fn error(text: &str) -> String {
+        Profile::from_toml(text, "test.toml")
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn builtin_profiles_load() {
-        for (name, _) in BUILTIN {
+        for (name, text) in BUILTIN {
             let p = Profile::builtin(name).unwrap();
-            assert_eq!(p.machine.name, *name);
+            assert_eq!(p.name(), *name);
+            assert_eq!(p.fingerprint(), fnv1a64(text.as_bytes()));
         }
     }
 
@@ -271,24 +838,157 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_named() {
-        let text = BUILTIN[0].1.replace("[core]", "[core]\nturbo = true");
-        let err = Profile::from_toml(&text, "test.toml")
-            .unwrap_err()
-            .to_string();
+        let err = error(&skylake_text().replace("[core]", "[core]\nturbo = true"));
         assert!(err.contains("test.toml") && err.contains("turbo"), "{err}");
+        let err = error(&skylake_text().replace("[exits]", "[exits]\nvmcall = 1000"));
+        assert!(
+            err.contains("exits.vmcall") && err.contains("ept_violation"),
+            "{err}"
+        );
+        let err = error(&skylake_text().replace("[kernel]", "[kernel]\nbrk = 1000"));
+        assert!(
+            err.contains("kernel.brk") && err.contains("pcid") && err.contains("page_fault"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn missing_costs_are_named() {
+        let text: String = skylake_text()
+            .lines()
+            .filter(|l| !l.starts_with("invlpg ="))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let err = error(&text);
+        assert!(err.contains("missing key exits.invlpg"), "{err}");
     }
 
     #[test]
     fn invalid_values_are_named() {
-        let text = BUILTIN[0]
-            .1
-            .replace("paging_levels = 4", "paging_levels = 3");
-        let err = Profile::from_toml(&text, "x").unwrap_err().to_string();
+        let err = error(&skylake_text().replace("paging_levels = 4", "paging_levels = 3"));
         assert!(err.contains("paging_levels"), "{err}");
-        let text = BUILTIN[0].1.replace("page_walkers = 2", "page_walkers = 0");
-        assert!(Profile::from_toml(&text, "x")
-            .unwrap_err()
-            .to_string()
-            .contains("core.page_walkers"));
+        let err = error(&skylake_text().replace("page_walkers = 2", "page_walkers = 0"));
+        assert!(err.contains("core.page_walkers"), "{err}");
+    }
+
+    #[test]
+    fn values_have_upper_bounds() {
+        for (line, key) in [
+            ("l2 = 14", "latency.l2"),
+            ("ept_violation = 2500", "exits.ept_violation"),
+            ("fork = 159800", "kernel.fork"),
+            ("mlp = 10", "core.mlp"),
+            ("host_remap = 3500", "virt.host_remap"),
+        ] {
+            let (name, _) = line.split_once(" = ").unwrap();
+            let text = skylake_text().replace(line, &format!("{name} = 1e300"));
+            let err = error(&text);
+            assert!(
+                err.contains(&format!("{key} = 1e300")) && err.contains("at most"),
+                "{err}"
+            );
+            assert!(!err.contains('\n'), "{err}");
+        }
+        let err = error(&skylake_text().replace(
+            "stlb = { entries = 1536, ways = 12 }",
+            "stlb = { entries = 3145728, ways = 12 }",
+        ));
+        assert!(err.contains("tlb.stlb.entries"), "{err}");
+        let err = error(&skylake_text().replace("size = \"22M\"", "size = \"2G\""));
+        assert!(err.contains("memory.llc.size"), "{err}");
+    }
+
+    #[test]
+    fn host_memory_the_caches_cannot_tag_is_rejected_at_load() {
+        let err = error(&skylake_text().replace("host_memory = \"64G\"", "host_memory = \"2T\""));
+        assert!(
+            err.contains("machine.host_memory = 2T") && err.contains("tag"),
+            "{err}"
+        );
+        // The largest size the message suggests loads.
+        let most = err
+            .split("at most ")
+            .nth(1)
+            .and_then(|s| s.split('G').next())
+            .unwrap();
+        let text = skylake_text().replace(
+            "host_memory = \"64G\"",
+            &format!("host_memory = \"{most}G\""),
+        );
+        Profile::from_toml(&text, "x").unwrap();
+    }
+
+    #[test]
+    fn taggable_bytes_match_the_cache_model() {
+        use crate::hw::cache::{MemoryHierarchy, Replacement};
+        let skylake = Profile::builtin("skylake").unwrap().memory;
+        let level = |size: u64, ways: u32| CacheConfig {
+            size,
+            ways,
+            replacement: Replacement::Lru,
+        };
+        let mut configs = vec![skylake.clone()];
+        for (l1, l2, llc) in [
+            (level(0, 1), level(0, 1), level(0, 1)),
+            (level(4096, 1), level(0, 1), level(1 << 20, 16)),
+            (level(32 << 10, 8), level(0, 1), level(0, 1)),
+        ] {
+            configs.push(MemoryConfig {
+                line_size: 64,
+                l1d: l1,
+                l2,
+                llc,
+            });
+        }
+        for cfg in configs {
+            assert_eq!(
+                taggable_host_bytes(&cfg),
+                MemoryHierarchy::new(&cfg).max_addr(),
+                "{cfg:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn to_toml_reads_back_to_the_same_profile() {
+        let p = Profile::builtin("skylake").unwrap();
+        let text = p.to_toml();
+        let q = Profile::from_toml(&text, "shown").unwrap();
+        assert_eq!(q.to_toml(), text);
+        assert_eq!(
+            (&q.machine, &q.core, &q.latency, &q.tlb, &q.memory),
+            (&p.machine, &p.core, &p.latency, &p.tlb, &p.memory)
+        );
+        assert_eq!(
+            (&q.virt, &q.exits, &q.tags, &q.kernel),
+            (&p.virt, &p.exits, &p.tags, &p.kernel)
+        );
+        assert!(text.contains("host_memory = \"64G\""), "{text}");
+        assert!(
+            text.contains("llc = { size = \"22M\", ways = 11, replacement = \"drrip\" }"),
+            "{text}"
+        );
+        assert_ne!(q.fingerprint(), p.fingerprint(), "the texts differ");
+        // Through serde: validated, and fingerprinted by the canonical text.
+        let r: Profile = toml::from_str(&text).unwrap();
+        assert_eq!(r.fingerprint(), fnv1a64(text.as_bytes()));
+        assert!(toml::from_str::<Profile>(&text.replace("l2 = 14.0", "l2 = 1e300")).is_err());
+    }
+
+    #[test]
+    fn fingerprint_covers_the_whole_text() {
+        let a = Profile::from_toml(skylake_text(), "a").unwrap();
+        let b = Profile::from_toml(&format!("{}# a comment\n", skylake_text()), "b").unwrap();
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.fingerprint_hex().len(), "fnv1a64:".len() + 16);
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn parse_errors_name_the_line() {
+        let err = error(&skylake_text().replace("paging_levels = 4", "paging_levels = 400"));
+        assert!(err.contains("paging_levels = 400"), "{err}");
+        assert!(!err.contains('\n'), "{err}");
     }
 }

@@ -165,14 +165,5 @@ pub fn parse_page_size(flag: &str, text: &str, allowed: &[PageSize]) -> Result<P
 /// A built-in machine profile by name, or a profile file by path (a name ending in .toml or
 /// containing a slash).
 pub fn load_profile(name: &str) -> Result<Profile, LabError> {
-    let is_path = name.ends_with(".toml") || name.contains('/');
-    if !is_path {
-        return Profile::builtin(name).map_err(|e| LabError::Spec(e.to_string()));
-    }
-    let text = std::fs::read_to_string(name).map_err(|e| LabError::Read {
-        what: "machine profile",
-        path: name.to_string(),
-        message: e.to_string(),
-    })?;
-    Profile::from_toml(&text, name).map_err(|e| LabError::Spec(e.to_string()))
+    Profile::load(name).map_err(|e| LabError::Spec(e.to_string()))
 }

@@ -1,77 +1,95 @@
-//! VM exits, counted by reason. Each reason has a cost in the machine profile.
+//! VM exits, counted by reason. Each reason has a cost in the machine profile, under
+//! `[exits]`, keyed by the reason's name.
+//!
+//! The reasons are declared once, in the [`exit_reasons!`] list below: adding one is one line
+//! there (its doc, variant and name) plus its cost in every profile (`profiles/*.toml`).
+//! Reports, JSON (`exits_by_reason`), the profile's `[exits]` table and the cost model all
+//! follow the list.
 
-/// Why control left the guest for the hypervisor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ExitReason {
-    /// A guest access to a guest-physical frame the EPT does not map (first touch).
-    EptViolation,
-    /// Shadow paging: a guest write to a write-protected (shadowed) guest page table,
-    /// emulated by the hypervisor.
-    WriteProtect,
-    /// Shadow paging: a fault in the shadow tables; the hypervisor walks the guest tables
-    /// and installs shadow entries (or finds the guest's own fault).
-    ShadowFault,
-    /// Shadow paging: a guest page fault the hypervisor reflects into the guest.
-    PfReflect,
-    /// Shadow paging: a CR3 load, trapped to switch shadow roots.
-    Cr3Load,
-    /// Shadow paging: a trapped INVLPG.
-    Invlpg,
-    /// The TPT prototype: a hypercall switching a TPT process between its host-address
-    /// tables and the kernel's nested paging.
-    TptSwitch,
-    /// Paravirtual paging: a hypercall (mmu_update or a multicall of them, a CR3 switch, a
-    /// TLB flush).
-    Hypercall,
-    /// Paravirtual paging: a system call or fault of the guest bouncing through the
-    /// hypervisor (a 64-bit PV kernel runs in ring 3).
-    PvBounce,
+/// Declares [`ExitReason`] from one list of `doc, Variant => "name"` entries: the enum, its
+/// `ALL` and `COUNT`, and `name()` / `doc()` / `from_name()`.
+macro_rules! exit_reasons {
+    ($( $(#[doc = $doc:literal])+ $variant:ident => $name:literal, )+) => {
+        /// Why control left the guest for the hypervisor.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum ExitReason {
+            $( $(#[doc = $doc])+ $variant, )+
+        }
+
+        impl ExitReason {
+            /// How many reasons there are.
+            pub const COUNT: usize = [$($name),+].len();
+
+            /// Every reason, in declaration order; `ALL[r as usize] == r`.
+            pub const ALL: [ExitReason; Self::COUNT] = [$(ExitReason::$variant),+];
+
+            /// The name used in reports, JSON (`exits_by_reason`) and as the key of its cost
+            /// in the profile's `[exits]` table.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $( ExitReason::$variant => $name, )+
+                }
+            }
+
+            /// What the reason means: its documentation, as one line.
+            pub fn doc(self) -> &'static str {
+                match self {
+                    $( ExitReason::$variant => concat!($($doc),+).trim_start(), )+
+                }
+            }
+
+            /// The reason called `name`, if there is one.
+            pub fn from_name(name: &str) -> Option<ExitReason> {
+                Self::ALL.into_iter().find(|r| r.name() == name)
+            }
+        }
+    };
 }
 
-impl ExitReason {
-    pub const ALL: [ExitReason; 9] = [
-        ExitReason::EptViolation,
-        ExitReason::WriteProtect,
-        ExitReason::ShadowFault,
-        ExitReason::PfReflect,
-        ExitReason::Cr3Load,
-        ExitReason::Invlpg,
-        ExitReason::TptSwitch,
-        ExitReason::Hypercall,
-        ExitReason::PvBounce,
-    ];
-
-    /// The name used in reports and JSON (`exits_by_reason`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ExitReason::EptViolation => "ept_violation",
-            ExitReason::WriteProtect => "write_protect",
-            ExitReason::ShadowFault => "shadow_fault",
-            ExitReason::PfReflect => "pf_reflect",
-            ExitReason::Cr3Load => "cr3_load",
-            ExitReason::Invlpg => "invlpg",
-            ExitReason::TptSwitch => "tpt_switch",
-            ExitReason::Hypercall => "hypercall",
-            ExitReason::PvBounce => "pv_bounce",
-        }
-    }
+exit_reasons! {
+    /// A guest access to a guest-physical frame the EPT does not map (first touch).
+    EptViolation => "ept_violation",
+    /// Shadow paging: a guest write to a write-protected (shadowed) guest page table,
+    /// emulated by the hypervisor.
+    WriteProtect => "write_protect",
+    /// Shadow paging: a fault in the shadow tables; the hypervisor walks the guest tables
+    /// and installs shadow entries (or finds the guest's own fault).
+    ShadowFault => "shadow_fault",
+    /// Shadow paging: a guest page fault the hypervisor reflects into the guest.
+    PfReflect => "pf_reflect",
+    /// Shadow paging: a CR3 load, trapped to switch shadow roots.
+    Cr3Load => "cr3_load",
+    /// Shadow paging: a trapped INVLPG.
+    Invlpg => "invlpg",
+    /// The TPT prototype: a hypercall switching a TPT process between its host-address
+    /// tables and the kernel's nested paging.
+    TptSwitch => "tpt_switch",
+    /// Paravirtual paging: a hypercall (mmu_update or a multicall of them, a CR3 switch, a
+    /// TLB flush).
+    Hypercall => "hypercall",
+    /// Paravirtual paging: a system call or fault of the guest bouncing through the
+    /// hypervisor (a 64-bit PV kernel runs in ring 3).
+    PvBounce => "pv_bounce",
 }
 
 /// Exit counts by reason.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExitCounters {
-    counts: [u64; ExitReason::ALL.len()],
+    counts: [u64; ExitReason::COUNT],
 }
 
 impl ExitCounters {
+    /// Counts one exit of `reason`.
     pub fn record(&mut self, reason: ExitReason) {
         self.counts[reason as usize] += 1;
     }
 
+    /// Exits of `reason` so far.
     pub fn get(&self, reason: ExitReason) -> u64 {
         self.counts[reason as usize]
     }
 
+    /// Exits of every reason so far.
     pub fn total(&self) -> u64 {
         self.counts.iter().sum()
     }
@@ -81,6 +99,7 @@ impl ExitCounters {
         ExitReason::ALL.iter().map(|&r| (r, self.get(r)))
     }
 
+    /// The counts of the interval since `earlier` (a snapshot of the same counters).
     pub fn since(&self, earlier: &ExitCounters) -> ExitCounters {
         let mut out = *self;
         for (o, e) in out.counts.iter_mut().zip(earlier.counts) {
@@ -107,5 +126,30 @@ mod tests {
             .iter()
             .enumerate()
             .all(|(i, &r)| r as usize == i));
+    }
+
+    #[test]
+    fn names_are_unique_keys_and_docs_are_one_line() {
+        for r in ExitReason::ALL {
+            assert_eq!(ExitReason::from_name(r.name()), Some(r));
+            let name = r.name();
+            assert!(
+                !name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "{name} is a bare TOML key"
+            );
+            assert!(
+                !r.doc().is_empty() && !r.doc().contains('\n'),
+                "{:?}",
+                r.doc()
+            );
+        }
+        assert_eq!(ExitReason::from_name("vmcall"), None);
+        assert_eq!(
+            ExitReason::EptViolation.doc(),
+            "A guest access to a guest-physical frame the EPT does not map (first touch)."
+        );
     }
 }
