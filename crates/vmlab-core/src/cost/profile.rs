@@ -733,7 +733,7 @@ impl Profile {
         // Memory sizes, against each other and against what the caches can tag.
         let size = crate::units::format_size;
         if m.host_memory < (1 << 30)
-            || m.host_memory % (1 << 30) != 0
+            || !m.host_memory.is_multiple_of(1 << 30)
             || m.host_memory > MAX_PHYSICAL_BYTES
         {
             return Err(format!(
@@ -757,7 +757,7 @@ impl Profile {
             ));
         }
         if m.guest_memory < (1 << 30)
-            || m.guest_memory % (1 << 30) != 0
+            || !m.guest_memory.is_multiple_of(1 << 30)
             || m.guest_memory > m.host_memory
         {
             return Err(format!(
