@@ -394,11 +394,15 @@ impl Bound {
         } else {
             format!("at least {}", number(self.min))
         };
+        let unit = if self.unit.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", self.unit)
+        };
         Err(format!(
-            "{key} = {} is out of range: it must be {low} and at most {} {}",
+            "{key} = {} is out of range: it must be {low} and at most {}{unit}",
             number(v),
             number(self.max),
-            self.unit
         ))
     }
 }

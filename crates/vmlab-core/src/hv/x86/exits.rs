@@ -1,7 +1,7 @@
 //! VM exits, counted by reason. Each reason has a cost in the machine profile, under
 //! `[exits]`, keyed by the reason's name.
 //!
-//! The reasons are declared once, in the [`exit_reasons!`] list below: adding one is one line
+//! The reasons are declared once, in the `exit_reasons!` list below: adding one is one line
 //! there (its doc, variant and name) plus its cost in every profile (`profiles/*.toml`).
 //! Reports, JSON (`exits_by_reason`), the profile's `[exits]` table and the cost model all
 //! follow the list.
