@@ -454,4 +454,98 @@ mod tests {
             (3, PageSize::Size2M, 0x60_1234)
         );
     }
+
+    mod soft_walk_agrees {
+        //! The software walk helper ([`PagingMode::soft_walk`]) against the hardware walker
+        //! on random tables: same leaf, same page size, same permissions, and a fault at the
+        //! same level for the same reason.
+        use super::*;
+        use crate::addr::Hfn;
+        use crate::hw::x86::paging::{SoftWalk, X86_64_5LEVEL};
+        use proptest::prelude::*;
+
+        /// Table pages are frames 1..=TABLES; entries are written at a few indices each, and
+        /// addresses are made of the same indices, so walks go deep.
+        const TABLES: u64 = 6;
+        const INDICES: [u64; 4] = [0, 1, 2, 511];
+
+        /// A random entry: absent, a table pointer, a leaf (large bit or not) or any bits
+        /// at all (frame kept inside the 1 GiB of test memory).
+        fn entry() -> impl Strategy<Value = u64> {
+            let perms = (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(w, u, x)| Perms {
+                read: true,
+                write: w,
+                user: u,
+                exec: x,
+            });
+            prop_oneof![
+                1 => Just(0u64),
+                1 => (1..=TABLES, perms.clone()).prop_map(|(t, p)| X86::leaf(t << 12, p, false)),
+                5 => (1..=TABLES).prop_map(|t| X86::table(t << 12)),
+                2 => (0..1u64 << 18, perms, any::<bool>())
+                    .prop_map(|(f, p, large)| X86::leaf(f << 12, p, large)),
+                1 => any::<u64>().prop_map(|e| e & !(FRAME_MASK & !0x3fff_f000)),
+            ]
+        }
+
+        fn tables() -> impl Strategy<Value = Vec<u64>> {
+            proptest::collection::vec(entry(), (TABLES as usize) * INDICES.len())
+        }
+
+        fn address() -> impl Strategy<Value = u64> {
+            (proptest::collection::vec(0..INDICES.len(), 5), 0..4096u64).prop_map(|(ix, off)| {
+                ix.iter()
+                    .enumerate()
+                    .fold(off, |a, (l, &i)| a | INDICES[i] << (12 + 9 * l))
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn on_random_tables(
+                entries in tables(),
+                addrs in proptest::collection::vec(address(), 1..16),
+                five in any::<bool>(),
+                write in any::<bool>(),
+            ) {
+                let mode = if five { X86_64_5LEVEL } else { X86_64_4LEVEL };
+                let mut mem = HostMemory::new(1 << 30);
+                for (n, &e) in entries.iter().enumerate() {
+                    let (t, i) = (1 + n as u64 / INDICES.len() as u64, INDICES[n % INDICES.len()]);
+                    mem.write_u64(Hpa::new(t << 12 | i * 8), e);
+                }
+                for addr in addrs {
+                    let read = |t: Hfn, i: usize| {
+                        Ok::<_, ()>(mem.read_u64(t.addr_at(mode.entry_offset(i))))
+                    };
+                    let soft = mode.soft_walk::<X86, _, _>(Hfn::new(1), addr, read).unwrap();
+                    let mut refs = 0;
+                    let hard = walk::<X86, _>(
+                        &mut Direct(&mut mem), None, Dimension::Guest, &mode, 0x1000, addr, 0,
+                        write, &mut refs,
+                    );
+                    match (soft, hard) {
+                        (SoftWalk::Leaf { at, size, perms }, Ok(leaf)) => {
+                            prop_assert!(perms.allows(write));
+                            prop_assert_eq!(leaf.size, size);
+                            prop_assert_eq!(leaf.perms, perms);
+                            prop_assert_eq!(leaf.base, PagingMode::leaf_base::<X86>(at.entry, size));
+                            prop_assert_eq!(refs, (mode.levels() - at.slot.level + 1) as u64);
+                        }
+                        (SoftWalk::Leaf { at, perms, .. }, Err(f)) => {
+                            prop_assert!(!perms.allows(write));
+                            prop_assert_eq!((f.kind, f.level), (FaultKind::Protection, at.slot.level));
+                        }
+                        (SoftWalk::NotPresent(at), Err(f)) => {
+                            prop_assert_eq!((f.kind, f.level), (FaultKind::NotPresent, at.slot.level));
+                        }
+                        (SoftWalk::Reserved(at), Err(f)) => {
+                            prop_assert_eq!((f.kind, f.level), (FaultKind::Protection, at.slot.level));
+                        }
+                        (soft, hard) => prop_assert!(false, "soft {:?}, hardware {:?}", soft, hard),
+                    }
+                }
+            }
+        }
+    }
 }
