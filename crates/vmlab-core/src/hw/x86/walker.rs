@@ -512,7 +512,7 @@ mod tests {
                 let mut mem = HostMemory::new(1 << 30);
                 for (n, &e) in entries.iter().enumerate() {
                     let (t, i) = (1 + n as u64 / INDICES.len() as u64, INDICES[n % INDICES.len()]);
-                    mem.write_u64(Hpa::new(t << 12 | i * 8), e);
+                    mem.write_u64(Hpa::new((t << 12) | (i * 8)), e);
                 }
                 for addr in addrs {
                     let read = |t: Hfn, i: usize| {
