@@ -12,10 +12,13 @@ mod common;
 use common::{ept_leaf, guest_table_gpas, guest_walk, Setup, MIB, REGION_4LEVEL, REGION_5LEVEL};
 use vmlab_core::addr::{Gva, PageSize};
 use vmlab_core::hw::x86::mmu::MmuCounters;
+use vmlab_core::hw::x86::paging::PagingMode;
 use vmlab_core::hw::x86::pte::{Ept, X86};
 use vmlab_core::scheme::{Paging, System};
 
-use PageSize::{Size1G as G1, Size2M as M2, Size4K as K4};
+const G1: PageSize = PageSize::Size1G;
+const M2: PageSize = PageSize::Size2M;
+const K4: PageSize = PageSize::Size4K;
 
 /// One row of the reference-count table.
 struct WalkCase {
@@ -106,12 +109,15 @@ impl WalkCase {
         }
     }
 
-    /// Entries read per level of each dimension (a leaf of size S sits at level S.leaf_level()).
+    /// Entries read per level of each dimension (a leaf of size S sits at the paging mode's
+    /// `leaf_level(S)`).
     fn depths(&self) -> (u64, u64) {
-        let g = (self.levels - self.guest_pages.leaf_level() + 1) as u64;
+        let mode = PagingMode::x86_64(self.levels).unwrap();
+        let leaf_level = |size| mode.leaf_level(size).unwrap();
+        let g = (self.levels - leaf_level(self.guest_pages) + 1) as u64;
         let h = match self.paging {
             Paging::Native => 0,
-            _ => (self.levels - self.host_pages.leaf_level() + 1) as u64,
+            _ => (self.levels - leaf_level(self.host_pages) + 1) as u64,
         };
         (g, h)
     }

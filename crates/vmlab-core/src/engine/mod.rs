@@ -454,12 +454,7 @@ fn report<W: Workload>(
             .map(|vm| {
                 PageSize::ALL
                     .iter()
-                    .map(|s| {
-                        (
-                            s.name().to_string(),
-                            vm.backed_frames()[s.index()] * PAGE_SIZE,
-                        )
-                    })
+                    .map(|s| (s.name().to_string(), vm.backed_frames_of(*s) * PAGE_SIZE))
                     .collect()
             })
             .unwrap_or_default(),

@@ -370,7 +370,8 @@ pub struct FrameAllocator {
     next_small: u64,
     /// Lowest frame handed out by the top-down large-page pointer.
     large_floor: u64,
-    free: [Vec<u64>; 3],
+    /// Freed pages of each size, by `shift - PageSize::MIN_SHIFT`, last freed first.
+    free: Vec<Vec<u64>>,
     in_use: u64,
 }
 
@@ -381,14 +382,14 @@ impl FrameAllocator {
             total: total_frames,
             next_small: 1,
             large_floor: total_frames,
-            free: Default::default(),
+            free: vec![Vec::new(); (PageSize::MAX_SHIFT - PageSize::MIN_SHIFT + 1) as usize],
             in_use: 0,
         }
     }
 
     /// Allocate `size` worth of frames, aligned to `size`; returns the first frame number.
     pub fn alloc(&mut self, size: PageSize) -> Option<u64> {
-        let frame = match self.free[size.index()].pop() {
+        let frame = match self.free[Self::free_list(size)].pop() {
             Some(frame) => frame,
             None if size == PageSize::Size4K => {
                 if self.next_small >= self.large_floor {
@@ -414,7 +415,12 @@ impl FrameAllocator {
     pub fn free(&mut self, frame: u64, size: PageSize) {
         debug_assert!(frame < self.total);
         self.in_use -= size.frames();
-        self.free[size.index()].push(frame);
+        self.free[Self::free_list(size)].push(frame);
+    }
+
+    /// The free list of pages of `size`.
+    fn free_list(size: PageSize) -> usize {
+        (size.shift() - PageSize::MIN_SHIFT) as usize
     }
 
     pub fn in_use(&self) -> u64 {

@@ -28,13 +28,14 @@
 //! the VM's translations remotely); a guest page written wholesale (zeroed or copied) while
 //! shadowed is unshadowed at once, as flooding would do after three writes.
 
-use crate::addr::{Gfn, Gva, Hfn, Hpa, PageSize};
+use crate::addr::{Gfn, Gpa, Gva, Hfn, Hpa, PageSize, PAGE_SHIFT};
 use crate::hv::x86::exits::ExitReason;
 use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
 use crate::hw::x86::mmu::{Mmu, Root};
-use crate::hw::x86::pte::{EntryFormat, Perms, FRAME_MASK, X86};
-use crate::hw::x86::walker::{level_shift, FaultKind};
+use crate::hw::x86::paging::{Cursor, EntryKind, PagingMode, TableFrame};
+use crate::hw::x86::pte::{EntryFormat, Perms, X86};
+use crate::hw::x86::walker::FaultKind;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
@@ -79,7 +80,7 @@ struct ShadowPage {
     write_flooding: u8,
     last_used: u64,
     /// The guest frame each leaf entry maps (KVM's `sp->gfns`), to keep the reverse map.
-    leaf_gfns: Option<Box<[u64; 512]>>,
+    leaf_gfns: Option<Box<[u64]>>,
 }
 
 /// Event counts of the shadow MMU (exits are counted by the VM).
@@ -109,7 +110,8 @@ pub struct Ctx<'a> {
 
 pub struct ShadowMmu {
     config: ShadowConfig,
-    levels: u8,
+    /// The paging mode of the guest's tables and of the shadow tables.
+    mode: PagingMode,
     pages: Vec<Option<ShadowPage>>,
     free_ids: Vec<SpId>,
     live: usize,
@@ -134,10 +136,14 @@ const ROOT_CACHE: usize = 4;
 const FLOODING_WRITES: u8 = 3;
 
 impl ShadowMmu {
+    /// A shadow MMU for guest tables of `levels` levels.
+    ///
+    /// # Panics
+    /// If `levels` is neither 4 nor 5 (the machine profile admits no other).
     pub fn new(config: ShadowConfig, levels: u8) -> ShadowMmu {
         ShadowMmu {
             config,
-            levels,
+            mode: PagingMode::x86_64_validated(levels),
             pages: Vec::new(),
             free_ids: Vec::new(),
             live: 0,
@@ -192,7 +198,7 @@ impl ShadowMmu {
                 ctx,
                 pgd,
                 Role {
-                    level: self.levels,
+                    level: self.mode.levels(),
                     direct: false,
                 },
             )?,
@@ -319,43 +325,56 @@ impl ShadowMmu {
             }));
         };
         let mut sp = self.root_id(pgd).expect("the current root is cached");
-        let mut table = pgd;
+        let mut walk = Cursor::new(&self.mode, pgd, va.raw());
         let mut perms = Perms::ALL;
-        for level in (1..=self.levels).rev() {
+        loop {
+            let level = walk.level();
             self.clock += 1;
             let clock = self.clock;
             let s = self.sp_mut(sp);
             s.write_flooding = 0;
             s.last_used = clock;
-            let index = ((va.raw() >> level_shift(level)) & 0x1ff) as usize;
-            let guest_at = ctx.vm.back(ctx.mem, table)?.addr_at(index as u64 * 8);
+            let index = walk.index();
+            let guest_at = ctx
+                .vm
+                .back(ctx.mem, walk.table())?
+                .addr_at(self.mode.entry_offset(index));
             let mut entry = ctx.mem.read_u64(guest_at);
-            if !X86::is_present(entry) {
+            let kind = self.mode.classify::<X86>(entry, level);
+            if kind == EntryKind::NotPresent {
                 return Ok(Err(GuestFault {
                     kind: FaultKind::NotPresent,
                 }));
             }
             perms = perms.and(X86::perms(entry));
-            let leaf = level == 1 || (X86::is_large(entry) && level <= 3);
-            if !leaf {
-                if entry & X86::ACCESSED_BIT == 0 {
-                    entry |= X86::ACCESSED_BIT;
-                    ctx.mem.write_u64(guest_at, entry);
+            let size = match kind {
+                EntryKind::Leaf(size) => size,
+                // A large bit where no leaf may sit: the hardware walker's protection fault.
+                EntryKind::Reserved | EntryKind::NotPresent => {
+                    return Ok(Err(GuestFault {
+                        kind: FaultKind::Protection,
+                    }))
                 }
-                let child_gfn = Gfn::new((entry & FRAME_MASK) >> 12);
-                sp = self.link_child(
-                    ctx,
-                    sp,
-                    index,
-                    child_gfn,
-                    Role {
-                        level: level - 1,
-                        direct: false,
-                    },
-                )?;
-                table = child_gfn;
-                continue;
-            }
+                EntryKind::Table => {
+                    if entry & X86::ACCESSED_BIT == 0 {
+                        entry |= X86::ACCESSED_BIT;
+                        ctx.mem.write_u64(guest_at, entry);
+                    }
+                    let child_gfn = Gfn::from_table_addr(X86::frame_addr(entry));
+                    sp = self.link_child(
+                        ctx,
+                        sp,
+                        index,
+                        child_gfn,
+                        Role {
+                            level: level - 1,
+                            direct: false,
+                        },
+                    )?;
+                    walk.descend(child_gfn);
+                    continue;
+                }
+            };
             if !perms.allows(write) {
                 return Ok(Err(GuestFault {
                     kind: FaultKind::Protection,
@@ -370,8 +389,7 @@ impl ShadowMmu {
                 entry |= bits;
                 ctx.mem.write_u64(guest_at, entry);
             }
-            let size = PageSize::at_level(level).expect("leaf level");
-            let base_gfn = Gfn::new(((entry & FRAME_MASK) & !(size.bytes() - 1)) >> 12);
+            let base_gfn = Gpa::new(PagingMode::leaf_base::<X86>(entry, size)).frame();
             if size != PageSize::Size4K && !self.backed_whole(ctx, base_gfn, size)? {
                 // The host backs the guest's large page with smaller pages: map it with a
                 // direct shadow page of 4 KiB entries.
@@ -385,7 +403,7 @@ impl ShadowMmu {
                         direct: true,
                     },
                 )?;
-                let sub = ((va.raw() >> 12) & (size.frames() - 1)) as usize;
+                let sub = (va.offset_in(size) >> PAGE_SHIFT) as usize;
                 let gfn = Gfn::new(base_gfn.raw() + sub as u64);
                 self.install_leaf(ctx, direct, sub, gfn, perms, entry, PageSize::Size4K)?;
             } else {
@@ -393,9 +411,6 @@ impl ShadowMmu {
             }
             return Ok(Ok(()));
         }
-        Ok(Err(GuestFault {
-            kind: FaultKind::NotPresent,
-        }))
     }
 
     /// Whether the host backs the guest page at `gfn` of `size` with one page of that size.
@@ -433,7 +448,7 @@ impl ShadowMmu {
             size != PageSize::Size4K,
         ) | X86::ACCESSED_BIT
             | X86::DIRTY_BIT;
-        let at = self.sp(sp).hfn.addr_at(index as u64 * 8);
+        let at = self.spte_addr(sp, index);
         let old = ctx.mem.read_u64(at);
         if X86::is_present(old) {
             self.clear_spte(ctx, at);
@@ -442,9 +457,10 @@ impl ShadowMmu {
             }
         }
         ctx.mem.write_u64(at, spte);
+        let entries = self.mode.entries_per_table();
         self.sp_mut(sp)
             .leaf_gfns
-            .get_or_insert_with(|| Box::new([0; 512]))[index] = gfn.raw();
+            .get_or_insert_with(|| vec![0; entries].into_boxed_slice())[index] = gfn.raw();
         self.rmap.entry(gfn.raw()).or_default().push(at.raw());
         Ok(())
     }
@@ -458,10 +474,13 @@ impl ShadowMmu {
         gfn: Gfn,
         role: Role,
     ) -> Result<SpId, HvError> {
-        let at = self.sp(parent).hfn.addr_at(index as u64 * 8);
+        let at = self.spte_addr(parent, index);
         let spte = ctx.mem.read_u64(at);
         if X86::is_present(spte) && !X86::is_large(spte) {
-            if let Some(&child) = self.by_hfn.get(&((spte & FRAME_MASK) >> 12)) {
+            if let Some(&child) = self
+                .by_hfn
+                .get(&Hfn::from_table_addr(X86::frame_addr(spte)).raw())
+            {
                 let c = self.sp(child);
                 if c.gfn == gfn && c.role == role {
                     return Ok(child);
@@ -551,10 +570,10 @@ impl ShadowMmu {
         index: usize,
         entry: u64,
     ) -> Result<bool, HvError> {
-        let at = self.sp(sp).hfn.addr_at(index as u64 * 8);
+        let at = self.spte_addr(sp, index);
         let was_present = X86::is_present(ctx.mem.read_u64(at));
         let level = self.sp(sp).role.level;
-        let leaf = X86::is_present(entry) && (level == 1 || (X86::is_large(entry) && level <= 3));
+        let leaf = X86::is_present(entry) && self.mode.is_leaf::<X86>(entry, level);
         if leaf && level == 1 && entry & X86::ACCESSED_BIT != 0 {
             // Prefetch the new leaf (KVM's mmu_pte_write_new_pte), as the guest will use it.
             let perms = X86::perms(entry);
@@ -562,7 +581,7 @@ impl ShadowMmu {
                 ctx,
                 sp,
                 index,
-                Gfn::new((entry & FRAME_MASK) >> 12),
+                Gpa::new(X86::frame_addr(entry)).frame(),
                 perms,
                 entry,
                 PageSize::Size4K,
@@ -582,7 +601,7 @@ impl ShadowMmu {
             .collect();
         let mut changed = false;
         for id in unsync {
-            for index in 0..512 {
+            for index in 0..self.mode.entries_per_table() {
                 changed |= self.sync_entry_quiet(ctx, id, index);
             }
             self.sp_mut(id).unsync = false;
@@ -602,21 +621,21 @@ impl ShadowMmu {
     /// Drop shadow entry `index` of `id` if the guest's entry no longer matches it (frame or
     /// permissions); returns whether it changed.
     fn sync_entry_quiet(&mut self, ctx: &mut Ctx, id: SpId, index: usize) -> bool {
-        let at = self.sp(id).hfn.addr_at(index as u64 * 8);
+        let at = self.spte_addr(id, index);
         let spte = ctx.mem.read_u64(at);
         if !X86::is_present(spte) {
             return false;
         }
         let gfn = self.sp(id).gfn;
         let guest = match ctx.vm.translate(ctx.mem, gfn) {
-            Some(hfn) => ctx.mem.read_u64(hfn.addr_at(index as u64 * 8)),
+            Some(hfn) => ctx.mem.read_u64(hfn.addr_at(self.mode.entry_offset(index))),
             None => 0,
         };
         let guest_frame = ctx
             .vm
-            .translate(ctx.mem, Gfn::new((guest & FRAME_MASK) >> 12));
+            .translate(ctx.mem, Gpa::new(X86::frame_addr(guest)).frame());
         let same_frame = X86::is_present(guest)
-            && guest_frame.map(|h| h.addr().raw()) == Some(spte & FRAME_MASK);
+            && guest_frame.map(|h| h.addr().raw()) == Some(X86::frame_addr(spte));
         let allowed = X86::perms(guest);
         let too_permissive =
             spte & X86::WRITE != 0 && !(allowed.write && guest & X86::DIRTY_BIT != 0);
@@ -637,9 +656,12 @@ impl ShadowMmu {
         let Some(&owner) = self.by_hfn.get(&at.frame().raw()) else {
             return;
         };
-        let index = ((at.raw() >> 3) & 0x1ff) as usize;
+        let index = self.mode.entry_index(at.offset_in(PageSize::Size4K));
         if self.sp(owner).role.level > 1 && !X86::is_large(spte) {
-            if let Some(&child) = self.by_hfn.get(&((spte & FRAME_MASK) >> 12)) {
+            if let Some(&child) = self
+                .by_hfn
+                .get(&Hfn::from_table_addr(X86::frame_addr(spte)).raw())
+            {
                 self.sp_mut(child).parents.retain(|&p| p != at);
             }
         } else if let Some(gfns) = &self.sp(owner).leaf_gfns {
@@ -667,8 +689,8 @@ impl ShadowMmu {
             let sp = self.sp(id);
             (sp.hfn, sp.gfn, sp.role)
         };
-        for index in 0..512 {
-            self.clear_spte(ctx, hfn.addr_at(index * 8));
+        for index in 0..self.mode.entries_per_table() {
+            self.clear_spte(ctx, hfn.addr_at(self.mode.entry_offset(index)));
         }
         ctx.mem.free(hfn, PageSize::Size4K);
         self.by_key.remove(&(gfn.raw(), role));
@@ -728,7 +750,7 @@ impl ShadowMmu {
             ctx,
             pgd,
             Role {
-                level: self.levels,
+                level: self.mode.levels(),
                 direct: false,
             },
         )?;
@@ -748,14 +770,19 @@ impl ShadowMmu {
     fn leaf_slot(&self, mem: &HostMemory, va: Gva) -> Option<(SpId, usize)> {
         let (pgd, _) = self.current?;
         let mut id = self.root_id(pgd)?;
-        for level in (2..=self.levels).rev() {
-            let index = (va.raw() >> level_shift(level)) & 0x1ff;
-            let spte = mem.read_u64(self.sp(id).hfn.addr_at(index * 8));
-            if !X86::is_present(spte) || X86::is_large(spte) {
+        let mut walk = Cursor::new(&self.mode, self.sp(id).hfn, va.raw());
+        while walk.level() > 1 {
+            let spte = mem.read_u64(self.spte_addr(id, walk.index()));
+            if walk.step::<X86>(spte) != EntryKind::Table {
                 return None;
             }
-            id = *self.by_hfn.get(&((spte & FRAME_MASK) >> 12))?;
+            id = *self.by_hfn.get(&walk.table().raw())?;
         }
-        Some((id, ((va.raw() >> 12) & 0x1ff) as usize))
+        Some((id, walk.index()))
+    }
+
+    /// The host address of entry `index` of shadow page `id`.
+    fn spte_addr(&self, id: SpId, index: usize) -> Hpa {
+        self.sp(id).hfn.addr_at(self.mode.entry_offset(index))
     }
 }

@@ -9,8 +9,8 @@ use crate::addr::{Gfn, Gpa, Hfn, Hpa, PageSize};
 use crate::hv::remap::RemapCounters;
 use crate::hv::x86::exits::{ExitCounters, ExitReason};
 use crate::hw::frames::{HostMemory, OutOfMemory};
-use crate::hw::x86::pte::{EntryFormat, Ept, FRAME_MASK};
-use crate::hw::x86::walker::level_shift;
+use crate::hw::x86::paging::{Cursor, PagingMode};
+use crate::hw::x86::pte::{EntryFormat, Ept};
 
 /// How the hypervisor backs guest memory.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -41,17 +41,21 @@ pub enum HvError {
 pub struct Vm {
     guest_frames: u64,
     eptp: Hfn,
-    levels: u8,
+    /// The EPT's paging mode (4 or 5 levels, as the guest's).
+    mode: PagingMode,
     backing: BackingConfig,
     exits: ExitCounters,
     ept_table_pages: u64,
-    /// Backing pages by size index, in 4 KiB frames.
+    /// Backing pages by size (4K, 2M, 1G: the EPT's leaf levels 1..=3), in 4 KiB frames.
     backed_frames: [u64; 3],
     remaps: RemapCounters,
 }
 
 impl Vm {
     /// A VM with `guest_bytes` of guest-physical memory, nothing backed yet.
+    ///
+    /// # Panics
+    /// If `levels` is neither 4 nor 5 (the machine profile admits no other).
     pub fn new(
         mem: &mut HostMemory,
         guest_bytes: u64,
@@ -62,7 +66,7 @@ impl Vm {
         Ok(Vm {
             guest_frames: guest_bytes >> crate::addr::PAGE_SHIFT,
             eptp,
-            levels,
+            mode: PagingMode::x86_64_validated(levels),
             backing,
             exits: ExitCounters::default(),
             ept_table_pages: 1,
@@ -102,12 +106,19 @@ impl Vm {
         self.backed_frames
     }
 
+    /// Host memory backing the guest with pages of `size`, in 4 KiB frames (0 for a size
+    /// the EPT cannot map).
+    pub fn backed_frames_of(&self, size: PageSize) -> u64 {
+        self.mode
+            .leaf_level(size)
+            .map_or(0, |level| self.backed_frames[level as usize - 1])
+    }
+
     /// The host frame backing `gfn`, read from the EPT in software (no exit, no caches).
     pub fn translate(&self, mem: &HostMemory, gfn: Gfn) -> Option<Hfn> {
         let (entry, size) = self.ept_leaf(mem, gfn)?;
-        let gpa = gfn.addr().raw();
-        let base = Ept::frame_addr(entry) & !(size.bytes() - 1);
-        Some(Hpa::new(base | (gpa & (size.bytes() - 1))).frame())
+        let base = PagingMode::leaf_base::<Ept>(entry, size);
+        Some(Hpa::new(base | gfn.addr().offset_in(size)).frame())
     }
 
     /// The size of the host page backing `gfn`, if backed.
@@ -117,19 +128,13 @@ impl Vm {
 
     /// The EPT leaf entry mapping `gfn` and the page size it maps, walked in software.
     fn ept_leaf(&self, mem: &HostMemory, gfn: Gfn) -> Option<(u64, PageSize)> {
-        let gpa = gfn.addr().raw();
-        let mut table = self.eptp.addr().raw();
-        for level in (1..=self.levels).rev() {
-            let entry = mem.read_u64(Hpa::new(table + ((gpa >> level_shift(level)) & 0x1ff) * 8));
-            if !Ept::is_present(entry) {
-                return None;
-            }
-            if level == 1 || Ept::is_large(entry) {
-                return Some((entry, PageSize::at_level(level)?));
-            }
-            table = entry & FRAME_MASK;
-        }
-        None
+        let read = |table: Hfn, index| Ok::<_, ()>(mem.read_u64(self.entry_addr(table, index)));
+        let (at, size) = self
+            .mode
+            .soft_walk::<Ept, _, _>(self.eptp, gfn.addr().raw(), read)
+            .ok()?
+            .leaf()?;
+        Some((at.entry, size))
     }
 
     /// The host frame backing `gfn`, backing it first if the guest never touched it: the
@@ -162,7 +167,11 @@ impl Vm {
         self.map(mem, gpa.align_down(size), hfn, size)?;
         // The VM's memory is tagged to it (checked by the hardware under TPT).
         mem.tags_mut().assign(hfn.raw(), size.frames(), true);
-        self.backed_frames[size.index()] += size.frames();
+        let level = self
+            .mode
+            .leaf_level(size)
+            .expect("backing sizes are EPT leaf sizes");
+        self.backed_frames[level as usize - 1] += size.frames();
         Ok(self.translate(mem, gfn).expect("just backed"))
     }
 
@@ -215,23 +224,34 @@ impl Vm {
         hfn: Hfn,
         size: PageSize,
     ) -> Result<(), HvError> {
-        let gpa = gpa.raw();
-        let mut table = self.eptp.addr().raw();
-        for level in (size.leaf_level() + 1..=self.levels).rev() {
-            let at = Hpa::new(table + ((gpa >> level_shift(level)) & 0x1ff) * 8);
+        let leaf_level = self
+            .mode
+            .leaf_level(size)
+            .expect("backing sizes are EPT leaf sizes");
+        let mut cursor = Cursor::new(&self.mode, self.eptp, gpa.raw());
+        while cursor.level() > leaf_level {
+            let at = self.entry_addr(cursor.table(), cursor.index());
             let entry = mem.read_u64(at);
-            table = if Ept::is_present(entry) {
-                entry & FRAME_MASK
+            let next = if Ept::is_present(entry) {
+                Hpa::new(Ept::frame_addr(entry)).frame()
             } else {
                 let next = mem.alloc(PageSize::Size4K)?;
                 self.ept_table_pages += 1;
                 mem.write_u64(at, Ept::table(next.addr().raw()));
-                next.addr().raw()
+                next
             };
+            cursor.descend(next);
         }
-        let at = Hpa::new(table + ((gpa >> level_shift(size.leaf_level())) & 0x1ff) * 8);
+        let at = self.entry_addr(cursor.table(), cursor.index());
         mem.write_u64(at, Ept::leaf(hfn.addr().raw(), size != PageSize::Size4K));
         Ok(())
+    }
+}
+
+impl Vm {
+    /// The host address of entry `index` of the EPT table in frame `table`.
+    fn entry_addr(&self, table: Hfn, index: usize) -> Hpa {
+        table.addr_at(self.mode.entry_offset(index))
     }
 }
 

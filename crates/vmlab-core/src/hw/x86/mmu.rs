@@ -18,11 +18,12 @@
 //! - The kernel's own accesses (page zeroing, table edits) do not go through this MMU; their
 //!   cost is the kernel model's.
 
-use crate::addr::{Gpa, Gva, Hpa, PageSize};
+use crate::addr::{Gfn, Gpa, Gva, Hpa, PageSize};
 use crate::host::prefetch::{Lookahead, Next, Tables, LOOKAHEAD_BATCH};
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
 use crate::hw::cache::{MemoryConfig, MemoryHierarchy, Requester};
 use crate::hw::frames::HostMemory;
+use crate::hw::x86::paging::{EntryKind, PagingMode, SoftWalk};
 use crate::hw::x86::pte::{EntryFormat, Ept, Perms, FRAME_MASK, X86};
 use crate::hw::x86::walker::{walk, Dimension, Fault, Leaf, TableMemory, WalkCaches, TAG_SHIFT};
 
@@ -166,14 +167,28 @@ const VALUE_DIRTY: u64 = 1 << 4;
 // Size tag in keys of arrays that hold several page sizes.
 const SIZE_TAG_SHIFT: u32 = 62;
 
-#[inline]
-fn tlb_key(addr: u64, size: PageSize, tag: u64) -> u64 {
-    (addr >> size.shift()) | (tag << TAG_SHIFT) | ((size.index() as u64) << SIZE_TAG_SHIFT)
+/// The page sizes the x86 TLBs hold, by their dense index (see [`size_index`]).
+const SIZES: [PageSize; 3] = [PageSize::Size4K, PageSize::Size2M, PageSize::Size1G];
+
+/// The dense index (4K = 0, 2M = 1, 1G = 2) of an x86 page size, for the per-size L1 DTLBs,
+/// the size bits in use and the size tag in TLB keys. Only x86 sizes reach the MMU (walks
+/// produce them); others would share the 1G slot.
+#[inline(always)]
+const fn size_index(size: PageSize) -> usize {
+    match size.shift() {
+        12 => 0,
+        21 => 1,
+        _ => 2,
+    }
 }
 
-/// The page sizes whose bit is set in `in_use` (bit [`PageSize::index`]), smallest first as
-/// in [`PageSize::ALL`]: one step per size in use (usually just 4K) rather than a test of
-/// every size.
+#[inline]
+fn tlb_key(addr: u64, size: PageSize, tag: u64) -> u64 {
+    (addr >> size.shift()) | (tag << TAG_SHIFT) | ((size_index(size) as u64) << SIZE_TAG_SHIFT)
+}
+
+/// The page sizes whose bit is set in `in_use` (bit [`size_index`]), smallest first as in
+/// [`SIZES`]: one step per size in use (usually just 4K) rather than a test of every size.
 #[inline(always)]
 fn sizes_in(in_use: u8) -> impl Iterator<Item = PageSize> {
     let mut bits = in_use & 0b111;
@@ -181,11 +196,7 @@ fn sizes_in(in_use: u8) -> impl Iterator<Item = PageSize> {
         if bits == 0 {
             return None;
         }
-        let size = match bits.trailing_zeros() {
-            0 => PageSize::Size4K,
-            1 => PageSize::Size2M,
-            _ => PageSize::Size1G,
-        };
+        let size = SIZES[bits.trailing_zeros() as usize];
         bits &= bits - 1;
         Some(size)
     })
@@ -197,7 +208,7 @@ fn sizes_in(in_use: u8) -> impl Iterator<Item = PageSize> {
 /// `probe` `#[inline(always)]`: called from two places, it is otherwise kept out of line.
 #[inline(always)]
 fn first_size<T>(in_use: u8, mut probe: impl FnMut(PageSize) -> Option<T>) -> Option<T> {
-    if in_use == 1 << PageSize::Size4K.index() {
+    if in_use == 1 << size_index(PageSize::Size4K) {
         return probe(PageSize::Size4K);
     }
     sizes_in(in_use).find_map(probe)
@@ -214,7 +225,7 @@ fn tlb_value(base: u64, perms: Perms, dirty: bool) -> u64 {
 
 /// The MMU of one simulated core.
 pub struct Mmu {
-    /// L1 DTLBs indexed by [`PageSize::index`].
+    /// L1 DTLBs indexed by [`size_index`].
     l1: [TranslationCache; 3],
     stlb: TranslationCache,
     stlb_1g: TranslationCache,
@@ -225,7 +236,9 @@ pub struct Mmu {
     root: Root,
     /// Address-space tag of the running context (PCID), part of every TLB key.
     tag: u64,
-    levels: u8,
+    /// The paging mode of both dimensions (x86-64 4- or 5-level paging, and EPT of the
+    /// same depth).
+    mode: PagingMode,
     /// Bit i set once a TLB entry of page size i was filled: other sizes are not probed.
     sizes_in_use: u8,
     nested_sizes_in_use: u8,
@@ -239,6 +252,9 @@ pub struct Mmu {
 
 impl Mmu {
     /// A new MMU; `levels` is the paging depth of both dimensions (4 or 5).
+    ///
+    /// # Panics
+    /// If `levels` is neither 4 nor 5 (the machine profile admits no other).
     pub fn new(tlb: &TlbConfig, memory: &MemoryConfig, levels: u8) -> Self {
         Mmu {
             l1: [
@@ -258,7 +274,7 @@ impl Mmu {
             memory: MemoryHierarchy::new(memory),
             root: Root::None,
             tag: 0,
-            levels,
+            mode: PagingMode::x86_64_validated(levels),
             sizes_in_use: 0,
             nested_sizes_in_use: 0,
             counters: MmuCounters::default(),
@@ -284,8 +300,14 @@ impl Mmu {
         self.root
     }
 
+    /// The paging depth of both dimensions.
     pub fn levels(&self) -> u8 {
-        self.levels
+        self.mode.levels()
+    }
+
+    /// The paging mode the walker follows (both dimensions).
+    pub fn paging_mode(&self) -> &PagingMode {
+        &self.mode
     }
 
     /// Load a new root (a CR3 write, or a VM entry with a new EPTP). With `flush`, the
@@ -322,11 +344,11 @@ impl Mmu {
             self.sizes_in_use,
             #[inline(always)]
             |size| {
-                let value = l1[size.index()].lookup(tlb_key(va, size, tag))?;
+                let value = l1[size_index(size)].lookup(tlb_key(va, size, tag))?;
                 if usable(value, write) {
                     return Some(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
                 }
-                found |= 1 << size.index();
+                found |= 1 << size_index(size);
                 None
             },
         );
@@ -337,8 +359,8 @@ impl Mmu {
     /// entry known to be absent is inserted without searching for it.
     #[inline]
     fn l1_fill(&mut self, size: PageSize, key: u64, value: u64, l1_found: u8) {
-        let l1 = &mut self.l1[size.index()];
-        if l1_found & (1 << size.index()) != 0 {
+        let l1 = &mut self.l1[size_index(size)];
+        if l1_found & (1 << size_index(size)) != 0 {
             l1.fill(key, value);
         } else {
             l1.fill_absent(key, value);
@@ -394,7 +416,7 @@ impl Mmu {
         };
         let key = tlb_key(va, size, self.tag);
         let value = tlb_value(base, perms, write);
-        self.sizes_in_use |= 1 << size.index();
+        self.sizes_in_use |= 1 << size_index(size);
         let second_level = if size == PageSize::Size1G {
             &mut self.stlb_1g
         } else {
@@ -417,12 +439,12 @@ impl Mmu {
         va: u64,
         write: bool,
     ) -> Result<(u64, PageSize, Perms), Fault> {
-        let levels = self.levels;
+        let mode = self.mode;
         match self.root {
             Root::None => Err(Fault {
                 dimension: Dimension::Guest,
                 addr: va,
-                level: levels,
+                level: mode.levels(),
                 kind: crate::hw::x86::walker::FaultKind::NotPresent,
                 write,
             }),
@@ -435,9 +457,9 @@ impl Mmu {
                     &mut tables,
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
+                    &mode,
                     cr3.raw(),
                     va,
-                    levels,
                     self.tag,
                     write,
                     &mut self.counters.guest_refs,
@@ -462,9 +484,9 @@ impl Mmu {
                     &mut tables,
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
+                    &mode,
                     cr3.raw(),
                     va,
-                    levels,
                     self.tag,
                     write,
                     &mut refs,
@@ -484,16 +506,16 @@ impl Mmu {
                     nested_sizes_in_use: &mut self.nested_sizes_in_use,
                     counters: &mut self.counters,
                     eptp,
-                    levels,
+                    mode,
                 };
                 let mut guest_refs = 0;
                 let guest = walk::<X86, _>(
                     &mut nested,
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
+                    &mode,
                     guest_cr3.raw(),
                     va,
-                    levels,
                     self.tag,
                     write,
                     &mut guest_refs,
@@ -553,7 +575,7 @@ impl Mmu {
     fn lookahead_start<'m>(&self, mem: &'m HostMemory, va: u64) -> Next<'m> {
         // A translation the L1 DTLB holds: only the data line is left.
         for size in sizes_in(self.sizes_in_use) {
-            if let Some(value) = self.l1[size.index()].peek(tlb_key(va, size, self.tag)) {
+            if let Some(value) = self.l1[size_index(size)].peek(tlb_key(va, size, self.tag)) {
                 self.memory
                     .prefetch(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
                 return Next::Done;
@@ -643,15 +665,16 @@ impl Mmu {
         addr: u64,
         to_host: impl Fn(u64) -> Option<u64>,
     ) -> Probe {
-        let region = addr >> PageSize::Size2M.shift();
-        let index = (addr >> PageSize::Size4K.shift()) & 0x1ff;
+        // The region one leaf-level table covers (2 MiB on x86).
+        let region = addr >> self.mode.level_shift(2);
+        let offset = self.mode.entry_offset_of(addr, 1);
         if let Some(table) = self.lookahead.leaf_table(tables, root, region) {
-            return Probe::Entry(table + index * 8);
+            return Probe::Entry(table + offset);
         }
-        let end = probe::<F>(mem, root, addr, self.levels, to_host);
+        let end = probe::<F>(mem, &self.mode, root, addr, to_host);
         if let Probe::Entry(at) = end {
             self.lookahead
-                .remember_leaf_table(tables, root, region, at - index * 8);
+                .remember_leaf_table(tables, root, region, at - offset);
         }
         end
     }
@@ -722,7 +745,7 @@ impl Mmu {
             } else {
                 &self.stlb
             };
-            let value = self.l1[size.index()]
+            let value = self.l1[size_index(size)]
                 .peek(key)
                 .or_else(|| second_level.peek(key))?;
             Some((
@@ -738,7 +761,7 @@ impl Mmu {
         self.lookahead.forget_leaf_tables();
         for size in PageSize::ALL {
             let key = tlb_key(va.raw(), size, self.tag);
-            self.l1[size.index()].invalidate(key);
+            self.l1[size_index(size)].invalidate(key);
             if size == PageSize::Size1G {
                 &mut self.stlb_1g
             } else {
@@ -828,34 +851,30 @@ enum Probe {
 /// caches, no counters, no A/D updates), each table address mapped to a host address by
 /// `to_host`, and stops at the leaf-level entry without reading it or mapping its address.
 #[inline]
-fn probe<F: crate::hw::x86::pte::EntryFormat>(
+fn probe<F: EntryFormat>(
     mem: &HostMemory,
+    mode: &PagingMode,
     root: u64,
     addr: u64,
-    levels: u8,
     to_host: impl Fn(u64) -> Option<u64>,
 ) -> Probe {
-    let index = |level| (addr >> crate::hw::x86::walker::level_shift(level)) & 0x1ff;
     let mut table = root & FRAME_MASK;
-    for level in (2..=levels).rev() {
-        let Some(at) = to_host(table + index(level) * 8) else {
+    for level in (2..=mode.levels()).rev() {
+        let Some(at) = to_host(table + mode.entry_offset_of(addr, level)) else {
             return Probe::Fault;
         };
         let entry = mem.read_u64(Hpa::new(at));
-        if !F::is_present(entry) {
-            return Probe::Fault;
+        match mode.classify::<F>(entry, level) {
+            EntryKind::Table => table = F::frame_addr(entry),
+            EntryKind::Leaf(size) => {
+                return Probe::Output(
+                    PagingMode::leaf_base::<F>(entry, size) | (addr & (size.bytes() - 1)),
+                )
+            }
+            EntryKind::NotPresent | EntryKind::Reserved => return Probe::Fault,
         }
-        if F::is_large(entry) && level <= 3 {
-            let Some(size) = PageSize::at_level(level) else {
-                return Probe::Fault;
-            };
-            return Probe::Output(
-                (F::frame_addr(entry) & !(size.bytes() - 1)) | (addr & (size.bytes() - 1)),
-            );
-        }
-        table = F::frame_addr(entry);
     }
-    Probe::Entry(table + index(1) * 8)
+    Probe::Entry(table + mode.entry_offset_of(addr, 1))
 }
 
 /// Host-address tables built by a guest (TPT): each table frame is tag-checked before its
@@ -935,7 +954,7 @@ struct Nested<'a> {
     nested_sizes_in_use: &'a mut u8,
     counters: &'a mut MmuCounters,
     eptp: Hpa,
-    levels: u8,
+    mode: PagingMode,
 }
 
 impl Nested<'_> {
@@ -954,7 +973,7 @@ impl Nested<'_> {
                         perms: Perms::from_bits(value),
                     });
                 }
-                found |= 1 << size.index();
+                found |= 1 << size_index(size);
                 None
             },
         );
@@ -971,19 +990,19 @@ impl Nested<'_> {
             &mut tables,
             Some(self.ept_caches),
             Dimension::Ept,
+            &self.mode,
             self.eptp.raw(),
             gpa,
-            self.levels,
             0,
             write,
             &mut self.counters.ept_refs,
         )?;
-        *self.nested_sizes_in_use |= 1 << leaf.size.index();
+        *self.nested_sizes_in_use |= 1 << size_index(leaf.size);
         let (key, value) = (
             tlb_key(gpa, leaf.size, 0),
             tlb_value(leaf.base, leaf.perms, write),
         );
-        if found & (1 << leaf.size.index()) != 0 {
+        if found & (1 << size_index(leaf.size)) != 0 {
             self.nested_tlb.fill(key, value);
         } else {
             // The probe of this size missed, or the size was not in use: no entry to replace.
@@ -1019,21 +1038,17 @@ pub fn reference_translate(
     levels: u8,
     p2m: &dyn Fn(u64) -> Option<u64>,
 ) -> Option<(u64, Perms)> {
-    let mut table = guest_root & FRAME_MASK;
-    let mut perms = Perms::ALL;
-    for level in (1..=levels).rev() {
-        let entry_gpa = table + ((va >> crate::hw::x86::walker::level_shift(level)) & 0x1ff) * 8;
-        let entry = mem.read_u64(Hpa::new(p2m(entry_gpa)?));
-        if entry & X86::PRESENT == 0 {
-            return None;
+    let mode = PagingMode::x86_64(levels)?;
+    let read = |table: Gfn, index| {
+        let at = p2m(table.addr().raw() + mode.entry_offset(index)).ok_or(())?;
+        Ok(mem.read_u64(Hpa::new(at)))
+    };
+    let root = Gpa::new(guest_root & FRAME_MASK).frame();
+    match mode.soft_walk::<X86, _, ()>(root, va, read).ok()? {
+        SoftWalk::Leaf { at, size, perms } => {
+            let gpa = PagingMode::leaf_base::<X86>(at.entry, size) | (va & (size.bytes() - 1));
+            Some((p2m(gpa)?, perms))
         }
-        perms = perms.and(<X86 as crate::hw::x86::pte::EntryFormat>::perms(entry));
-        if level == 1 || (entry & X86::LARGE_PAGE != 0 && level <= 3) {
-            let size = PageSize::at_level(level)?;
-            let gpa = (entry & FRAME_MASK & !(size.bytes() - 1)) | (va & (size.bytes() - 1));
-            return Some((p2m(gpa)?, perms));
-        }
-        table = entry & FRAME_MASK;
+        _ => None,
     }
-    None
 }

@@ -3,5 +3,6 @@
 //! it (`mmu`).
 
 pub mod mmu;
+pub mod paging;
 pub mod pte;
 pub mod walker;

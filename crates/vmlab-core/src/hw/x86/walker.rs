@@ -9,6 +9,7 @@
 
 use crate::addr::PageSize;
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
+use crate::hw::x86::paging::{EntryKind, PagingMode, X86_64_4LEVEL};
 use crate::hw::x86::pte::{EntryFormat, Perms, FRAME_MASK};
 
 /// Which tables a fault came from.
@@ -99,8 +100,10 @@ impl WalkCaches {
         Self::new(&off, &off, &off)
     }
 
+    /// The key of `addr`'s prefix at `level`: the cached levels (2..=4) have the same
+    /// geometry in every x86 paging mode.
     fn key(level: u8, addr: u64, tag: u64) -> u64 {
-        (addr >> level_shift(level)) | (tag << TAG_SHIFT)
+        (addr >> X86_64_4LEVEL.level_shift(level)) | (tag << TAG_SHIFT)
     }
 
     pub fn flush(&mut self) {
@@ -128,15 +131,16 @@ impl WalkCaches {
     }
 }
 
-/// Bits of address below the part that indexes the table at `level` (level 1 = PT).
+/// Bits of address below the part that indexes the table at `level` (level 1 = PT), in
+/// x86-64 paging. Kept for callers that have not moved to [`PagingMode::level_shift`].
 #[inline]
 pub const fn level_shift(level: u8) -> u32 {
-    12 + 9 * (level as u32 - 1)
+    X86_64_4LEVEL.level_shift(level)
 }
 
 /// Walk the tables rooted at `root` (an address in the table space) for `addr`.
 ///
-/// `levels` is 4 or 5. `caches`, if given, are probed deepest first to skip upper levels and
+/// `mode` gives the levels, the index of each and the leaf rules. `caches`, if given, are probed deepest first to skip upper levels and
 /// filled with each non-leaf entry read. Sets A on every entry used and D on the leaf of a
 /// write; a failed permission check leaves the leaf's D bit alone. Returns the number of
 /// entry reads through `refs`.
@@ -145,9 +149,9 @@ pub fn walk<F: EntryFormat, T: TableMemory>(
     tables: &mut T,
     mut caches: Option<&mut WalkCaches>,
     dimension: Dimension,
+    mode: &PagingMode,
     root: u64,
     addr: u64,
-    levels: u8,
     tag: u64,
     write: bool,
     refs: &mut u64,
@@ -159,12 +163,12 @@ pub fn walk<F: EntryFormat, T: TableMemory>(
         kind,
         write,
     };
-    let mut level = levels;
+    let mut level = mode.levels();
     let mut table = root & FRAME_MASK;
     // Accumulated as packed [`Perms::bits`]: one AND per level.
     let mut perms = Perms::ALL.bits();
 
-    debug_assert!(matches!(levels, 4 | 5), "{levels} paging levels");
+    debug_assert!(mode.levels() >= 4, "walk caches cover levels 2..=4");
     if let Some(caches) = caches.as_deref_mut() {
         // Constant bounds (every cached level is below the root): the probes unroll, each
         // with its cache and key shift fixed.
@@ -183,22 +187,13 @@ pub fn walk<F: EntryFormat, T: TableMemory>(
     }
 
     loop {
-        let index = (addr >> level_shift(level)) & 0x1ff;
-        let at = tables.locate(table + index * 8)?;
+        let at = tables.locate(table + mode.entry_offset_of(addr, level))?;
         let entry = tables.read(at);
         *refs += 1;
-        if !F::is_present(entry) {
-            return Err(fault(level, FaultKind::NotPresent));
-        }
-        perms &= F::perm_bits(entry);
-        let leaf_size = if level == 1 || F::is_large(entry) {
-            PageSize::at_level(level)
-        } else {
-            None
-        };
-        match leaf_size {
-            Some(size) => {
-                let perms = Perms::from_bits(perms);
+        match mode.classify::<F>(entry, level) {
+            EntryKind::NotPresent => return Err(fault(level, FaultKind::NotPresent)),
+            EntryKind::Leaf(size) => {
+                let perms = Perms::from_bits(perms & F::perm_bits(entry));
                 if !perms.allows(write) {
                     return Err(fault(level, FaultKind::Protection));
                 }
@@ -210,14 +205,13 @@ pub fn walk<F: EntryFormat, T: TableMemory>(
                 if entry & bits != bits {
                     tables.set_bits(at, bits);
                 }
-                let base = F::frame_addr(entry) & !(size.bytes() - 1);
+                let base = PagingMode::leaf_base::<F>(entry, size);
                 return Ok(Leaf { base, size, perms });
             }
-            None if level == 1 || F::is_large(entry) => {
-                // A large bit at level 4 or 5 is reserved: treat it as a protection fault.
-                return Err(fault(level, FaultKind::Protection));
-            }
-            None => {
+            // A large bit where no leaf may sit is reserved: treat it as a protection fault.
+            EntryKind::Reserved => return Err(fault(level, FaultKind::Protection)),
+            EntryKind::Table => {
+                perms &= F::perm_bits(entry);
                 if entry & F::ACCESSED == 0 {
                     tables.set_bits(at, F::ACCESSED);
                 }
@@ -287,9 +281,9 @@ mod tests {
             &mut Direct(&mut mem),
             None,
             Dimension::Guest,
+            &X86_64_4LEVEL,
             0x1000,
             va + 0x123,
-            4,
             0,
             false,
             &mut refs,
@@ -306,9 +300,9 @@ mod tests {
             &mut Direct(&mut mem),
             None,
             Dimension::Guest,
+            &X86_64_4LEVEL,
             0x1000,
             va,
-            4,
             0,
             true,
             &mut refs,
@@ -333,9 +327,9 @@ mod tests {
             &mut Direct(&mut mem),
             None,
             Dimension::Guest,
+            &X86_64_4LEVEL,
             0x1000,
             va,
-            4,
             0,
             true,
             &mut refs,
@@ -357,9 +351,9 @@ mod tests {
             &mut Direct(&mut mem),
             None,
             Dimension::Guest,
+            &X86_64_4LEVEL,
             0x1000,
             0x1234_5000,
-            4,
             0,
             false,
             &mut refs,
@@ -382,9 +376,9 @@ mod tests {
             &mut Direct(&mut mem),
             Some(&mut caches),
             Dimension::Guest,
+            &X86_64_4LEVEL,
             0x1000,
             va,
-            4,
             0,
             false,
             &mut refs,
@@ -396,9 +390,9 @@ mod tests {
             &mut Direct(&mut mem),
             Some(&mut caches),
             Dimension::Guest,
+            &X86_64_4LEVEL,
             0x1000,
             va + 0x1000,
-            4,
             0,
             false,
             &mut refs,
@@ -410,9 +404,9 @@ mod tests {
             &mut Direct(&mut mem),
             Some(&mut caches),
             Dimension::Guest,
+            &X86_64_4LEVEL,
             0x1000,
             va,
-            4,
             7,
             false,
             &mut refs,
@@ -424,9 +418,9 @@ mod tests {
             &mut Direct(&mut mem),
             Some(&mut caches),
             Dimension::Guest,
+            &X86_64_4LEVEL,
             0x1000,
             va,
-            4,
             0,
             false,
             &mut refs,
@@ -447,9 +441,9 @@ mod tests {
             &mut Direct(&mut mem),
             None,
             Dimension::Guest,
+            &X86_64_4LEVEL,
             0x1000,
             va,
-            4,
             0,
             false,
             &mut refs,
@@ -459,5 +453,99 @@ mod tests {
             (refs, leaf.size, leaf.output(va)),
             (3, PageSize::Size2M, 0x60_1234)
         );
+    }
+
+    mod soft_walk_agrees {
+        //! The software walk helper ([`PagingMode::soft_walk`]) against the hardware walker
+        //! on random tables: same leaf, same page size, same permissions, and a fault at the
+        //! same level for the same reason.
+        use super::*;
+        use crate::addr::Hfn;
+        use crate::hw::x86::paging::{SoftWalk, X86_64_5LEVEL};
+        use proptest::prelude::*;
+
+        /// Table pages are frames 1..=TABLES; entries are written at a few indices each, and
+        /// addresses are made of the same indices, so walks go deep.
+        const TABLES: u64 = 6;
+        const INDICES: [u64; 4] = [0, 1, 2, 511];
+
+        /// A random entry: absent, a table pointer, a leaf (large bit or not) or any bits
+        /// at all (frame kept inside the 1 GiB of test memory).
+        fn entry() -> impl Strategy<Value = u64> {
+            let perms = (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(w, u, x)| Perms {
+                read: true,
+                write: w,
+                user: u,
+                exec: x,
+            });
+            prop_oneof![
+                1 => Just(0u64),
+                1 => (1..=TABLES, perms.clone()).prop_map(|(t, p)| X86::leaf(t << 12, p, false)),
+                5 => (1..=TABLES).prop_map(|t| X86::table(t << 12)),
+                2 => (0..1u64 << 18, perms, any::<bool>())
+                    .prop_map(|(f, p, large)| X86::leaf(f << 12, p, large)),
+                1 => any::<u64>().prop_map(|e| e & !(FRAME_MASK & !0x3fff_f000)),
+            ]
+        }
+
+        fn tables() -> impl Strategy<Value = Vec<u64>> {
+            proptest::collection::vec(entry(), (TABLES as usize) * INDICES.len())
+        }
+
+        fn address() -> impl Strategy<Value = u64> {
+            (proptest::collection::vec(0..INDICES.len(), 5), 0..4096u64).prop_map(|(ix, off)| {
+                ix.iter()
+                    .enumerate()
+                    .fold(off, |a, (l, &i)| a | INDICES[i] << (12 + 9 * l))
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn on_random_tables(
+                entries in tables(),
+                addrs in proptest::collection::vec(address(), 1..16),
+                five in any::<bool>(),
+                write in any::<bool>(),
+            ) {
+                let mode = if five { X86_64_5LEVEL } else { X86_64_4LEVEL };
+                let mut mem = HostMemory::new(1 << 30);
+                for (n, &e) in entries.iter().enumerate() {
+                    let (t, i) = (1 + n as u64 / INDICES.len() as u64, INDICES[n % INDICES.len()]);
+                    mem.write_u64(Hpa::new((t << 12) | (i * 8)), e);
+                }
+                for addr in addrs {
+                    let read = |t: Hfn, i: usize| {
+                        Ok::<_, ()>(mem.read_u64(t.addr_at(mode.entry_offset(i))))
+                    };
+                    let soft = mode.soft_walk::<X86, _, _>(Hfn::new(1), addr, read).unwrap();
+                    let mut refs = 0;
+                    let hard = walk::<X86, _>(
+                        &mut Direct(&mut mem), None, Dimension::Guest, &mode, 0x1000, addr, 0,
+                        write, &mut refs,
+                    );
+                    match (soft, hard) {
+                        (SoftWalk::Leaf { at, size, perms }, Ok(leaf)) => {
+                            prop_assert!(perms.allows(write));
+                            prop_assert_eq!(leaf.size, size);
+                            prop_assert_eq!(leaf.perms, perms);
+                            prop_assert_eq!(leaf.base, PagingMode::leaf_base::<X86>(at.entry, size));
+                            prop_assert_eq!(refs, (mode.levels() - at.slot.level + 1) as u64);
+                        }
+                        (SoftWalk::Leaf { at, perms, .. }, Err(f)) => {
+                            prop_assert!(!perms.allows(write));
+                            prop_assert_eq!((f.kind, f.level), (FaultKind::Protection, at.slot.level));
+                        }
+                        (SoftWalk::NotPresent(at), Err(f)) => {
+                            prop_assert_eq!((f.kind, f.level), (FaultKind::NotPresent, at.slot.level));
+                        }
+                        (SoftWalk::Reserved(at), Err(f)) => {
+                            prop_assert_eq!((f.kind, f.level), (FaultKind::Protection, at.slot.level));
+                        }
+                        (soft, hard) => prop_assert!(false, "soft {:?}, hardware {:?}", soft, hard),
+                    }
+                }
+            }
+        }
     }
 }
