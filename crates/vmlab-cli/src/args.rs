@@ -53,6 +53,9 @@ pub enum Command {
         (the results do not depend on how many). The JSON file records the command line and the\n\
         vmlab version, so a result can be rerun.")]
     Reproduce(ReproduceArgs),
+    /// Run a program under vmlab's user-level guest kernel (Linux x86-64), its system calls trapped by a chosen mechanism.
+    #[command(after_help = crate::guest::AFTER_HELP)]
+    Guest(crate::guest::GuestArgs),
 }
 
 #[derive(Args)]

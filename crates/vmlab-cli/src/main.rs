@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod guest;
 mod list;
 mod progress;
 mod reproduce;
@@ -47,7 +48,9 @@ fn main() -> ExitCode {
         args::Command::Run(a) => run::run(a),
         args::Command::List(a) => list::list(a),
         args::Command::Bench(a) => bench::bench(a),
+        args::Command::Reproduce(a) if a.name.as_deref() == Some("guest") => guest::reproduce(a),
         args::Command::Reproduce(a) => reproduce::reproduce(a),
+        args::Command::Guest(a) => return guest::guest(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
