@@ -130,11 +130,6 @@ impl Kernel {
         }
     }
 
-    /// Whether host thread `tid` is a known guest thread.
-    pub fn knows(&self, tid: i32) -> bool {
-        self.tgid.contains_key(&tid)
-    }
-
     /// The host tgid of guest thread `tid`.
     pub fn tgid_of(&self, tid: i32) -> i32 {
         self.tgid.get(&tid).copied().unwrap_or(tid)
@@ -197,7 +192,6 @@ impl Kernel {
     pub fn entry(&mut self, tid: i32, call: &Call, scratch: Option<u64>) -> Decision {
         self.trapped += 1;
         let tgid = self.tgid_of(tid);
-        let a = call.args;
         let fwd = Decision::Forward { args: None, post: Post::None };
         match call.nr {
             c::SYS_getpid => return Decision::Emulate(self.guest_id(tgid) as i64),
