@@ -61,7 +61,8 @@ pub fn guest(a: GuestArgs) -> ExitCode {
         Ok(m) => m,
         Err(e) => return error(&e.to_string()),
     };
-    let config = Config { mechanism, root: a.root, strace: a.strace, hostname: a.hostname, uid: a.uid, gid: a.gid, cpu: a.cpu };
+    let config =
+        Config { mechanism, root: a.root, strace: a.strace, hostname: a.hostname, uid: a.uid, gid: a.gid, cpu: a.cpu };
     match vmlab_guest::run(&config, &a.command) {
         Ok(out) => {
             if a.count {

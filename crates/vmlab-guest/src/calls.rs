@@ -81,11 +81,31 @@ pub(crate) fn path_args(nr: i64) -> &'static [PathArg] {
         c::SYS_open => s!(p(0, OpenFlags(1))),
         c::SYS_creat => s!(p(0, Yes)),
         c::SYS_openat => s!(at(0, 1, OpenFlags(2))),
-        c::SYS_stat | c::SYS_access | c::SYS_chdir | c::SYS_chmod | c::SYS_chown | c::SYS_truncate | c::SYS_utime
-        | c::SYS_utimes | c::SYS_statfs | c::SYS_setxattr | c::SYS_getxattr | c::SYS_listxattr | c::SYS_removexattr
+        c::SYS_stat
+        | c::SYS_access
+        | c::SYS_chdir
+        | c::SYS_chmod
+        | c::SYS_chown
+        | c::SYS_truncate
+        | c::SYS_utime
+        | c::SYS_utimes
+        | c::SYS_statfs
+        | c::SYS_setxattr
+        | c::SYS_getxattr
+        | c::SYS_listxattr
+        | c::SYS_removexattr
         | c::SYS_execve => s!(p(0, Yes)),
-        c::SYS_lstat | c::SYS_readlink | c::SYS_mkdir | c::SYS_rmdir | c::SYS_unlink | c::SYS_lchown | c::SYS_mknod
-        | c::SYS_lsetxattr | c::SYS_lgetxattr | c::SYS_llistxattr | c::SYS_lremovexattr => s!(p(0, No)),
+        c::SYS_lstat
+        | c::SYS_readlink
+        | c::SYS_mkdir
+        | c::SYS_rmdir
+        | c::SYS_unlink
+        | c::SYS_lchown
+        | c::SYS_mknod
+        | c::SYS_lsetxattr
+        | c::SYS_lgetxattr
+        | c::SYS_llistxattr
+        | c::SYS_lremovexattr => s!(p(0, No)),
         c::SYS_newfstatat => s!(at_empty(0, 1, UnlessAtFlag(3), 3)),
         c::SYS_statx => s!(at_empty(0, 1, UnlessAtFlag(2), 2)),
         c::SYS_faccessat | c::SYS_fchmodat | c::SYS_futimesat => s!(at(0, 1, Yes)),
@@ -146,8 +166,12 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
     use Handling::*;
     if !path_args(nr).is_empty() {
         return match nr {
-            c::SYS_execve | c::SYS_execveat => (Rewritten, "path contained in the guest root; the process's new image is tracked"),
-            c::SYS_symlink | c::SYS_symlinkat => (Rewritten, "link path contained; the target is stored as given and resolved in the root when used"),
+            c::SYS_execve | c::SYS_execveat => {
+                (Rewritten, "path contained in the guest root; the process's new image is tracked")
+            }
+            c::SYS_symlink | c::SYS_symlinkat => {
+                (Rewritten, "link path contained; the target is stored as given and resolved in the root when used")
+            }
             _ => (Rewritten, "paths contained in the guest root (.., symlinks, directory descriptors, /proc)"),
         };
     }
@@ -156,15 +180,29 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
         c::SYS_getuid | c::SYS_geteuid | c::SYS_getgid | c::SYS_getegid | c::SYS_getresuid | c::SYS_getresgid => {
             (Emulated, "the configured guest uid/gid")
         }
-        c::SYS_setuid | c::SYS_setgid | c::SYS_setreuid | c::SYS_setregid | c::SYS_setresuid | c::SYS_setresgid
-        | c::SYS_setfsuid | c::SYS_setfsgid => (Emulated, "changes the guest's ids (allowed for guest uid 0 only), not the host's"),
-        c::SYS_uname | c::SYS_sethostname | c::SYS_setdomainname => (Emulated, "the guest's own hostname and domain name"),
+        c::SYS_setuid
+        | c::SYS_setgid
+        | c::SYS_setreuid
+        | c::SYS_setregid
+        | c::SYS_setresuid
+        | c::SYS_setresgid
+        | c::SYS_setfsuid
+        | c::SYS_setfsgid => (Emulated, "changes the guest's ids (allowed for guest uid 0 only), not the host's"),
+        c::SYS_uname | c::SYS_sethostname | c::SYS_setdomainname => {
+            (Emulated, "the guest's own hostname and domain name")
+        }
         c::SYS_getcwd => (Rewritten, "the result is the path inside the guest root"),
         c::SYS_fchdir => (Rewritten, "refused for a directory outside the guest root"),
-        c::SYS_bind | c::SYS_connect => (Rewritten, "AF_UNIX socket paths contained in the guest root; abstract names refused under a root"),
-        c::SYS_clone => (Rewritten, "the child's pid becomes a guest pid; CLONE_UNTRACED is removed, namespace flags refused"),
+        c::SYS_bind | c::SYS_connect => {
+            (Rewritten, "AF_UNIX socket paths contained in the guest root; abstract names refused under a root")
+        }
+        c::SYS_clone => {
+            (Rewritten, "the child's pid becomes a guest pid; CLONE_UNTRACED is removed, namespace flags refused")
+        }
         c::SYS_prctl => (Rewritten, "PR_SET_SECCOMP, PR_SET_PTRACER, PR_SET_SYSCALL_USER_DISPATCH, PR_SET_MM refused"),
-        n if is_pid_call(n) => (Rewritten, "guest process ids translated; host processes outside the guest are invisible"),
+        n if is_pid_call(n) => {
+            (Rewritten, "guest process ids translated; host processes outside the guest are invisible")
+        }
         c::SYS_ptrace => (Refused, "EPERM: a guest may not trace (it would race the guest kernel)"),
         c::SYS_seccomp => (Refused, "EPERM: a guest filter could hide calls from the guest kernel"),
         c::SYS_clone3 => (Refused, "ENOSYS: its flags are in memory; C libraries fall back to clone"),
@@ -175,15 +213,44 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
         c::SYS_io_uring_setup | c::SYS_io_uring_enter | c::SYS_io_uring_register => {
             (Refused, "ENOSYS: io_uring runs calls without a system call to trap")
         }
-        c::SYS_mount | c::SYS_umount2 | c::SYS_pivot_root | c::SYS_chroot | c::SYS_unshare | c::SYS_setns
-        | c::SYS_open_by_handle_at | c::SYS_name_to_handle_at | c::SYS_open_tree | c::SYS_move_mount | c::SYS_fsopen
-        | c::SYS_fsconfig | c::SYS_fsmount | c::SYS_fspick | c::SYS_mount_setattr | c::SYS_fanotify_init
-        | c::SYS_fanotify_mark | c::SYS_quotactl | c::SYS_uselib | c::SYS_acct | c::SYS_swapon | c::SYS_swapoff => {
-            (Refused, "EPERM: changes or bypasses the file-system view")
-        }
-        c::SYS_bpf | c::SYS_init_module | c::SYS_finit_module | c::SYS_delete_module | c::SYS_kexec_load
-        | c::SYS_kexec_file_load | c::SYS_reboot | c::SYS_iopl | c::SYS_ioperm | c::SYS_syslog | c::SYS_settimeofday
-        | c::SYS_clock_settime | c::SYS_clock_adjtime | c::SYS_adjtimex | c::SYS_vhangup | c::SYS_perf_event_open
+        c::SYS_mount
+        | c::SYS_umount2
+        | c::SYS_pivot_root
+        | c::SYS_chroot
+        | c::SYS_unshare
+        | c::SYS_setns
+        | c::SYS_open_by_handle_at
+        | c::SYS_name_to_handle_at
+        | c::SYS_open_tree
+        | c::SYS_move_mount
+        | c::SYS_fsopen
+        | c::SYS_fsconfig
+        | c::SYS_fsmount
+        | c::SYS_fspick
+        | c::SYS_mount_setattr
+        | c::SYS_fanotify_init
+        | c::SYS_fanotify_mark
+        | c::SYS_quotactl
+        | c::SYS_uselib
+        | c::SYS_acct
+        | c::SYS_swapon
+        | c::SYS_swapoff => (Refused, "EPERM: changes or bypasses the file-system view"),
+        c::SYS_bpf
+        | c::SYS_init_module
+        | c::SYS_finit_module
+        | c::SYS_delete_module
+        | c::SYS_kexec_load
+        | c::SYS_kexec_file_load
+        | c::SYS_reboot
+        | c::SYS_iopl
+        | c::SYS_ioperm
+        | c::SYS_syslog
+        | c::SYS_settimeofday
+        | c::SYS_clock_settime
+        | c::SYS_clock_adjtime
+        | c::SYS_adjtimex
+        | c::SYS_vhangup
+        | c::SYS_perf_event_open
         | c::SYS_lookup_dcookie => (Refused, "EPERM: acts on the host machine"),
         _ => (Passthrough, ""),
     }

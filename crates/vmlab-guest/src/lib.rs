@@ -42,7 +42,8 @@ pub enum Mechanism {
 
 impl Mechanism {
     /// Every mechanism, in the order of the benchmark table.
-    pub const ALL: [Mechanism; 4] = [Mechanism::Ptrace, Mechanism::Sysemu, Mechanism::SeccompTrace, Mechanism::SeccompNotify];
+    pub const ALL: [Mechanism; 4] =
+        [Mechanism::Ptrace, Mechanism::Sysemu, Mechanism::SeccompTrace, Mechanism::SeccompNotify];
 
     /// The name `--mechanism` takes.
     pub fn name(self) -> &'static str {
@@ -113,7 +114,15 @@ pub struct Config {
 impl Config {
     /// The defaults: `mechanism`, root `/`, hostname `vmlab-guest`, uid and gid 0, unpinned.
     pub fn new(mechanism: Mechanism) -> Config {
-        Config { mechanism, root: PathBuf::from("/"), strace: false, hostname: "vmlab-guest".into(), uid: 0, gid: 0, cpu: None }
+        Config {
+            mechanism,
+            root: PathBuf::from("/"),
+            strace: false,
+            hostname: "vmlab-guest".into(),
+            uid: 0,
+            gid: 0,
+            cpu: None,
+        }
     }
 }
 

@@ -370,7 +370,10 @@ fn probe(outside: &str, host_pid: i32) {
         report("prctl-seccomp", c::prctl(c::PR_SET_SECCOMP, 1, 0, 0, 0) == 0);
         report("kill-host", host_pid > 0 && c::kill(host_pid, 0) == 0);
         report("unshare", c::unshare(c::CLONE_NEWNS) == 0);
-        report("mount", c::mount(cstr("none").as_ptr(), cstr("/tmp").as_ptr(), cstr("tmpfs").as_ptr(), 0, std::ptr::null()) == 0);
+        report(
+            "mount",
+            c::mount(cstr("none").as_ptr(), cstr("/tmp").as_ptr(), cstr("tmpfs").as_ptr(), 0, std::ptr::null()) == 0,
+        );
         report("open-by-handle", c::syscall(c::SYS_open_by_handle_at, rootfd, std::ptr::null::<u8>(), 0) >= 0);
         report("io-uring", c::syscall(c::SYS_io_uring_setup, 1, [0u8; 120].as_ptr()) >= 0);
         let s = c::socket(c::AF_UNIX, c::SOCK_STREAM, 0);

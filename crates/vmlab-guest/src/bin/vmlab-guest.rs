@@ -1,7 +1,7 @@
 //! `vmlab-guest`: the guest kernel on its own, without the rest of vmlab (the `vmlab guest`
 //! command is the same with more options).
 //!
-//! Usage: vmlab-guest [--mechanism M] [--root DIR] [--strace] [--cpu N] [--count] -- PROGRAM [ARGS...]
+//! Usage: vmlab-guest [--mechanism M] [--root DIR] [--strace] [--hostname H] [--uid N] [--gid N] [--cpu N] [--count] -- PROGRAM [ARGS...]
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -40,10 +40,24 @@ fn run() -> Result<ExitCode, GuestError> {
             }
             Some("--root") => config.root = value(&mut args, "--root")?.into(),
             Some("--strace") => config.strace = true,
+            Some("--hostname") => config.hostname = value(&mut args, "--hostname")?.to_string_lossy().into_owned(),
+            Some(f @ ("--uid" | "--gid")) => {
+                let v = value(&mut args, f)?
+                    .to_string_lossy()
+                    .parse()
+                    .map_err(|_| GuestError::Usage(format!("{f} needs a number")))?;
+                if f == "--uid" {
+                    config.uid = v;
+                } else {
+                    config.gid = v;
+                }
+            }
             Some("--count") => count = true,
             Some("--cpu") => {
                 let v = value(&mut args, "--cpu")?;
-                config.cpu = Some(v.to_string_lossy().parse().map_err(|_| GuestError::Usage("--cpu needs a CPU number".into()))?);
+                config.cpu = Some(
+                    v.to_string_lossy().parse().map_err(|_| GuestError::Usage("--cpu needs a CPU number".into()))?,
+                );
             }
             Some(f) if f.starts_with('-') => return Err(GuestError::Usage(format!("unknown option {f}"))),
             _ => {

@@ -138,7 +138,9 @@ impl Kernel {
     /// Forgets thread `tid`; when it was its process's last, the process is dead and its
     /// children are the guest init's.
     pub fn remove_thread(&mut self, tid: i32) {
-        let Some(tgid) = self.tgid.remove(&tid) else { return };
+        let Some(tgid) = self.tgid.remove(&tid) else {
+            return;
+        };
         if self.tgid.values().any(|&t| t == tgid) {
             return;
         }
@@ -276,7 +278,10 @@ impl Kernel {
                 fill(&mut u.domainname, &self.domainname);
                 // SAFETY: utsname is a repr(C) struct of byte arrays: viewing it as bytes is sound.
                 let bytes = unsafe {
-                    std::slice::from_raw_parts((&u as *const c::utsname).cast::<u8>(), std::mem::size_of::<c::utsname>())
+                    std::slice::from_raw_parts(
+                        (&u as *const c::utsname).cast::<u8>(),
+                        std::mem::size_of::<c::utsname>(),
+                    )
                 };
                 emulate(match mem::write(tid, a[0], bytes) {
                     Ok(()) => 0,
@@ -369,7 +374,11 @@ impl Kernel {
                 }
                 c::SYS_getpriority | c::SYS_setpriority | c::SYS_ioprio_get | c::SYS_ioprio_set => {
                     // PRIO_PROCESS / IOPRIO_WHO_PROCESS (0 / 1) and the group kinds name pids.
-                    let names_pid = if matches!(call.nr, c::SYS_getpriority | c::SYS_setpriority) { a[0] <= 1 } else { a[0] == 1 || a[0] == 2 };
+                    let names_pid = if matches!(call.nr, c::SYS_getpriority | c::SYS_setpriority) {
+                        a[0] <= 1
+                    } else {
+                        a[0] == 1 || a[0] == 2
+                    };
                     if names_pid && a[1] as i32 > 0 {
                         a[1] = self.pid_arg(a[1])?;
                     }
@@ -476,7 +485,9 @@ impl Kernel {
         if paths.is_empty() {
             return Decision::Forward { args: None, post };
         }
-        let Some(scratch) = scratch else { return Decision::NeedScratch };
+        let Some(scratch) = scratch else {
+            return Decision::NeedScratch;
+        };
         for (i, (arg, host)) in paths.into_iter().enumerate() {
             let at = scratch + 4096 * i as u64;
             let mut bytes = host;
@@ -496,7 +507,9 @@ impl Kernel {
     fn sockaddr(&mut self, tid: i32, tgid: i32, call: &Call, scratch: Option<u64>) -> Decision {
         let a = call.args;
         let len = (a[2] as usize).min(std::mem::size_of::<c::sockaddr_un>());
-        let Ok(addr) = mem::read(tid, a[1], len) else { return Decision::Forward { args: None, post: Post::None } };
+        let Ok(addr) = mem::read(tid, a[1], len) else {
+            return Decision::Forward { args: None, post: Post::None };
+        };
         if len < 3 || u16::from_ne_bytes([addr[0], addr[1]]) != c::AF_UNIX as u16 {
             return Decision::Forward { args: None, post: Post::None };
         }
@@ -515,7 +528,9 @@ impl Kernel {
         if host.len() >= 108 {
             return Decision::Emulate(neg(c::ENAMETOOLONG));
         }
-        let Some(scratch) = scratch else { return Decision::NeedScratch };
+        let Some(scratch) = scratch else {
+            return Decision::NeedScratch;
+        };
         let mut new = addr[..2].to_vec();
         new.extend_from_slice(&host);
         new.push(0);
@@ -532,7 +547,9 @@ impl Kernel {
     /// The result the guest sees of a forwarded call that returned `ret` on the host.
     pub fn complete(&mut self, tid: i32, post: Post, ret: i64) -> i64 {
         match post {
-            Post::Pid if ret > 0 => self.guest_of(ret as i32).map_or_else(|| self.guest_id(ret as i32) as i64, |g| g as i64),
+            Post::Pid if ret > 0 => {
+                self.guest_of(ret as i32).map_or_else(|| self.guest_id(ret as i32) as i64, |g| g as i64)
+            }
             Post::Waitid(infop) if ret == 0 && infop != 0 => {
                 // siginfo_t: si_signo, si_errno, si_code, padding, then si_pid at byte 16.
                 if let Ok(b) = mem::read(tid, infop + 16, 4) {
@@ -545,8 +562,12 @@ impl Kernel {
                 ret
             }
             Post::Getcwd(buf) if ret > 0 => {
-                let Some(root) = self.root.as_ref() else { return ret };
-                let Ok(host) = mem::read(tid, buf, ret as usize) else { return ret };
+                let Some(root) = self.root.as_ref() else {
+                    return ret;
+                };
+                let Ok(host) = mem::read(tid, buf, ret as usize) else {
+                    return ret;
+                };
                 let host = &host[..host.iter().position(|&b| b == 0).unwrap_or(host.len())];
                 let guest = root.guest_path(host).unwrap_or(b"/").to_vec();
                 let mut bytes = guest;
@@ -568,7 +589,11 @@ pub(crate) fn refusal(call: &Call) -> Option<i64> {
     let a = call.args;
     if calls::handling(call.nr).0 == Handling::Refused {
         let errno = match call.nr {
-            c::SYS_clone3 | c::SYS_openat2 | c::SYS_io_uring_setup | c::SYS_io_uring_enter | c::SYS_io_uring_register => c::ENOSYS,
+            c::SYS_clone3
+            | c::SYS_openat2
+            | c::SYS_io_uring_setup
+            | c::SYS_io_uring_enter
+            | c::SYS_io_uring_register => c::ENOSYS,
             _ => c::EPERM,
         };
         return Some(neg(errno));
@@ -576,11 +601,17 @@ pub(crate) fn refusal(call: &Call) -> Option<i64> {
     match call.nr {
         c::SYS_prctl => {
             const PR_SET_SYSCALL_USER_DISPATCH: u64 = 59;
-            let refused = [c::PR_SET_SECCOMP as u64, c::PR_SET_PTRACER as u64, PR_SET_SYSCALL_USER_DISPATCH, c::PR_SET_MM as u64];
+            let refused =
+                [c::PR_SET_SECCOMP as u64, c::PR_SET_PTRACER as u64, PR_SET_SYSCALL_USER_DISPATCH, c::PR_SET_MM as u64];
             refused.contains(&a[0]).then_some(neg(c::EPERM))
         }
         c::SYS_clone => {
-            let ns = (c::CLONE_NEWNS | c::CLONE_NEWPID | c::CLONE_NEWUSER | c::CLONE_NEWNET | c::CLONE_NEWUTS | c::CLONE_NEWIPC
+            let ns = (c::CLONE_NEWNS
+                | c::CLONE_NEWPID
+                | c::CLONE_NEWUSER
+                | c::CLONE_NEWNET
+                | c::CLONE_NEWUTS
+                | c::CLONE_NEWIPC
                 | c::CLONE_NEWCGROUP) as u64;
             (a[0] & ns != 0).then_some(neg(c::EPERM))
         }

@@ -77,7 +77,9 @@ pub(crate) fn check_host(m: Mechanism) -> Result<(), GuestError> {
             need(ptrace_ok, "ptrace")?;
             need(seccomp_action_available(c::SECCOMP_RET_TRACE), "seccomp SECCOMP_RET_TRACE")
         }
-        Mechanism::SeccompNotify => need(seccomp_action_available(c::SECCOMP_RET_USER_NOTIF), "seccomp SECCOMP_RET_USER_NOTIF"),
+        Mechanism::SeccompNotify => {
+            need(seccomp_action_available(c::SECCOMP_RET_USER_NOTIF), "seccomp SECCOMP_RET_USER_NOTIF")
+        }
     }
 }
 
@@ -153,7 +155,11 @@ fn find_program(root: &Path, program: &OsString) -> Result<(), GuestError> {
     if found {
         Ok(())
     } else {
-        Err(GuestError::Usage(format!("program '{}' not found in the guest (root {})", program.to_string_lossy(), root.display())))
+        Err(GuestError::Usage(format!(
+            "program '{}' not found in the guest (root {})",
+            program.to_string_lossy(),
+            root.display()
+        )))
     }
 }
 
@@ -212,7 +218,10 @@ impl Exec {
         let root = if config.root == Path::new("/") {
             None
         } else {
-            Some(CString::new(config.root.as_os_str().as_bytes()).map_err(|_| GuestError::Usage("root has a NUL byte".into()))?)
+            Some(
+                CString::new(config.root.as_os_str().as_bytes())
+                    .map_err(|_| GuestError::Usage("root has a NUL byte".into()))?,
+            )
         };
         let fail = format!("vmlab guest: cannot execute {}\n", argv[0].to_string_lossy()).into_bytes();
         Ok(Exec { argv, ptrs, root, fail })

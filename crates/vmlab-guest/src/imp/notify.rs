@@ -66,7 +66,6 @@ impl Trap for Notify {
         let exec = Exec::new(config, argv)?;
         let root = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(config.root.as_os_str()))
             .map_err(|_| GuestError::Usage("root has a NUL byte".into()))?;
-        let (to_parent, from_child) = pipe()?;
         let (to_child, from_parent) = pipe()?;
         // SAFETY: clone without CLONE_VM is fork into a new pid namespace; the child makes
         // only async-signal-safe calls before exec.
@@ -80,8 +79,12 @@ impl Trap for Notify {
                 if rooted && (c::chroot(root.as_ptr()) != 0 || c::chdir(c"/".as_ptr()) != 0) {
                     c::_exit(126);
                 }
+                // The guest kernel finds the listener in /proc/PID/fd: from here on every call
+                // may be trapped, and only the supervisor thread, not yet started, answers.
                 let fd = super::install_filter(&prog, c::SECCOMP_FILTER_FLAG_NEW_LISTENER) as i32;
-                c::write(to_parent.as_raw_fd(), (&fd as *const i32).cast(), 4);
+                if fd < 0 {
+                    c::_exit(126);
+                }
                 let mut ack = 0u8;
                 c::read(from_parent.as_raw_fd(), (&mut ack as *mut u8).cast(), 1);
                 c::close(fd);
@@ -89,15 +92,11 @@ impl Trap for Notify {
             }
             exec.exec();
         }
-        drop(to_parent);
         drop(from_parent);
-        let mut child_fd = -1i32;
-        // SAFETY: reads 4 bytes into a live i32.
-        let n = unsafe { c::read(from_child.as_raw_fd(), (&mut child_fd as *mut i32).cast(), 4) };
-        if n != 4 || child_fd < 0 {
+        let Some(child_fd) = find_listener(pid) else {
             reap(pid);
             return Err(GuestError::Host("guest pid 1 could not install its seccomp filter".into()));
-        }
+        };
         let listener = take_fd(pid, child_fd).inspect_err(|_| reap(pid))?;
         // SAFETY: the ioctl reads one u64 through the pointer; failure (an older kernel) is fine.
         unsafe { c::ioctl(listener.as_raw_fd(), c::SECCOMP_IOCTL_NOTIF_SET_FLAGS, &SYNC_WAKE_UP) };
@@ -123,6 +122,27 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), GuestError> {
     }
     // SAFETY: both descriptors were just created and are owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[1]), OwnedFd::from_raw_fd(fds[0])) })
+}
+
+/// Waits for process `pid` to hold a seccomp notification descriptor; its number.
+fn find_listener(pid: i32) -> Option<i32> {
+    for _ in 0..20_000 {
+        if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
+            for e in dir.flatten() {
+                let link = std::fs::read_link(e.path()).unwrap_or_default();
+                if link.to_string_lossy().contains("seccomp notify") {
+                    return e.file_name().to_str()?.parse().ok();
+                }
+            }
+        }
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-pointer.
+        if unsafe { c::waitpid(pid, &mut status, c::WNOHANG) } == pid {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    None
 }
 
 fn reap(pid: i32) {
@@ -181,7 +201,9 @@ fn wait_init(pid: i32) -> i32 {
 /// A host thread's ids in the guest's pid namespace: (tid, tgid, parent's tgid).
 fn ns_ids(tid: i32) -> Option<(i32, i32, i32)> {
     let text = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    let last = |name: &str| -> Option<i32> { text.lines().find_map(|l| l.strip_prefix(name))?.split_whitespace().last()?.parse().ok() };
+    let last = |name: &str| -> Option<i32> {
+        text.lines().find_map(|l| l.strip_prefix(name))?.split_whitespace().last()?.parse().ok()
+    };
     let ppid_host: i32 = text.lines().find_map(|l| l.strip_prefix("PPid:"))?.trim().parse().ok()?;
     let ns_tgid = last("NStgid:")?;
     let ns_parent = if ns_tgid == 1 {
@@ -191,6 +213,16 @@ fn ns_ids(tid: i32) -> Option<(i32, i32, i32)> {
         ptext.lines().find_map(|l| l.strip_prefix("NStgid:"))?.split_whitespace().last()?.parse().ok()?
     };
     Some((last("NSpid:")?, ns_tgid, ns_parent))
+}
+
+/// Whether bind/connect `call` names an abstract AF_UNIX socket, which chroot does not contain.
+/// Checked in the guest's memory before the call runs: a guest thread could change the
+/// address in between (see docs/guest.md).
+fn abstract_unix(tid: i32, call: &Call) -> bool {
+    let Ok(addr) = super::mem::read(tid, call.args[1], 3) else {
+        return false;
+    };
+    u16::from_ne_bytes([addr[0], addr[1]]) == c::AF_UNIX as u16 && call.args[2] > 2 && addr[2] == 0
 }
 
 /// The supervisor thread: receives notifications until the guest is gone.
@@ -228,6 +260,9 @@ fn serve(kernel: &mut Kernel, listener: &OwnedFd, done: &AtomicBool) {
             c::SYS_getpid => Some(ns_tgid as i64),
             c::SYS_gettid => Some(ns_tid as i64),
             c::SYS_getppid => Some(ns_parent as i64),
+            c::SYS_bind | c::SYS_connect if kernel.root.is_some() && abstract_unix(tid, &call) => {
+                Some(-(c::EPERM as i64))
+            }
             _ => match refusal(&call) {
                 Some(e) => Some(e),
                 None => match kernel.identity(tid, tid, &call) {

@@ -93,7 +93,8 @@ impl Root {
         if path.is_empty() {
             return Err(c::ENOENT);
         }
-        let mut cur: Vec<Vec<u8>> = if path.starts_with(b"/") { Vec::new() } else { self.base_components(who.tid, base)? };
+        let mut cur: Vec<Vec<u8>> =
+            if path.starts_with(b"/") { Vec::new() } else { self.base_components(who.tid, base)? };
         let follow = follow || path.ends_with(b"/");
         let mut todo: Vec<Vec<u8>> = split(path).rev().map(<[u8]>::to_vec).collect();
         let mut links = 0;
@@ -204,7 +205,9 @@ impl Root {
 
 /// Whether `dir` is the root of a procfs mount.
 pub(crate) fn is_procfs(dir: &Path) -> bool {
-    let Ok(p) = CString::new(dir.as_os_str().as_bytes()) else { return false };
+    let Ok(p) = CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
     // SAFETY: an all-zero `statfs` is a valid value to be overwritten.
     let mut st: c::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: `p` is a valid C string and `st` a valid out-pointer.

@@ -45,11 +45,21 @@ impl Resume {
 enum State {
     Idle,
     /// ptrace: skipped at entry; the exit stop sets the result.
-    Emulating { ret: i64, line: Option<String> },
+    Emulating {
+        ret: i64,
+        line: Option<String>,
+    },
     /// The host is running the call; the completion stop finishes it.
-    Forwarded { saved: c::user_regs_struct, changed: bool, post: Post, line: Option<String> },
+    Forwarded {
+        saved: c::user_regs_struct,
+        changed: bool,
+        post: Post,
+        line: Option<String>,
+    },
     /// The host is running an mmap for the thread's scratch memory.
-    Injecting { saved: c::user_regs_struct },
+    Injecting {
+        saved: c::user_regs_struct,
+    },
 }
 
 struct Thread {
@@ -106,7 +116,12 @@ fn is_restart(ret: i64) -> bool {
 fn syscall_op(pid: i32) -> u8 {
     // SAFETY: all-zero is a valid ptrace_syscall_info.
     let mut info: c::ptrace_syscall_info = unsafe { std::mem::zeroed() };
-    let n = ptrace(c::PTRACE_GET_SYSCALL_INFO, pid, std::mem::size_of::<c::ptrace_syscall_info>(), &mut info as *mut _ as usize);
+    let n = ptrace(
+        c::PTRACE_GET_SYSCALL_INFO,
+        pid,
+        std::mem::size_of::<c::ptrace_syscall_info>(),
+        &mut info as *mut _ as usize,
+    );
     if n <= 0 {
         return c::PTRACE_SYSCALL_INFO_NONE;
     }
@@ -114,7 +129,12 @@ fn syscall_op(pid: i32) -> u8 {
 }
 
 /// Runs `argv` under the ptrace-family mechanism `style`.
-pub(crate) fn run(style: Style, config: &Config, kernel: &mut Kernel, argv: &[OsString]) -> Result<Outcome, GuestError> {
+pub(crate) fn run(
+    style: Style,
+    config: &Config,
+    kernel: &mut Kernel,
+    argv: &[OsString],
+) -> Result<Outcome, GuestError> {
     let filter = match style {
         Style::SeccompTrace => Some(super::filter(kernel, config.strace, seccompiler::SeccompAction::Trace(0))?),
         _ => None,
@@ -195,7 +215,8 @@ impl Tracer<'_> {
                 self.threads.remove(&tid);
                 self.kernel.remove_thread(tid);
                 if tid == init {
-                    result = Some(if c::WIFEXITED(status) { c::WEXITSTATUS(status) } else { 128 + c::WTERMSIG(status) });
+                    result =
+                        Some(if c::WIFEXITED(status) { c::WEXITSTATUS(status) } else { 128 + c::WTERMSIG(status) });
                     // As in a pid namespace, the guest ends with its init.
                     for p in self.kernel.live_processes() {
                         // SAFETY: kill has no memory arguments.
@@ -278,7 +299,8 @@ impl Tracer<'_> {
             return;
         }
         // A signal-delivery stop.
-        let state_busy = matches!(self.threads.get(&tid).map(|t| &t.state), Some(State::Forwarded { .. } | State::Injecting { .. }));
+        let state_busy =
+            matches!(self.threads.get(&tid).map(|t| &t.state), Some(State::Forwarded { .. } | State::Injecting { .. }));
         if self.style == Style::Sysemu && state_busy {
             if sig == c::SIGTRAP {
                 // The first trap comes as the emulated (skipped) call returns, before the
@@ -330,7 +352,9 @@ impl Tracer<'_> {
 
     /// A call's entry: a ptrace entry stop, a sysemu stop or a seccomp stop.
     fn on_entry(&mut self, tid: i32) {
-        let Some(mut regs) = get_regs(tid) else { return };
+        let Some(mut regs) = get_regs(tid) else {
+            return;
+        };
         let call = call_of(&regs);
         let (scratch, scratch_failed) = self.threads.get(&tid).map_or((None, false), |t| (t.scratch, t.scratch_failed));
         let mut decision = self.kernel.entry(tid, &call, scratch);
@@ -341,7 +365,13 @@ impl Tracer<'_> {
             decision = Decision::Emulate(-(c::ENOMEM as i64));
         }
         let strace = self.kernel.strace;
-        let line = strace.then(|| strace::call_line(self.kernel, tid, &call));
+        let mut line = strace.then(|| strace::call_line(self.kernel, tid, &call));
+        if matches!(call.nr, c::SYS_exit | c::SYS_exit_group) {
+            // These never return: no completion to print the result at.
+            if let Some(l) = line.take() {
+                strace::print_unfinished(&l);
+            }
+        }
         match decision {
             Decision::NeedScratch => unreachable!("handled above"),
             Decision::Emulate(ret) => match self.style {
@@ -469,7 +499,9 @@ impl Tracer<'_> {
                 self.resume_as(tid, how, 0);
             }
             State::Forwarded { saved, changed, post, line } => {
-                let Some(mut regs) = get_regs(tid) else { return };
+                let Some(mut regs) = get_regs(tid) else {
+                    return;
+                };
                 let host_ret = regs.rax as i64;
                 let ret = if is_restart(host_ret) { host_ret } else { self.kernel.complete(tid, post, host_ret) };
                 let exec_done = post == Post::Exec && host_ret == 0;
