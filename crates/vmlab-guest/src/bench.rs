@@ -284,6 +284,7 @@ pub fn reproduce(o: &Options) -> Result<Report, GuestError> {
     let mut results = vec![vec![vec![Runs::default(); cols.len()]; exp.ops.len()]; pinnings.len()];
     let total = pinnings.len() * repeats * exp.ops.len() * cols.len();
     let mut done = 0;
+    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
     for (pi, &cpu) in pinnings.iter().enumerate() {
         for _ in 0..repeats {
             for (oi, op) in exp.ops.iter().enumerate() {
@@ -292,12 +293,16 @@ pub fn reproduce(o: &Options) -> Result<Report, GuestError> {
                     let v = measure(&o.vmlab, &bench, col, cpu, op, n)?;
                     results[pi][oi][ci].0.push(v);
                     done += 1;
-                    eprint!("\rguest: {done}/{total} runs");
+                    if progress {
+                        eprint!("\rguest: {done}/{total} runs");
+                    }
                 }
             }
         }
     }
-    eprintln!();
+    if progress {
+        eprintln!();
+    }
     // The build.
     let mut build = None;
     if Command::new("make").arg("--version").output().is_ok() && Command::new("cc").arg("--version").output().is_ok() {
