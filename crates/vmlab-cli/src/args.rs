@@ -69,6 +69,9 @@ pub enum Command {
         and an upper bound, and host_memory must be taggable by the caches) are errors naming the key.\n\
         profiles/skylake.toml gives the source of every number.")]
     Profile(ProfileArgs),
+    /// Run a program under vmlab's user-level guest kernel (Linux x86-64), its system calls trapped by a chosen mechanism.
+    #[command(after_help = crate::guest::AFTER_HELP)]
+    Guest(crate::guest::GuestArgs),
 }
 
 #[derive(Args)]

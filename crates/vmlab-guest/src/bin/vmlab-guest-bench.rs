@@ -1,0 +1,379 @@
+//! `vmlab-guest-bench`: the small real programs of the guest benchmark suite (lmbench style),
+//! and the probes the tests run inside a guest.
+//!
+//! `vmlab-guest-bench OP ITERATIONS` runs one operation ITERATIONS times after a warm-up and
+//! prints one number: microseconds per operation, or MB/s for the bandwidth operations.
+//! `vmlab-guest-bench ids` prints the process ids a guest sees; `vmlab-guest-bench probe
+//! OUTSIDE HOSTPID` tries to escape a guest root and prints one line per attempt.
+
+use libc as c;
+use std::ffi::CString;
+use std::io::{Read, Write};
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let op = args.get(1).map(String::as_str).unwrap_or("");
+    let n: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1000).max(1);
+    match op {
+        "hello" => {}
+        "ids" => ids(),
+        "probe" => probe(&args[2], args.get(3).and_then(|s| s.parse().ok()).unwrap_or(0)),
+        "fileread" | "mmapread" => println!("{:.1}", bandwidth(op, n)),
+        _ => match latency(op, n) {
+            Some(us) => println!("{us:.3}"),
+            None => {
+                eprintln!("vmlab-guest-bench: unknown operation '{op}'");
+                std::process::exit(2);
+            }
+        },
+    }
+}
+
+fn cstr(s: &str) -> CString {
+    CString::new(s).expect("no NUL")
+}
+
+/// Times `f` over `n` iterations after `n / 10` warm-up ones: microseconds per iteration.
+fn time(n: u64, mut f: impl FnMut()) -> f64 {
+    for _ in 0..(n / 10).max(1) {
+        f();
+    }
+    let t = Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    t.elapsed().as_secs_f64() * 1e6 / n as f64
+}
+
+extern "C" fn on_usr1(_: c::c_int) {}
+
+fn install(sig: c::c_int) {
+    // SAFETY: an all-zero sigaction is valid; the handler does nothing.
+    unsafe {
+        let mut sa: c::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_usr1 as extern "C" fn(c::c_int) as usize;
+        c::sigaction(sig, &sa, std::ptr::null_mut());
+    }
+}
+
+/// Forks a child running `child` and returns its pid.
+fn spawn(child: impl FnOnce()) -> i32 {
+    // SAFETY: the benchmark is single-threaded, so the child may run arbitrary code.
+    let pid = unsafe { c::fork() };
+    if pid == 0 {
+        child();
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { c::_exit(0) };
+    }
+    pid
+}
+
+fn reap(pid: i32) {
+    // SAFETY: a null status pointer is allowed.
+    unsafe { c::waitpid(pid, std::ptr::null_mut(), 0) };
+}
+
+fn pipe() -> (i32, i32) {
+    let mut p = [0; 2];
+    // SAFETY: `p` has room for two descriptors.
+    unsafe { c::pipe(p.as_mut_ptr()) };
+    (p[0], p[1])
+}
+
+fn rw(fd: i32, write: bool, buf: &mut [u8]) {
+    // SAFETY: `buf` is a live buffer of the given length.
+    unsafe {
+        if write {
+            c::write(fd, buf.as_ptr().cast(), buf.len());
+        } else {
+            c::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        }
+    }
+}
+
+/// Round trips of one byte between this process and an echoing child over `(a, b)`
+/// descriptor pairs: the parent writes `to_child`, reads `from_child`.
+fn round_trips(n: u64, to_child: i32, from_child: i32, child_in: i32, child_out: i32, work: usize) -> f64 {
+    let total = n + (n / 10).max(1);
+    let pid = spawn(move || {
+        let mut b = [0u8; 1];
+        let mut ws = vec![1u8; work];
+        for _ in 0..total {
+            rw(child_in, false, &mut b);
+            touch(&mut ws);
+            rw(child_out, true, &mut b);
+        }
+    });
+    let mut b = [0u8; 1];
+    let mut ws = vec![1u8; work];
+    let us = time(n, || {
+        rw(to_child, true, &mut b);
+        rw(from_child, false, &mut b);
+        touch(&mut ws);
+    });
+    reap(pid);
+    us
+}
+
+/// Reads and writes every cache line of a working set (lat_ctx's "size").
+fn touch(ws: &mut [u8]) {
+    for i in (0..ws.len()).step_by(64) {
+        ws[i] = ws[i].wrapping_add(1);
+    }
+    std::hint::black_box(ws);
+}
+
+fn latency(op: &str, n: u64) -> Option<f64> {
+    let devnull = cstr("/dev/null");
+    let self_exe = std::env::current_exe().ok()?;
+    let exe = cstr(self_exe.to_str()?);
+    Some(match op {
+        // SAFETY (all the closures below): plain system calls on live C strings and buffers.
+        "null" => time(n, || unsafe {
+            c::syscall(c::SYS_getppid);
+        }),
+        "stat" => {
+            // SAFETY: all-zero is a valid stat.
+            let mut st: c::stat = unsafe { std::mem::zeroed() };
+            time(n, || unsafe {
+                c::stat(devnull.as_ptr(), &mut st);
+            })
+        }
+        "fstat" => {
+            // SAFETY: as above.
+            let mut st: c::stat = unsafe { std::mem::zeroed() };
+            let fd = unsafe { c::open(devnull.as_ptr(), c::O_RDONLY) };
+            time(n, || unsafe {
+                c::fstat(fd, &mut st);
+            })
+        }
+        "openclose" => time(n, || unsafe {
+            let fd = c::open(devnull.as_ptr(), c::O_RDONLY);
+            c::close(fd);
+        }),
+        "siginstall" => time(n, || install(c::SIGUSR1)),
+        "sigdeliver" => {
+            install(c::SIGUSR1);
+            // SAFETY: getpid has no arguments.
+            let me = unsafe { c::getpid() };
+            time(n, || unsafe {
+                c::kill(me, c::SIGUSR1);
+            })
+        }
+        "pipe" => {
+            let (r1, w1) = pipe();
+            let (r2, w2) = pipe();
+            round_trips(n, w1, r2, r1, w2, 0)
+        }
+        "unix" => {
+            let mut sv = [0; 2];
+            // SAFETY: `sv` has room for two descriptors.
+            unsafe { c::socketpair(c::AF_UNIX, c::SOCK_STREAM, 0, sv.as_mut_ptr()) };
+            round_trips(n, sv[0], sv[0], sv[1], sv[1], 0)
+        }
+        "tcp" => tcp(n)?,
+        "fork" => time(n, || {
+            let pid = spawn(|| {});
+            reap(pid);
+        }),
+        "forkexec" => time(n, || {
+            let pid = spawn(|| unsafe {
+                let hello = cstr("hello");
+                let argv = [exe.as_ptr(), hello.as_ptr(), std::ptr::null()];
+                c::execv(exe.as_ptr(), argv.as_ptr());
+            });
+            reap(pid);
+        }),
+        "forksh" => {
+            let cmd = cstr(&format!("{} hello", self_exe.display()));
+            time(n, || {
+                let pid = spawn(|| unsafe {
+                    let (sh, dash_c) = (cstr("/bin/sh"), cstr("-c"));
+                    let argv = [sh.as_ptr(), dash_c.as_ptr(), cmd.as_ptr(), std::ptr::null()];
+                    c::execv(sh.as_ptr(), argv.as_ptr());
+                });
+                reap(pid);
+            })
+        }
+        "ctx0" | "ctx16" => {
+            let work = if op == "ctx0" { 0 } else { 16 * 1024 };
+            let (r1, w1) = pipe();
+            let (r2, w2) = pipe();
+            // A round trip is two context switches. Unlike lat_ctx, the cost of the pipe
+            // transfer is not subtracted: in a guest, measuring it traps too, and the
+            // difference of two trapped figures is noise.
+            round_trips(n, w1, r2, r1, w2, work) / 2.0
+        }
+        _ => return None,
+    })
+}
+
+fn tcp(n: u64) -> Option<f64> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
+    let port = listener.local_addr().ok()?.port();
+    let total = n + (n / 10).max(1);
+    let pid = spawn(move || {
+        if let Ok((mut s, _)) = listener.accept() {
+            let _ = s.set_nodelay(true);
+            let mut b = [0u8; 1];
+            for _ in 0..total {
+                if s.read_exact(&mut b).is_err() || s.write_all(&b).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_nodelay(true).ok()?;
+    let mut b = [0u8; 1];
+    let us = time(n, || {
+        let _ = s.write_all(&b);
+        let _ = s.read_exact(&mut b);
+    });
+    drop(s);
+    reap(pid);
+    Some(us)
+}
+
+/// File reread (read(2) of 64 KiB blocks) or mmap reread of an 8 MiB file, `n` passes: MB/s.
+fn bandwidth(op: &str, n: u64) -> f64 {
+    const SIZE: usize = 8 << 20;
+    let path = std::env::temp_dir().join(format!("vmlab-guest-bench-{}", std::process::id()));
+    std::fs::write(&path, vec![7u8; SIZE]).expect("temp file");
+    let mut f = std::fs::File::open(&path).expect("temp file");
+    let passes = n.clamp(1, 1000);
+    let us = match op {
+        "fileread" => {
+            let mut buf = vec![0u8; 64 << 10];
+            time(passes, || {
+                use std::io::Seek;
+                f.seek(std::io::SeekFrom::Start(0)).expect("seek");
+                let mut sum = 0u64;
+                while let Ok(k) = f.read(&mut buf) {
+                    if k == 0 {
+                        break;
+                    }
+                    sum += buf[..k].iter().step_by(64).map(|&b| b as u64).sum::<u64>();
+                }
+                std::hint::black_box(sum);
+            })
+        }
+        _ => {
+            use std::os::fd::AsRawFd;
+            // SAFETY: maps the whole file read-only; unmapped below and only read meanwhile.
+            let p = unsafe { c::mmap(std::ptr::null_mut(), SIZE, c::PROT_READ, c::MAP_SHARED, f.as_raw_fd(), 0) };
+            // SAFETY: `p` maps SIZE readable bytes.
+            let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, SIZE) };
+            let us = time(passes, || {
+                std::hint::black_box(bytes.iter().step_by(64).map(|&b| b as u64).sum::<u64>());
+            });
+            // SAFETY: `p` came from mmap with this length.
+            unsafe { c::munmap(p, SIZE) };
+            us
+        }
+    };
+    let _ = std::fs::remove_file(&path);
+    SIZE as f64 / us
+}
+
+/// The ids a guest process sees, and a child's: "pid ppid", then "child PID PPID", "fork RET",
+/// "wait RET", one per line.
+fn ids() {
+    // SAFETY: plain system calls; the child only prints and exits.
+    unsafe {
+        println!("pid {} ppid {}", c::getpid(), c::getppid());
+        let _ = std::io::stdout().flush();
+        let pid = c::fork();
+        if pid == 0 {
+            println!("child {} {}", c::getpid(), c::getppid());
+            let _ = std::io::stdout().flush();
+            c::_exit(7);
+        }
+        let mut status = 0;
+        let w = c::waitpid(pid, &mut status, 0);
+        println!("fork {pid}\nwait {w} status {}", c::WEXITSTATUS(status));
+    }
+}
+
+/// One line per escape attempt: "NAME refused ERRNO" or "NAME ESCAPED".
+fn probe(outside: &str, host_pid: i32) {
+    let secret = std::fs::read(outside).ok();
+    let report = |name: &str, ok: bool| {
+        let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        if ok {
+            println!("{name} ESCAPED");
+        } else {
+            println!("{name} refused {e}");
+        }
+    };
+    let read_at = |dirfd: i32, path: &str| -> bool {
+        let p = cstr(path);
+        // SAFETY: a valid C string; the descriptor is closed below.
+        let fd = unsafe { c::openat(dirfd, p.as_ptr(), c::O_RDONLY) };
+        if fd < 0 {
+            return false;
+        }
+        let mut buf = [0u8; 256];
+        // SAFETY: `buf` is live.
+        let k = unsafe { c::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        // SAFETY: ours.
+        unsafe { c::close(fd) };
+        k > 0 && std::str::from_utf8(&buf[..k as usize]).is_ok_and(|s| s.contains("vmlab-secret"))
+    };
+    report("read-direct", secret.is_some_and(|s| String::from_utf8_lossy(&s).contains("vmlab-secret")));
+    let ups = "../".repeat(20);
+    let rel = format!("{ups}{}", outside.trim_start_matches('/'));
+    report("dotdot", read_at(c::AT_FDCWD, &rel));
+    // SAFETY: plain opens of valid C strings.
+    let rootfd = unsafe { c::open(cstr("/").as_ptr(), c::O_RDONLY | c::O_DIRECTORY) };
+    report("openat-rootfd-dotdot", read_at(rootfd, &rel));
+    // SAFETY: as above.
+    let tmpfd = unsafe { c::open(cstr("/tmp").as_ptr(), c::O_RDONLY | c::O_DIRECTORY) };
+    report("openat-dirfd-dotdot", tmpfd >= 0 && read_at(tmpfd, &rel));
+    let _ = std::fs::create_dir_all("/tmp");
+    let _ = std::fs::remove_file("/tmp/abs-link");
+    let _ = std::os::unix::fs::symlink(outside, "/tmp/abs-link");
+    report("symlink-absolute", read_at(c::AT_FDCWD, "/tmp/abs-link"));
+    let _ = std::fs::remove_file("/tmp/rel-link");
+    let _ = std::os::unix::fs::symlink(&rel, "/tmp/rel-link");
+    report("symlink-relative", read_at(c::AT_FDCWD, "/tmp/rel-link"));
+    let _ = std::fs::remove_file("/tmp/dir-link");
+    let _ = std::os::unix::fs::symlink(&ups, "/tmp/dir-link");
+    report("symlink-dir", read_at(c::AT_FDCWD, &format!("/tmp/dir-link/{}", outside.trim_start_matches('/'))));
+    report("proc-self-root", read_at(c::AT_FDCWD, &format!("/proc/self/root{outside}")));
+    report("proc-1-root", read_at(c::AT_FDCWD, &format!("/proc/1/root{outside}")));
+    report("proc-hostpid-root", read_at(c::AT_FDCWD, &format!("/proc/{host_pid}/root{outside}")));
+    // SAFETY: chdir of a valid C string.
+    for _ in 0..20 {
+        unsafe { c::chdir(cstr("..").as_ptr()) };
+    }
+    report("chdir-dotdot", read_at(c::AT_FDCWD, outside.trim_start_matches('/')));
+    // Each of these must fail; success is an escape.
+    // SAFETY (all below): system calls with integer or valid pointer arguments; none can harm
+    // this process if they fail, which is what the probe expects.
+    unsafe {
+        report("chroot", c::chroot(cstr("/tmp").as_ptr()) == 0);
+        report("ptrace-traceme", c::ptrace(c::PTRACE_TRACEME, 0, 0, 0) == 0);
+        report("seccomp-strict", c::syscall(c::SYS_seccomp, c::SECCOMP_SET_MODE_STRICT, 0, 0) == 0);
+        report("prctl-seccomp", c::prctl(c::PR_SET_SECCOMP, 1, 0, 0, 0) == 0);
+        report("kill-host", host_pid > 0 && c::kill(host_pid, 0) == 0);
+        report("unshare", c::unshare(c::CLONE_NEWNS) == 0);
+        report(
+            "mount",
+            c::mount(cstr("none").as_ptr(), cstr("/tmp").as_ptr(), cstr("tmpfs").as_ptr(), 0, std::ptr::null()) == 0,
+        );
+        report("open-by-handle", c::syscall(c::SYS_open_by_handle_at, rootfd, std::ptr::null::<u8>(), 0) >= 0);
+        report("io-uring", c::syscall(c::SYS_io_uring_setup, 1, [0u8; 120].as_ptr()) >= 0);
+        let s = c::socket(c::AF_UNIX, c::SOCK_STREAM, 0);
+        let mut addr: c::sockaddr_un = std::mem::zeroed();
+        addr.sun_family = c::AF_UNIX as u16;
+        for (i, b) in b"\0vmlab-probe".iter().enumerate() {
+            addr.sun_path[i] = *b as c::c_char;
+        }
+        let len = (2 + 12) as u32;
+        report("abstract-socket", c::bind(s, (&addr as *const c::sockaddr_un).cast(), len) == 0);
+        let target = cstr(&rel);
+        report("unlink-outside", c::unlink(target.as_ptr()) == 0);
+    }
+}

@@ -1,0 +1,290 @@
+//! Every x86-64 system call and what the guest kernel does with it: the table in
+//! `docs/guest.md` is [`markdown_table`]'s output.
+
+use crate::sysnames::NAMES;
+use libc as c;
+
+/// What the guest kernel does with one system call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handling {
+    /// Answered by the guest kernel; the host never runs it (identity, uname, hostname).
+    Emulated,
+    /// Forwarded to the host with arguments or results translated (guest pids, paths under
+    /// the guest root, clone flags).
+    Rewritten,
+    /// Refused with an error: it could escape the guest or disable the interception.
+    Refused,
+    /// Runs on the host unchanged.
+    Passthrough,
+}
+
+impl Handling {
+    /// The word in the docs table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Handling::Emulated => "emulated",
+            Handling::Rewritten => "rewritten",
+            Handling::Refused => "refused",
+            Handling::Passthrough => "passed through",
+        }
+    }
+}
+
+/// How a path argument's final component treats a symbolic link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Follow {
+    /// Always follows (stat, chdir, execve).
+    Yes,
+    /// Never follows (lstat, unlink, mkdir, readlink, rename).
+    No,
+    /// Follows unless argument `.0` has `AT_SYMLINK_NOFOLLOW`.
+    UnlessAtFlag(usize),
+    /// Follows only if argument `.0` has `AT_SYMLINK_FOLLOW` (linkat).
+    IfAtFlag(usize),
+    /// open-style flags in argument `.0`: no follow with `O_NOFOLLOW` or `O_CREAT|O_EXCL`.
+    OpenFlags(usize),
+}
+
+/// A path argument: its register index, the directory-descriptor argument it is relative to
+/// (none: the current directory), and its link rule.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PathArg {
+    pub dirfd: Option<usize>,
+    pub path: usize,
+    pub follow: Follow,
+    /// `AT_EMPTY_PATH` in this argument makes an empty path mean the descriptor itself.
+    pub empty_flag: Option<usize>,
+}
+
+const fn p(path: usize, follow: Follow) -> PathArg {
+    PathArg { dirfd: None, path, follow, empty_flag: None }
+}
+
+const fn at(dirfd: usize, path: usize, follow: Follow) -> PathArg {
+    PathArg { dirfd: Some(dirfd), path, follow, empty_flag: None }
+}
+
+const fn at_empty(dirfd: usize, path: usize, follow: Follow, flags: usize) -> PathArg {
+    PathArg { dirfd: Some(dirfd), path, follow, empty_flag: Some(flags) }
+}
+
+/// The path arguments of `nr`, if it takes any the guest root must contain.
+pub(crate) fn path_args(nr: i64) -> &'static [PathArg] {
+    use Follow::*;
+    macro_rules! s {
+        ($($e:expr),*) => {{
+            const V: &[PathArg] = &[$($e),*];
+            V
+        }};
+    }
+    match nr {
+        c::SYS_open => s!(p(0, OpenFlags(1))),
+        c::SYS_creat => s!(p(0, Yes)),
+        c::SYS_openat => s!(at(0, 1, OpenFlags(2))),
+        c::SYS_stat
+        | c::SYS_access
+        | c::SYS_chdir
+        | c::SYS_chmod
+        | c::SYS_chown
+        | c::SYS_truncate
+        | c::SYS_utime
+        | c::SYS_utimes
+        | c::SYS_statfs
+        | c::SYS_setxattr
+        | c::SYS_getxattr
+        | c::SYS_listxattr
+        | c::SYS_removexattr
+        | c::SYS_execve => s!(p(0, Yes)),
+        c::SYS_lstat
+        | c::SYS_readlink
+        | c::SYS_mkdir
+        | c::SYS_rmdir
+        | c::SYS_unlink
+        | c::SYS_lchown
+        | c::SYS_mknod
+        | c::SYS_lsetxattr
+        | c::SYS_lgetxattr
+        | c::SYS_llistxattr
+        | c::SYS_lremovexattr => s!(p(0, No)),
+        c::SYS_newfstatat => s!(at_empty(0, 1, UnlessAtFlag(3), 3)),
+        c::SYS_statx => s!(at_empty(0, 1, UnlessAtFlag(2), 2)),
+        c::SYS_faccessat | c::SYS_fchmodat | c::SYS_futimesat => s!(at(0, 1, Yes)),
+        c::SYS_faccessat2 => s!(at_empty(0, 1, UnlessAtFlag(3), 3)),
+        c::SYS_readlinkat | c::SYS_mkdirat | c::SYS_unlinkat | c::SYS_mknodat => s!(at(0, 1, No)),
+        c::SYS_fchownat => s!(at_empty(0, 1, UnlessAtFlag(4), 4)),
+        c::SYS_utimensat => s!(at(0, 1, UnlessAtFlag(3))),
+        c::SYS_execveat => s!(at_empty(0, 1, UnlessAtFlag(4), 4)),
+        c::SYS_rename | c::SYS_link => s!(p(0, No), p(1, No)),
+        c::SYS_renameat | c::SYS_renameat2 => s!(at(0, 1, No), at(2, 3, No)),
+        c::SYS_linkat => s!(at_empty(0, 1, IfAtFlag(4), 4), at(2, 3, No)),
+        c::SYS_symlink => s!(p(1, No)),
+        c::SYS_symlinkat => s!(at(1, 2, No)),
+        c::SYS_inotify_add_watch => s!(at(0, 1, Yes)),
+        _ => &[],
+    }
+}
+
+/// Calls that translate guest process ids (in arguments, results or both).
+pub(crate) fn is_pid_call(nr: i64) -> bool {
+    matches!(
+        nr,
+        c::SYS_kill
+            | c::SYS_tkill
+            | c::SYS_tgkill
+            | c::SYS_wait4
+            | c::SYS_waitid
+            | c::SYS_getpgid
+            | c::SYS_setpgid
+            | c::SYS_getsid
+            | c::SYS_getpgrp
+            | c::SYS_pidfd_open
+            | c::SYS_rt_sigqueueinfo
+            | c::SYS_rt_tgsigqueueinfo
+            | c::SYS_sched_setaffinity
+            | c::SYS_sched_getaffinity
+            | c::SYS_sched_setparam
+            | c::SYS_sched_getparam
+            | c::SYS_sched_setscheduler
+            | c::SYS_sched_getscheduler
+            | c::SYS_sched_rr_get_interval
+            | c::SYS_sched_setattr
+            | c::SYS_sched_getattr
+            | c::SYS_prlimit64
+            | c::SYS_getpriority
+            | c::SYS_setpriority
+            | c::SYS_ioprio_get
+            | c::SYS_ioprio_set
+            | c::SYS_clone
+            | c::SYS_fork
+            | c::SYS_vfork
+            | c::SYS_set_tid_address
+    )
+}
+
+/// How the guest kernel treats `nr`, and why, in one phrase.
+pub fn handling(nr: i64) -> (Handling, &'static str) {
+    use Handling::*;
+    if !path_args(nr).is_empty() {
+        return match nr {
+            c::SYS_execve | c::SYS_execveat => {
+                (Rewritten, "path contained in the guest root; the process's new image is tracked")
+            }
+            c::SYS_symlink | c::SYS_symlinkat => {
+                (Rewritten, "link path contained; the target is stored as given and resolved in the root when used")
+            }
+            _ => (Rewritten, "paths contained in the guest root (.., symlinks, directory descriptors, /proc)"),
+        };
+    }
+    match nr {
+        c::SYS_getpid | c::SYS_getppid | c::SYS_gettid => (Emulated, "guest process ids"),
+        c::SYS_getuid | c::SYS_geteuid | c::SYS_getgid | c::SYS_getegid | c::SYS_getresuid | c::SYS_getresgid => {
+            (Emulated, "the configured guest uid/gid")
+        }
+        c::SYS_setuid
+        | c::SYS_setgid
+        | c::SYS_setreuid
+        | c::SYS_setregid
+        | c::SYS_setresuid
+        | c::SYS_setresgid
+        | c::SYS_setfsuid
+        | c::SYS_setfsgid => (Emulated, "changes the guest's ids (allowed for guest uid 0 only), not the host's"),
+        c::SYS_uname | c::SYS_sethostname | c::SYS_setdomainname => {
+            (Emulated, "the guest's own hostname and domain name")
+        }
+        c::SYS_getcwd => (Rewritten, "the result is the path inside the guest root"),
+        c::SYS_fchdir => (Rewritten, "refused for a directory outside the guest root"),
+        c::SYS_bind | c::SYS_connect => {
+            (Rewritten, "AF_UNIX socket paths contained in the guest root; abstract names refused under a root")
+        }
+        c::SYS_clone => {
+            (Rewritten, "the child's pid becomes a guest pid; CLONE_UNTRACED is removed, namespace flags refused")
+        }
+        c::SYS_prctl => (Rewritten, "PR_SET_SECCOMP, PR_SET_PTRACER, PR_SET_SYSCALL_USER_DISPATCH, PR_SET_MM refused"),
+        n if is_pid_call(n) => {
+            (Rewritten, "guest process ids translated; host processes outside the guest are invisible")
+        }
+        c::SYS_ptrace => (Refused, "EPERM: a guest may not trace (it would race the guest kernel)"),
+        c::SYS_seccomp => (Refused, "EPERM: a guest filter could hide calls from the guest kernel"),
+        c::SYS_clone3 => (Refused, "ENOSYS: its flags are in memory; C libraries fall back to clone"),
+        c::SYS_openat2 => (Refused, "ENOSYS: C libraries fall back to openat"),
+        c::SYS_process_vm_readv | c::SYS_process_vm_writev | c::SYS_kcmp | c::SYS_pidfd_getfd => {
+            (Refused, "EPERM: reaches into another process")
+        }
+        c::SYS_io_uring_setup | c::SYS_io_uring_enter | c::SYS_io_uring_register => {
+            (Refused, "ENOSYS: io_uring runs calls without a system call to trap")
+        }
+        c::SYS_mount
+        | c::SYS_umount2
+        | c::SYS_pivot_root
+        | c::SYS_chroot
+        | c::SYS_unshare
+        | c::SYS_setns
+        | c::SYS_open_by_handle_at
+        | c::SYS_name_to_handle_at
+        | c::SYS_open_tree
+        | c::SYS_move_mount
+        | c::SYS_fsopen
+        | c::SYS_fsconfig
+        | c::SYS_fsmount
+        | c::SYS_fspick
+        | c::SYS_mount_setattr
+        | c::SYS_fanotify_init
+        | c::SYS_fanotify_mark
+        | c::SYS_quotactl
+        | c::SYS_uselib
+        | c::SYS_acct
+        | c::SYS_swapon
+        | c::SYS_swapoff => (Refused, "EPERM: changes or bypasses the file-system view"),
+        c::SYS_bpf
+        | c::SYS_init_module
+        | c::SYS_finit_module
+        | c::SYS_delete_module
+        | c::SYS_kexec_load
+        | c::SYS_kexec_file_load
+        | c::SYS_reboot
+        | c::SYS_iopl
+        | c::SYS_ioperm
+        | c::SYS_syslog
+        | c::SYS_settimeofday
+        | c::SYS_clock_settime
+        | c::SYS_clock_adjtime
+        | c::SYS_adjtimex
+        | c::SYS_vhangup
+        | c::SYS_perf_event_open
+        | c::SYS_lookup_dcookie => (Refused, "EPERM: acts on the host machine"),
+        _ => (Passthrough, ""),
+    }
+}
+
+/// Whether a filter must send `nr` to the guest kernel. Path calls matter only under a root
+/// other than `/`; with `all` (`--strace`) every call does.
+pub fn needs_trap(nr: i64, rooted: bool, all: bool) -> bool {
+    if all {
+        return true;
+    }
+    if matches!(nr, c::SYS_execve | c::SYS_execveat) {
+        return true;
+    }
+    match handling(nr).0 {
+        Handling::Passthrough => false,
+        Handling::Rewritten => {
+            let path_only =
+                !path_args(nr).is_empty() || matches!(nr, c::SYS_getcwd | c::SYS_fchdir | c::SYS_bind | c::SYS_connect);
+            rooted || !path_only
+        }
+        _ => true,
+    }
+}
+
+/// The docs table: one row per system call number with a name.
+pub fn markdown_table() -> String {
+    let mut out = String::from("| nr | system call | handling | how |\n| ---: | --- | --- | --- |\n");
+    for (nr, name) in NAMES.iter().enumerate() {
+        if name.is_empty() {
+            continue;
+        }
+        let (h, why) = handling(nr as i64);
+        out.push_str(&format!("| {nr} | {name} | {} | {why} |\n", h.name()));
+    }
+    out
+}

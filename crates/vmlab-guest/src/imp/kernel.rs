@@ -1,0 +1,633 @@
+//! The guest kernel proper: what to do with one guest system call, whatever trapped it.
+//!
+//! [`Kernel::entry`] decides, from the call's registers, whether the guest kernel answers it
+//! itself ([`Decision::Emulate`]) or forwards it to the host, perhaps with translated arguments
+//! ([`Decision::Forward`]); [`Kernel::complete`] translates a forwarded call's result. The
+//! mechanisms (`trace.rs`, `notify.rs`) only deliver calls here and carry out the decision.
+
+use super::mem;
+use super::path::{Base, Root, Who};
+use crate::calls::{self, Follow, Handling};
+use crate::Config;
+use libc as c;
+use std::collections::HashMap;
+
+/// Bytes of guest memory the guest kernel maps into each guest thread for rewritten
+/// arguments: two paths and a socket address.
+pub(crate) const SCRATCH_LEN: u64 = 3 * 4096;
+
+/// A system call's number and arguments.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Call {
+    pub nr: i64,
+    pub args: [u64; 6],
+}
+
+/// What happens to a call.
+#[derive(Debug)]
+pub(crate) enum Decision {
+    /// The guest kernel answers: the call returns this (a negative errno on failure).
+    Emulate(i64),
+    /// The host runs the call, with these arguments if they changed, then `post` runs.
+    Forward { args: Option<[u64; 6]>, post: Post },
+    /// The guest kernel needs scratch memory in the calling thread first.
+    NeedScratch,
+}
+
+/// What to do with a forwarded call's result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Post {
+    None,
+    /// The result is a host pid (fork, wait4, getpgid): make it a guest pid.
+    Pid,
+    /// waitid's siginfo at this address holds a host pid.
+    Waitid(u64),
+    /// getcwd wrote a host path into the buffer at this address.
+    Getcwd(u64),
+    /// execve: on success the arguments registers belong to the new image: leave them.
+    Exec,
+}
+
+/// A guest process's credentials: real, effective, saved.
+#[derive(Clone, Copy, Debug)]
+struct Creds {
+    uid: [u32; 3],
+    gid: [u32; 3],
+}
+
+/// A guest process (thread group).
+#[derive(Clone, Debug)]
+struct Proc {
+    /// Host pid of the parent process; 0 for guest pid 1.
+    parent: i32,
+    creds: Creds,
+    alive: bool,
+}
+
+/// The guest kernel's state.
+pub(crate) struct Kernel {
+    /// The guest root; `None` when it is `/`.
+    pub root: Option<Root>,
+    /// `--strace`.
+    pub strace: bool,
+    hostname: Vec<u8>,
+    domainname: Vec<u8>,
+    default_creds: Creds,
+    /// Host tid to guest tid, and back. Guest ids are never reused.
+    to_guest: HashMap<i32, i32>,
+    to_host: HashMap<i32, i32>,
+    next_id: i32,
+    procs: HashMap<i32, Proc>,
+    /// Host tid to host tgid.
+    tgid: HashMap<i32, i32>,
+    /// Host pid of guest pid 1.
+    pub init: i32,
+    /// Calls handled.
+    pub trapped: u64,
+}
+
+fn neg(errno: i32) -> i64 {
+    -(errno as i64)
+}
+
+impl Kernel {
+    /// A guest kernel for `config`.
+    pub fn new(config: &Config) -> Result<Kernel, String> {
+        let root = if config.root == std::path::Path::new("/") { None } else { Some(Root::open(&config.root)?) };
+        let root = match root {
+            Some(r) if r.host == b"/" => None,
+            r => r,
+        };
+        Ok(Kernel {
+            root,
+            strace: config.strace,
+            hostname: config.hostname.as_bytes().to_vec(),
+            domainname: b"(none)".to_vec(),
+            default_creds: Creds { uid: [config.uid; 3], gid: [config.gid; 3] },
+            to_guest: HashMap::new(),
+            to_host: HashMap::new(),
+            next_id: 1,
+            procs: HashMap::new(),
+            tgid: HashMap::new(),
+            init: 0,
+            trapped: 0,
+        })
+    }
+
+    /// Registers a new host thread `tid` (of process `tgid`, whose parent is host pid
+    /// `parent`); the first one becomes guest pid 1.
+    pub fn add_thread(&mut self, tid: i32, tgid: i32, parent: i32) {
+        if self.init == 0 {
+            self.init = tgid;
+        }
+        self.guest_id(tgid);
+        self.guest_id(tid);
+        self.tgid.insert(tid, tgid);
+        if tid == tgid || !self.procs.contains_key(&tgid) {
+            let creds = self.procs.get(&parent).map_or(self.default_creds, |p| p.creds);
+            let parent = if tgid == self.init { 0 } else { parent };
+            self.procs.insert(tgid, Proc { parent, creds, alive: true });
+        }
+    }
+
+    /// The host tgid of guest thread `tid`.
+    pub fn tgid_of(&self, tid: i32) -> i32 {
+        self.tgid.get(&tid).copied().unwrap_or(tid)
+    }
+
+    /// Forgets thread `tid`; when it was its process's last, the process is dead and its
+    /// children are the guest init's.
+    pub fn remove_thread(&mut self, tid: i32) {
+        let Some(tgid) = self.tgid.remove(&tid) else {
+            return;
+        };
+        if self.tgid.values().any(|&t| t == tgid) {
+            return;
+        }
+        if let Some(p) = self.procs.get_mut(&tgid) {
+            p.alive = false;
+        }
+        let init = self.init;
+        for p in self.procs.values_mut() {
+            if p.parent == tgid {
+                p.parent = init;
+            }
+        }
+    }
+
+    /// Host tgids of the living guest processes.
+    pub fn live_processes(&self) -> Vec<i32> {
+        let mut v: Vec<i32> = self.procs.iter().filter(|(_, p)| p.alive).map(|(&h, _)| h).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The guest id of host thread or process `host`, allocating one for a new host id.
+    pub fn guest_id(&mut self, host: i32) -> i32 {
+        if let Some(&g) = self.to_guest.get(&host) {
+            return g;
+        }
+        let g = self.next_id;
+        self.next_id += 1;
+        self.to_guest.insert(host, g);
+        self.to_host.insert(g, host);
+        g
+    }
+
+    /// The guest id of `host` if it is a guest thread or process.
+    pub fn guest_of(&self, host: i32) -> Option<i32> {
+        self.to_guest.get(&host).copied()
+    }
+
+    /// The host id of guest id `guest`.
+    pub fn host_of(&self, guest: i32) -> Option<i32> {
+        self.to_host.get(&guest).copied()
+    }
+
+    fn creds_mut(&mut self, tgid: i32) -> &mut Creds {
+        let d = self.default_creds;
+        &mut self.procs.entry(tgid).or_insert(Proc { parent: 0, creds: d, alive: true }).creds
+    }
+
+    /// Decides what happens to `call` made by host thread `tid`, which has scratch memory at
+    /// `scratch` if any.
+    pub fn entry(&mut self, tid: i32, call: &Call, scratch: Option<u64>) -> Decision {
+        self.trapped += 1;
+        let tgid = self.tgid_of(tid);
+        let fwd = Decision::Forward { args: None, post: Post::None };
+        match call.nr {
+            c::SYS_getpid => return Decision::Emulate(self.guest_id(tgid) as i64),
+            c::SYS_gettid => return Decision::Emulate(self.guest_id(tid) as i64),
+            c::SYS_getppid => {
+                let parent = self.procs.get(&tgid).map_or(0, |p| p.parent);
+                let g = if parent == 0 { 0 } else { self.guest_of(parent).unwrap_or(1) };
+                return Decision::Emulate(g as i64);
+            }
+            _ => {}
+        }
+        if let Some(d) = self.identity(tid, tgid, call) {
+            return d;
+        }
+        if let Some(e) = refusal(call) {
+            return Decision::Emulate(e);
+        }
+        if calls::is_pid_call(call.nr) {
+            return self.pid_call(tid, call);
+        }
+        match call.nr {
+            c::SYS_execve | c::SYS_execveat if self.root.is_none() => {
+                return Decision::Forward { args: None, post: Post::Exec };
+            }
+            _ => {}
+        }
+        if self.root.is_some() {
+            return self.rooted(tid, tgid, call, scratch);
+        }
+        fwd
+    }
+
+    /// Identity calls: ids, uname, hostname.
+    pub fn identity(&mut self, tid: i32, tgid: i32, call: &Call) -> Option<Decision> {
+        let a = call.args;
+        let cr = *self.creds_mut(tgid);
+        let emulate = |v: i64| Some(Decision::Emulate(v));
+        match call.nr {
+            c::SYS_getuid => emulate(cr.uid[0] as i64),
+            c::SYS_geteuid => emulate(cr.uid[1] as i64),
+            c::SYS_getgid => emulate(cr.gid[0] as i64),
+            c::SYS_getegid => emulate(cr.gid[1] as i64),
+            c::SYS_getresuid | c::SYS_getresgid => {
+                let ids = if call.nr == c::SYS_getresuid { cr.uid } else { cr.gid };
+                for (i, id) in ids.iter().enumerate() {
+                    if let Err(e) = mem::write(tid, a[i], &id.to_ne_bytes()) {
+                        return emulate(neg(e));
+                    }
+                }
+                emulate(0)
+            }
+            c::SYS_setuid | c::SYS_setgid | c::SYS_setreuid | c::SYS_setregid | c::SYS_setresuid | c::SYS_setresgid => {
+                let is_uid = matches!(call.nr, c::SYS_setuid | c::SYS_setreuid | c::SYS_setresuid);
+                let privileged = cr.uid[1] == 0;
+                let cur = if is_uid { cr.uid } else { cr.gid };
+                let want: [Option<u32>; 3] = match call.nr {
+                    c::SYS_setuid | c::SYS_setgid if privileged => [Some(a[0] as u32); 3],
+                    c::SYS_setuid | c::SYS_setgid => [None, Some(a[0] as u32), None],
+                    c::SYS_setreuid | c::SYS_setregid => [id_arg(a[0]), id_arg(a[1]), None],
+                    _ => [id_arg(a[0]), id_arg(a[1]), id_arg(a[2])],
+                };
+                if !privileged && want.iter().flatten().any(|w| !cur.contains(w)) {
+                    return emulate(neg(c::EPERM));
+                }
+                let creds = self.creds_mut(tgid);
+                let ids = if is_uid { &mut creds.uid } else { &mut creds.gid };
+                for (slot, w) in ids.iter_mut().zip(want) {
+                    if let Some(w) = w {
+                        *slot = w;
+                    }
+                }
+                emulate(0)
+            }
+            c::SYS_setfsuid => emulate(cr.uid[1] as i64),
+            c::SYS_setfsgid => emulate(cr.gid[1] as i64),
+            c::SYS_uname => {
+                // SAFETY: utsname is plain bytes; all-zero is valid and uname fills it.
+                let mut u: c::utsname = unsafe { std::mem::zeroed() };
+                // SAFETY: `u` is a valid out-pointer.
+                unsafe { c::uname(&mut u) };
+                fill(&mut u.nodename, &self.hostname);
+                fill(&mut u.domainname, &self.domainname);
+                // SAFETY: utsname is a repr(C) struct of byte arrays: viewing it as bytes is sound.
+                let bytes = unsafe {
+                    std::slice::from_raw_parts(
+                        (&u as *const c::utsname).cast::<u8>(),
+                        std::mem::size_of::<c::utsname>(),
+                    )
+                };
+                emulate(match mem::write(tid, a[0], bytes) {
+                    Ok(()) => 0,
+                    Err(e) => neg(e),
+                })
+            }
+            c::SYS_sethostname | c::SYS_setdomainname => {
+                if cr.uid[1] != 0 {
+                    return emulate(neg(c::EPERM));
+                }
+                if a[1] > 64 {
+                    return emulate(neg(c::EINVAL));
+                }
+                match mem::read(tid, a[0], a[1] as usize) {
+                    Ok(name) if call.nr == c::SYS_sethostname => self.hostname = name,
+                    Ok(name) => self.domainname = name,
+                    Err(e) => return emulate(neg(e)),
+                }
+                emulate(0)
+            }
+            _ => None,
+        }
+    }
+
+    /// A guest pid argument to a host pid: 0 and negative (process-group) values keep their
+    /// meaning; a pid outside the guest is ESRCH.
+    fn pid_arg(&self, v: u64) -> Result<u64, i32> {
+        let pid = v as i32;
+        match pid {
+            0 => Ok(v),
+            p if p > 0 => self.host_of(p).map(|h| h as u64).ok_or(c::ESRCH),
+            -1 => Err(c::EINVAL),
+            p => self.host_of(-p).map(|h| (-h) as u32 as u64).ok_or(c::ESRCH),
+        }
+    }
+
+    fn pid_call(&mut self, tid: i32, call: &Call) -> Decision {
+        let mut a = call.args;
+        let mut post = Post::None;
+        let res: Result<(), i32> = (|| {
+            match call.nr {
+                c::SYS_kill if a[0] as i32 == -1 => Err(0),
+                c::SYS_kill | c::SYS_rt_sigqueueinfo => {
+                    a[0] = self.pid_arg(a[0])?;
+                    Ok(())
+                }
+                c::SYS_tkill | c::SYS_pidfd_open => {
+                    if (a[0] as i32) <= 0 {
+                        return Err(c::EINVAL);
+                    }
+                    a[0] = self.pid_arg(a[0])?;
+                    Ok(())
+                }
+                c::SYS_tgkill | c::SYS_rt_tgsigqueueinfo => {
+                    if (a[0] as i32) <= 0 || (a[1] as i32) <= 0 {
+                        return Err(c::EINVAL);
+                    }
+                    a[0] = self.pid_arg(a[0])?;
+                    a[1] = self.pid_arg(a[1])?;
+                    Ok(())
+                }
+                c::SYS_wait4 => {
+                    if a[0] as i32 != -1 {
+                        a[0] = self.pid_arg(a[0])?;
+                    }
+                    post = Post::Pid;
+                    Ok(())
+                }
+                c::SYS_waitid => {
+                    // P_PID = 1, P_PGID = 2.
+                    if (a[0] == 1 || a[0] == 2) && a[1] as i32 != 0 {
+                        a[1] = self.pid_arg(a[1])?;
+                    }
+                    post = Post::Waitid(a[2]);
+                    Ok(())
+                }
+                c::SYS_getpgid | c::SYS_getsid => {
+                    a[0] = self.pid_arg(a[0])?;
+                    post = Post::Pid;
+                    Ok(())
+                }
+                c::SYS_getpgrp | c::SYS_fork | c::SYS_vfork | c::SYS_set_tid_address => {
+                    post = Post::Pid;
+                    Ok(())
+                }
+                c::SYS_setpgid => {
+                    a[0] = self.pid_arg(a[0])?;
+                    a[1] = self.pid_arg(a[1])?;
+                    Ok(())
+                }
+                c::SYS_getpriority | c::SYS_setpriority | c::SYS_ioprio_get | c::SYS_ioprio_set => {
+                    // PRIO_PROCESS / IOPRIO_WHO_PROCESS (0 / 1) and the group kinds name pids.
+                    let names_pid = if matches!(call.nr, c::SYS_getpriority | c::SYS_setpriority) {
+                        a[0] <= 1
+                    } else {
+                        a[0] == 1 || a[0] == 2
+                    };
+                    if names_pid && a[1] as i32 > 0 {
+                        a[1] = self.pid_arg(a[1])?;
+                    }
+                    Ok(())
+                }
+                c::SYS_clone => {
+                    a[0] &= !(c::CLONE_UNTRACED as u64);
+                    post = Post::Pid;
+                    Ok(())
+                }
+                // sched_*, prlimit64: the pid is the first argument, 0 meaning the caller.
+                _ => {
+                    if (a[0] as i32) < 0 {
+                        return Err(c::EINVAL);
+                    }
+                    a[0] = self.pid_arg(a[0])?;
+                    Ok(())
+                }
+            }
+        })();
+        match res {
+            Err(0) => {
+                // kill(-1, sig): every guest process but the caller.
+                let me = self.tgid_of(tid);
+                let sig = call.args[1] as i32;
+                let mut n = 0;
+                for p in self.live_processes() {
+                    // SAFETY: kill has no memory arguments.
+                    if p != me && unsafe { c::kill(p, sig) } == 0 {
+                        n += 1;
+                    }
+                }
+                Decision::Emulate(if n > 0 { 0 } else { neg(c::ESRCH) })
+            }
+            Err(e) => Decision::Emulate(neg(e)),
+            Ok(()) => Decision::Forward { args: (a != call.args).then_some(a), post },
+        }
+    }
+
+    /// Calls that take paths, descriptors or socket addresses, under a root other than `/`.
+    fn rooted(&mut self, tid: i32, tgid: i32, call: &Call, scratch: Option<u64>) -> Decision {
+        let a = call.args;
+        let root = self.root.as_ref().expect("rooted");
+        match call.nr {
+            c::SYS_getcwd => return Decision::Forward { args: None, post: Post::Getcwd(a[0]) },
+            c::SYS_fchdir => {
+                let link = std::fs::read_link(format!("/proc/{tid}/fd/{}", a[0] as i32));
+                return match link {
+                    Ok(p) if root.guest_path(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str())).is_some() => {
+                        Decision::Forward { args: None, post: Post::None }
+                    }
+                    Ok(_) => Decision::Emulate(neg(c::EACCES)),
+                    Err(_) => Decision::Emulate(neg(c::EBADF)),
+                };
+            }
+            c::SYS_bind | c::SYS_connect => return self.sockaddr(tid, tgid, call, scratch),
+            _ => {}
+        }
+        let specs = calls::path_args(call.nr);
+        if specs.is_empty() {
+            return Decision::Forward { args: None, post: Post::None };
+        }
+        let post = if matches!(call.nr, c::SYS_execve | c::SYS_execveat) { Post::Exec } else { Post::None };
+        let mut args = a;
+        let mut paths: Vec<(usize, Vec<u8>)> = Vec::new();
+        for spec in specs {
+            let ptr = a[spec.path];
+            if ptr == 0 && call.nr == c::SYS_utimensat {
+                continue; // futimens: the descriptor itself
+            }
+            let guest = match mem::read_cstr(tid, ptr, 4096) {
+                Ok(p) => p,
+                Err(e) => return Decision::Emulate(neg(e)),
+            };
+            if guest.is_empty() && spec.empty_flag.is_some_and(|f| a[f] & c::AT_EMPTY_PATH as u64 != 0) {
+                continue; // the descriptor itself
+            }
+            let base = match spec.dirfd.map(|i| a[i] as i32) {
+                None | Some(c::AT_FDCWD) => Base::Cwd,
+                Some(fd) => Base::Fd(fd),
+            };
+            let follow = match spec.follow {
+                Follow::Yes => true,
+                Follow::No => false,
+                Follow::UnlessAtFlag(i) => a[i] & c::AT_SYMLINK_NOFOLLOW as u64 == 0,
+                Follow::IfAtFlag(i) => a[i] & c::AT_SYMLINK_FOLLOW as u64 != 0,
+                Follow::OpenFlags(i) => {
+                    let f = a[i] as i32;
+                    f & c::O_NOFOLLOW == 0 && f & (c::O_CREAT | c::O_EXCL) != (c::O_CREAT | c::O_EXCL)
+                }
+            };
+            let to_host = |g: i32| self.to_host.get(&g).copied();
+            let who = Who { tid, tgid, host_pid: &to_host };
+            match root.resolve(&who, base, &guest, follow) {
+                Ok(host) => {
+                    if let Some(d) = spec.dirfd {
+                        args[d] = c::AT_FDCWD as u32 as u64;
+                    }
+                    paths.push((spec.path, host));
+                }
+                Err(e) => return Decision::Emulate(neg(e)),
+            }
+        }
+        if paths.is_empty() {
+            return Decision::Forward { args: None, post };
+        }
+        let Some(scratch) = scratch else {
+            return Decision::NeedScratch;
+        };
+        for (i, (arg, host)) in paths.into_iter().enumerate() {
+            let at = scratch + 4096 * i as u64;
+            let mut bytes = host;
+            bytes.push(0);
+            if bytes.len() > 4096 {
+                return Decision::Emulate(neg(c::ENAMETOOLONG));
+            }
+            if let Err(e) = mem::write(tid, at, &bytes) {
+                return Decision::Emulate(neg(e));
+            }
+            args[arg] = at;
+        }
+        Decision::Forward { args: Some(args), post }
+    }
+
+    /// bind/connect: an AF_UNIX path is contained in the root; abstract names are refused.
+    fn sockaddr(&mut self, tid: i32, tgid: i32, call: &Call, scratch: Option<u64>) -> Decision {
+        let a = call.args;
+        let len = (a[2] as usize).min(std::mem::size_of::<c::sockaddr_un>());
+        let Ok(addr) = mem::read(tid, a[1], len) else {
+            return Decision::Forward { args: None, post: Post::None };
+        };
+        if len < 3 || u16::from_ne_bytes([addr[0], addr[1]]) != c::AF_UNIX as u16 {
+            return Decision::Forward { args: None, post: Post::None };
+        }
+        let path = &addr[2..];
+        if path[0] == 0 {
+            return Decision::Emulate(neg(c::EPERM));
+        }
+        let path = &path[..path.iter().position(|&b| b == 0).unwrap_or(path.len())];
+        let to_host = |g: i32| self.to_host.get(&g).copied();
+        let who = Who { tid, tgid, host_pid: &to_host };
+        let root = self.root.as_ref().expect("rooted");
+        let host = match root.resolve(&who, Base::Cwd, path, call.nr == c::SYS_connect) {
+            Ok(h) => h,
+            Err(e) => return Decision::Emulate(neg(e)),
+        };
+        if host.len() >= 108 {
+            return Decision::Emulate(neg(c::ENAMETOOLONG));
+        }
+        let Some(scratch) = scratch else {
+            return Decision::NeedScratch;
+        };
+        let mut new = addr[..2].to_vec();
+        new.extend_from_slice(&host);
+        new.push(0);
+        let at = scratch + 2 * 4096;
+        if let Err(e) = mem::write(tid, at, &new) {
+            return Decision::Emulate(neg(e));
+        }
+        let mut args = a;
+        args[1] = at;
+        args[2] = new.len() as u64;
+        Decision::Forward { args: Some(args), post: Post::None }
+    }
+
+    /// The result the guest sees of a forwarded call that returned `ret` on the host.
+    pub fn complete(&mut self, tid: i32, post: Post, ret: i64) -> i64 {
+        match post {
+            Post::Pid if ret > 0 => {
+                self.guest_of(ret as i32).map_or_else(|| self.guest_id(ret as i32) as i64, |g| g as i64)
+            }
+            Post::Waitid(infop) if ret == 0 && infop != 0 => {
+                // siginfo_t: si_signo, si_errno, si_code, padding, then si_pid at byte 16.
+                if let Ok(b) = mem::read(tid, infop + 16, 4) {
+                    let host = i32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+                    if host > 0 {
+                        let g = self.guest_of(host).unwrap_or(0);
+                        let _ = mem::write(tid, infop + 16, &g.to_ne_bytes());
+                    }
+                }
+                ret
+            }
+            Post::Getcwd(buf) if ret > 0 => {
+                let Some(root) = self.root.as_ref() else {
+                    return ret;
+                };
+                let Ok(host) = mem::read(tid, buf, ret as usize) else {
+                    return ret;
+                };
+                let host = &host[..host.iter().position(|&b| b == 0).unwrap_or(host.len())];
+                let guest = root.guest_path(host).unwrap_or(b"/").to_vec();
+                let mut bytes = guest;
+                bytes.push(0);
+                match mem::write(tid, buf, &bytes) {
+                    Ok(()) => bytes.len() as i64,
+                    Err(e) => neg(e),
+                }
+            }
+            _ => ret,
+        }
+    }
+}
+
+/// The error a call the guest may not make fails with, if `call` is one: the calls the
+/// table marks refused, the prctl options that would loosen the interception, and clone
+/// with namespace flags.
+pub(crate) fn refusal(call: &Call) -> Option<i64> {
+    let a = call.args;
+    if calls::handling(call.nr).0 == Handling::Refused {
+        let errno = match call.nr {
+            c::SYS_clone3
+            | c::SYS_openat2
+            | c::SYS_io_uring_setup
+            | c::SYS_io_uring_enter
+            | c::SYS_io_uring_register => c::ENOSYS,
+            _ => c::EPERM,
+        };
+        return Some(neg(errno));
+    }
+    match call.nr {
+        c::SYS_prctl => {
+            const PR_SET_SYSCALL_USER_DISPATCH: u64 = 59;
+            let refused =
+                [c::PR_SET_SECCOMP as u64, c::PR_SET_PTRACER as u64, PR_SET_SYSCALL_USER_DISPATCH, c::PR_SET_MM as u64];
+            refused.contains(&a[0]).then_some(neg(c::EPERM))
+        }
+        c::SYS_clone => {
+            let ns = (c::CLONE_NEWNS
+                | c::CLONE_NEWPID
+                | c::CLONE_NEWUSER
+                | c::CLONE_NEWNET
+                | c::CLONE_NEWUTS
+                | c::CLONE_NEWIPC
+                | c::CLONE_NEWCGROUP) as u64;
+            (a[0] & ns != 0).then_some(neg(c::EPERM))
+        }
+        _ => None,
+    }
+}
+
+/// A set*id argument: -1 leaves the id unchanged.
+fn id_arg(v: u64) -> Option<u32> {
+    (v as u32 != u32::MAX).then_some(v as u32)
+}
+
+/// Copies `name` into a NUL-terminated utsname field.
+fn fill(field: &mut [c::c_char], name: &[u8]) {
+    field.iter_mut().for_each(|b| *b = 0);
+    for (dst, &src) in field.iter_mut().zip(name.iter().take(64)) {
+        *dst = src as c::c_char;
+    }
+}

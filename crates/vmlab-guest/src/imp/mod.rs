@@ -1,0 +1,284 @@
+//! The Linux x86-64 implementation: launching guest pid 1, the mechanisms, the guest kernel.
+
+mod kernel;
+mod mem;
+mod notify;
+mod path;
+mod strace;
+mod trace;
+
+use crate::{calls, Config, GuestError, Mechanism, Outcome};
+use kernel::Kernel;
+use libc as c;
+use seccompiler::{sock_filter, BpfProgram, SeccompAction, SeccompFilter, TargetArch};
+use std::collections::BTreeMap;
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// A signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) the guest kernel received, to pass on to the
+/// whole guest.
+pub(crate) static INTERRUPT: AtomicI32 = AtomicI32::new(0);
+
+/// Which ptrace mechanism `trace.rs` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Style {
+    Ptrace,
+    Sysemu,
+    SeccompTrace,
+}
+
+/// One way of trapping a guest's system calls: every mechanism runs a guest to completion,
+/// delivering each trapped call to the same guest kernel.
+pub(crate) trait Trap {
+    /// Runs `argv` as guest pid 1 under `kernel` until it exits.
+    fn run(&self, config: &Config, kernel: &mut Kernel, argv: &[OsString]) -> Result<Outcome, GuestError>;
+}
+
+impl Trap for Style {
+    fn run(&self, config: &Config, kernel: &mut Kernel, argv: &[OsString]) -> Result<Outcome, GuestError> {
+        trace::run(*self, config, kernel, argv)
+    }
+}
+
+/// The module behind each mechanism.
+fn trap(m: Mechanism) -> Box<dyn Trap> {
+    match m {
+        Mechanism::Ptrace => Box::new(Style::Ptrace),
+        Mechanism::Sysemu => Box::new(Style::Sysemu),
+        Mechanism::SeccompTrace => Box::new(Style::SeccompTrace),
+        Mechanism::SeccompNotify => Box::new(notify::Notify),
+    }
+}
+
+/// Whether the host kernel offers the seccomp action `action`.
+fn seccomp_action_available(action: u32) -> bool {
+    // SAFETY: SECCOMP_GET_ACTION_AVAIL reads one u32 through the pointer, which is live.
+    unsafe { c::syscall(c::SYS_seccomp, c::SECCOMP_GET_ACTION_AVAIL, 0, &action as *const u32) == 0 }
+}
+
+pub(crate) fn check_host(m: Mechanism) -> Result<(), GuestError> {
+    let need = |ok: bool, what: &str| {
+        if ok {
+            Ok(())
+        } else {
+            Err(GuestError::Usage(format!(
+                "mechanism '{}' needs {what}, which this host kernel does not offer; valid mechanisms: {}",
+                m.name(),
+                Mechanism::names()
+            )))
+        }
+    };
+    let ptrace_ok = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").map_or(true, |s| s.trim() != "3");
+    match m {
+        Mechanism::Ptrace | Mechanism::Sysemu => need(ptrace_ok, "ptrace"),
+        Mechanism::SeccompTrace => {
+            need(ptrace_ok, "ptrace")?;
+            need(seccomp_action_available(c::SECCOMP_RET_TRACE), "seccomp SECCOMP_RET_TRACE")
+        }
+        Mechanism::SeccompNotify => {
+            need(seccomp_action_available(c::SECCOMP_RET_USER_NOTIF), "seccomp SECCOMP_RET_USER_NOTIF")
+        }
+    }
+}
+
+extern "C" fn on_interrupt(sig: c::c_int) {
+    INTERRUPT.store(sig, Ordering::SeqCst);
+}
+
+/// Passes SIGINT, SIGTERM, SIGHUP and SIGQUIT on to the guest: the handler records the
+/// signal and interrupts the guest kernel's wait.
+fn forward_interrupts() {
+    for sig in [c::SIGINT, c::SIGTERM, c::SIGHUP, c::SIGQUIT] {
+        // SAFETY: an all-zero sigaction is valid; the handler only stores to an atomic, which
+        // is async-signal-safe. No SA_RESTART, so waitpid returns EINTR.
+        unsafe {
+            let mut sa: c::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_interrupt as extern "C" fn(c::c_int) as usize;
+            c::sigemptyset(&mut sa.sa_mask);
+            c::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+pub(crate) fn run(config: &Config, argv: &[OsString]) -> Result<Outcome, GuestError> {
+    config.mechanism.check_host()?;
+    if !config.root.is_dir() {
+        return Err(GuestError::Usage(format!("guest root {} is not a directory", config.root.display())));
+    }
+    find_program(&config.root, &argv[0])?;
+    let mut kernel = Kernel::new(config).map_err(GuestError::Usage)?;
+    if let Some(cpu) = config.cpu {
+        pin(cpu)?;
+    }
+    forward_interrupts();
+    trap(config.mechanism).run(config, &mut kernel, argv)
+}
+
+/// Pins the calling thread (and so everything it starts) to `cpu`.
+pub(crate) fn pin(cpu: usize) -> Result<(), GuestError> {
+    // SAFETY: an all-zero cpu_set_t is an empty set; CPU_SET and sched_setaffinity get valid
+    // pointers to it.
+    unsafe {
+        let mut set: c::cpu_set_t = std::mem::zeroed();
+        if cpu >= 1024 {
+            return Err(GuestError::Usage(format!("no CPU {cpu}")));
+        }
+        c::CPU_SET(cpu, &mut set);
+        if c::sched_setaffinity(0, std::mem::size_of::<c::cpu_set_t>(), &set) != 0 {
+            return Err(GuestError::Usage(format!("cannot pin to CPU {cpu}: {}", std::io::Error::last_os_error())));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `program` exists in the guest (a path inside the root, or a name on the
+/// guest's PATH), so that a missing program is a usage error rather than status 127.
+fn find_program(root: &Path, program: &OsString) -> Result<(), GuestError> {
+    let name = program.as_bytes();
+    let inside = |p: &Path| -> PathBuf {
+        let rel = p.strip_prefix("/").unwrap_or(p);
+        root.join(rel)
+    };
+    let found = if name.contains(&b'/') {
+        let p = Path::new(program);
+        if p.is_absolute() {
+            inside(p).exists()
+        } else {
+            p.exists()
+        }
+    } else {
+        let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+        std::env::split_paths(&path).any(|d| inside(&d.join(program)).is_file())
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(GuestError::Usage(format!(
+            "program '{}' not found in the guest (root {})",
+            program.to_string_lossy(),
+            root.display()
+        )))
+    }
+}
+
+/// The seccomp filter of a mechanism: `action` for every call the guest kernel must see (all
+/// with `all`), allow for the rest.
+pub(crate) fn filter(kernel: &Kernel, all: bool, action: SeccompAction) -> Result<Vec<sock_filter>, GuestError> {
+    let rooted = kernel.root.is_some();
+    let mut rules = BTreeMap::new();
+    for nr in 0..crate::sysnames::NAMES.len() as i64 {
+        if !crate::sysnames::NAMES[nr as usize].is_empty() && calls::needs_trap(nr, rooted, all) {
+            rules.insert(nr, Vec::new());
+        }
+    }
+    let f = SeccompFilter::new(rules, SeccompAction::Allow, action, TargetArch::x86_64)
+        .map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?;
+    BpfProgram::try_from(f).map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))
+}
+
+/// How guest pid 1 starts.
+pub(crate) enum Launch<'a> {
+    /// Traced by the guest kernel (PTRACE_TRACEME), with a seccomp filter if given.
+    Traced { filter: Option<&'a [sock_filter]> },
+}
+
+/// Installs `prog` as the calling thread's seccomp filter with `flags`; returns the seccomp
+/// call's result. Async-signal-safe: no allocation.
+pub(crate) fn install_filter(prog: &[sock_filter], flags: c::c_ulong) -> i64 {
+    let fprog = c::sock_fprog { len: prog.len() as u16, filter: prog.as_ptr() as *mut c::sock_filter };
+    // SAFETY: `fprog` points at `prog`, which is live and has the layout of struct sock_filter.
+    unsafe {
+        if c::prctl(c::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return -1;
+        }
+        c::syscall(c::SYS_seccomp, c::SECCOMP_SET_MODE_FILTER, flags, &fprog as *const c::sock_fprog)
+    }
+}
+
+/// Everything the child needs, prepared before fork (the child may not allocate).
+pub(crate) struct Exec {
+    argv: Vec<CString>,
+    ptrs: Vec<*const c::c_char>,
+    /// The root to enter, unless it is `/`.
+    root: Option<CString>,
+    fail: Vec<u8>,
+}
+
+impl Exec {
+    pub(crate) fn new(config: &Config, argv: &[OsString]) -> Result<Exec, GuestError> {
+        let argv: Vec<CString> = argv
+            .iter()
+            .map(|a| CString::new(a.clone().into_vec()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| GuestError::Usage("an argument contains a NUL byte".into()))?;
+        let mut ptrs: Vec<*const c::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        let root = if config.root == Path::new("/") {
+            None
+        } else {
+            Some(
+                CString::new(config.root.as_os_str().as_bytes())
+                    .map_err(|_| GuestError::Usage("root has a NUL byte".into()))?,
+            )
+        };
+        let fail = format!("vmlab guest: cannot execute {}\n", argv[0].to_string_lossy()).into_bytes();
+        Ok(Exec { argv, ptrs, root, fail })
+    }
+
+    /// In the child: enter the root, close inherited descriptors above stderr. Before any
+    /// tracing, so these are not guest calls.
+    pub(crate) fn prepare(&self) {
+        // SAFETY: plain system calls on valid C strings; async-signal-safe.
+        unsafe {
+            if let Some(root) = &self.root {
+                c::chdir(root.as_ptr());
+            }
+            c::syscall(c::SYS_close_range, 3u32, u32::MAX, 0u32);
+        }
+    }
+
+    /// In the child: exec the program (searching PATH), or exit 127.
+    pub(crate) fn exec(&self) -> ! {
+        // SAFETY: `ptrs` is a NULL-terminated array of pointers into `argv`, both live.
+        unsafe {
+            c::execvp(self.argv[0].as_ptr(), self.ptrs.as_ptr());
+            c::write(2, self.fail.as_ptr().cast(), self.fail.len());
+            c::_exit(127)
+        }
+    }
+}
+
+/// Forks guest pid 1 and returns its host pid once it is stopped and ready for the tracer.
+pub(crate) fn launch(config: &Config, argv: &[OsString], how: Launch) -> Result<i32, GuestError> {
+    let exec = Exec::new(config, argv)?;
+    let Launch::Traced { filter } = how;
+    // SAFETY: the child only makes async-signal-safe calls (no allocation) before exec.
+    let pid = unsafe { c::fork() };
+    if pid < 0 {
+        return Err(GuestError::Host(format!("fork: {}", std::io::Error::last_os_error())));
+    }
+    if pid == 0 {
+        exec.prepare();
+        // SAFETY: async-signal-safe calls in the child.
+        unsafe {
+            c::ptrace(c::PTRACE_TRACEME, 0, 0, 0);
+            c::raise(c::SIGSTOP);
+        }
+        if let Some(prog) = filter {
+            if install_filter(prog, 0) != 0 {
+                // SAFETY: _exit is async-signal-safe.
+                unsafe { c::_exit(126) };
+            }
+        }
+        exec.exec();
+    }
+    let mut status = 0;
+    // SAFETY: `status` is a valid out-pointer.
+    let r = unsafe { c::waitpid(pid, &mut status, c::__WALL) };
+    if r != pid || !c::WIFSTOPPED(status) {
+        return Err(GuestError::Host("guest pid 1 did not stop for the guest kernel".into()));
+    }
+    Ok(pid)
+}

@@ -1,0 +1,287 @@
+//! Real programs under every mechanism: the same stdout and exit status as natively, guest pids,
+//! identity, and a guest root nothing escapes (the escape suite).
+
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const GUEST: &str = env!("CARGO_BIN_EXE_vmlab-guest");
+const BENCH: &str = env!("CARGO_BIN_EXE_vmlab-guest-bench");
+const MECHANISMS: [&str; 4] = ["ptrace", "sysemu", "seccomp-trace", "seccomp-notify"];
+
+/// The mechanisms this host runs; the others are skipped with a printed reason.
+fn mechanisms() -> Vec<&'static str> {
+    MECHANISMS
+        .iter()
+        .copied()
+        .filter(|m| {
+            let out = Command::new(GUEST).args(["-M", m, "--", "true"]).output().expect("run vmlab-guest");
+            if out.status.code() == Some(2) {
+                eprintln!("skipping mechanism {m}: {}", String::from_utf8_lossy(&out.stderr).trim());
+                return false;
+            }
+            true
+        })
+        .collect()
+}
+
+fn guest(mechanism: &str, root: Option<&Path>, argv: &[&str]) -> Output {
+    let mut cmd = Command::new(GUEST);
+    cmd.args(["-M", mechanism]);
+    if let Some(r) = root {
+        cmd.arg("--root").arg(r);
+    }
+    cmd.arg("--").args(argv).output().expect("run vmlab-guest")
+}
+
+fn native(argv: &[&str]) -> Output {
+    Command::new(argv[0]).args(&argv[1..]).output().expect("run natively")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A fresh directory under the system temp dir.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vmlab-guest-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// A small tree: a/b/c files and a symlink.
+fn tree(dir: &Path) {
+    std::fs::create_dir_all(dir.join("a/b")).unwrap();
+    std::fs::write(dir.join("a/one.txt"), "one\n").unwrap();
+    std::fs::write(dir.join("a/b/two.txt"), "two\nlines\n").unwrap();
+    std::os::unix::fs::symlink("one.txt", dir.join("a/link")).unwrap();
+}
+
+fn which(prog: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(prog)).find(|p| p.is_file())
+}
+
+#[test]
+fn real_programs_match_native_under_every_mechanism() {
+    let dir = scratch("programs");
+    tree(&dir);
+    let t = dir.to_str().unwrap().to_string();
+    let file = format!("{t}/a/b/two.txt");
+    let mut cases: Vec<Vec<String>> = vec![
+        vec!["true".into()],
+        vec!["false".into()],
+        vec!["echo".into(), "hello".into(), "world".into()],
+        vec![
+            "sh".into(),
+            "-c".into(),
+            "echo abc | tr a-c x-z | cat; for i in 1 2 3; do echo $i; done; x=0; while [ $x -lt 5 ]; do x=$((x+1)); done; echo $x; exit 5".into(),
+        ],
+        vec!["ls".into(), "-R".into(), t.clone()],
+        vec!["cat".into(), file.clone(), file],
+        vec!["find".into(), t.clone()],
+        // Several processes: a pipeline, a subshell, a child's status, a child killed by a signal.
+        vec!["sh".into(), "-c".into(), "(echo x; echo y) | sort -r; sh -c 'exit 9'; echo $?; sh -c 'kill -TERM $$'; echo $?".into()],
+        vec![BENCH.into(), "fork".into(), "20".into()],
+    ];
+    if which("python3").is_some() {
+        cases.push(vec![
+            "python3".into(),
+            "-c".into(),
+            format!("import os, sys, subprocess; print(sum(range(10))); print(sorted(os.listdir('{t}/a'))); print(subprocess.run(['echo','sub'], capture_output=True).stdout); sys.exit(4)"),
+        ]);
+    } else {
+        eprintln!("skipping the python3 case: no python3 on PATH");
+    }
+    for m in mechanisms() {
+        for case in &cases {
+            let argv: Vec<&str> = case.iter().map(String::as_str).collect();
+            let want = native(&argv);
+            let got = guest(m, None, &argv);
+            if argv[0] == BENCH {
+                // A latency: only the status and the shape compare.
+                assert_eq!(got.status.code(), want.status.code(), "{m}: {argv:?}");
+                continue;
+            }
+            assert_eq!(text(&got.stdout), text(&want.stdout), "{m}: stdout of {argv:?}; stderr {}", text(&got.stderr));
+            assert_eq!(got.status.code(), want.status.code(), "{m}: status of {argv:?}; stderr {}", text(&got.stderr));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_guest_killed_by_a_signal_reports_128_plus_n() {
+    for m in mechanisms() {
+        if m == "seccomp-notify" {
+            // Its guest pid 1 is a pid namespace's init, which signals from inside cannot kill.
+            continue;
+        }
+        let out = guest(m, None, &["sh", "-c", "kill -KILL $$"]);
+        assert_eq!(out.status.code(), Some(137), "{m}");
+    }
+}
+
+#[test]
+fn guests_see_their_own_pids() {
+    let want = "pid 1 ppid 0\nchild 2 1\nfork 2\nwait 2 status 7\n";
+    for m in mechanisms() {
+        let out = guest(m, None, &[BENCH, "ids"]);
+        assert_eq!(text(&out.stdout), want, "{m}: {}", text(&out.stderr));
+        let out = guest(m, None, &["sh", "-c", "echo $$; sh -c 'echo $$ $PPID'; true"]);
+        assert_eq!(text(&out.stdout), "1\n2 1\n", "{m}");
+    }
+}
+
+#[test]
+fn guests_have_their_own_identity() {
+    for m in mechanisms() {
+        let out = Command::new(GUEST)
+            .args([
+                "-M",
+                m,
+                "--hostname",
+                "box",
+                "--uid",
+                "1000",
+                "--gid",
+                "100",
+                "--",
+                "sh",
+                "-c",
+                "uname -n; id -u; id -g",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(text(&out.stdout), "box\n1000\n100\n", "{m}: {}", text(&out.stderr));
+    }
+}
+
+/// Copies `bin` and the shared libraries it loads into `root` at the same paths.
+fn install(root: &Path, bin: &Path) {
+    let copy = |p: &Path| {
+        let dst = root.join(p.strip_prefix("/").unwrap());
+        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        if !dst.exists() {
+            std::fs::copy(p, &dst).unwrap();
+        }
+    };
+    copy(bin);
+    let ldd = Command::new("ldd").arg(bin).output().expect("ldd");
+    for word in text(&ldd.stdout).split_whitespace() {
+        if word.starts_with('/') && Path::new(word).exists() {
+            copy(Path::new(word));
+        }
+    }
+}
+
+/// A guest root with sh, cat, ls, the probe, /data and /tmp; and a secret file outside it.
+fn make_root(name: &str) -> (PathBuf, PathBuf) {
+    let base = scratch(name);
+    let root = base.join("root");
+    std::fs::create_dir_all(root.join("data/sub")).unwrap();
+    std::fs::create_dir_all(root.join("tmp")).unwrap();
+    std::fs::create_dir_all(root.join("usr/bin")).unwrap();
+    for prog in ["sh", "cat", "ls", "pwd"] {
+        let host = which(prog).expect("a shell and coreutils");
+        let real = std::fs::canonicalize(&host).unwrap();
+        install(&root, &real);
+        let dst = root.join("usr/bin").join(prog);
+        if !dst.exists() {
+            std::os::unix::fs::symlink(&real, &dst).unwrap();
+        }
+    }
+    install(&root, Path::new(BENCH));
+    if !root.join("bin").exists() {
+        std::os::unix::fs::symlink("usr/bin", root.join("bin")).unwrap();
+    }
+    std::fs::write(root.join("data/f"), "inside\n").unwrap();
+    let secret = base.join("outside-secret");
+    std::fs::write(&secret, "vmlab-secret\n").unwrap();
+    (root, secret)
+}
+
+#[test]
+fn nothing_escapes_the_guest_root() {
+    let (root, secret) = make_root("escape");
+    let outside = secret.to_str().unwrap();
+    let me = std::process::id().to_string();
+    // The probe does escape natively: it detects what it looks for.
+    let native = native(&[BENCH, "probe", outside, &me]);
+    assert!(text(&native.stdout).contains("read-direct ESCAPED"));
+    let attempts = [
+        "read-direct",
+        "dotdot",
+        "openat-rootfd-dotdot",
+        "openat-dirfd-dotdot",
+        "symlink-absolute",
+        "symlink-relative",
+        "symlink-dir",
+        "proc-self-root",
+        "proc-1-root",
+        "proc-hostpid-root",
+        "chdir-dotdot",
+        "chroot",
+        "ptrace-traceme",
+        "seccomp-strict",
+        "prctl-seccomp",
+        "kill-host",
+        "unshare",
+        "mount",
+        "open-by-handle",
+        "io-uring",
+        "abstract-socket",
+        "unlink-outside",
+    ];
+    for m in mechanisms() {
+        let out = guest(m, Some(&root), &[BENCH, "probe", outside, &me]);
+        let report = text(&out.stdout);
+        for a in attempts {
+            let line = report.lines().find(|l| l.split(' ').next() == Some(a));
+            let line = line.unwrap_or_else(|| panic!("{m}: no report of {a}: {report}{}", text(&out.stderr)));
+            assert!(line.contains(" refused "), "{m}: {line}");
+        }
+        assert_eq!(std::fs::read_to_string(&secret).unwrap(), "vmlab-secret\n", "{m}: the outside file changed");
+        // Inside the root, paths work: the guest's / is the root.
+        let out = guest(
+            m,
+            Some(&root),
+            &["sh", "-c", "cat /data/f; cd /data/sub/../..; pwd; cd data; cat ../data/./f; ls /"],
+        );
+        let listing = text(&out.stdout);
+        assert!(listing.starts_with("inside\n/\ninside\n"), "{m}: {listing}{}", text(&out.stderr));
+        assert!(listing.lines().any(|l| l == "data") && !listing.contains("outside-secret"), "{m}: {listing}");
+    }
+    let _ = std::fs::remove_dir_all(root.parent().unwrap());
+}
+
+#[test]
+fn strace_shows_guest_calls_with_guest_pids() {
+    for m in mechanisms() {
+        let out = Command::new(GUEST).args(["-M", m, "--strace", "--", "sh", "-c", "echo hi; true"]).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(text(&out.stdout), "hi\n");
+        assert!(err.contains("[pid 1] execve(\""), "{m}: {err}");
+        assert!(err.lines().any(|l| l.starts_with("[pid 1] write(1, ")), "{m}: {err}");
+        assert!(err.contains("exit_group(0)"), "{m}: {err}");
+    }
+}
+
+#[test]
+fn bad_input_is_a_one_line_error_with_status_2() {
+    for args in [
+        vec!["-M", "bogus", "--", "true"],
+        vec!["-M", "ptrace", "--", "no-such-program-vmlab"],
+        vec!["-M", "ptrace"],
+        vec!["-M", "ptrace", "--root", "/no/such/dir", "--", "true"],
+    ] {
+        let out = Command::new(GUEST).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+    }
+    let out = Command::new(GUEST).args(["-M", "bogus", "--", "true"]).output().unwrap();
+    assert!(text(&out.stderr).contains("ptrace, sysemu, seccomp-trace, seccomp-notify"));
+}
