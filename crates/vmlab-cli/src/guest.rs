@@ -46,7 +46,11 @@ pub struct GuestArgs {
     #[arg(long)]
     pub count: bool,
     /// The program and its arguments (after --).
-    #[arg(value_name = "PROGRAM", trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(
+        value_name = "PROGRAM",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
     pub command: Vec<OsString>,
 }
 
@@ -61,12 +65,22 @@ pub fn guest(a: GuestArgs) -> ExitCode {
         Ok(m) => m,
         Err(e) => return error(&e.to_string()),
     };
-    let config =
-        Config { mechanism, root: a.root, strace: a.strace, hostname: a.hostname, uid: a.uid, gid: a.gid, cpu: a.cpu };
+    let config = Config {
+        mechanism,
+        root: a.root,
+        strace: a.strace,
+        hostname: a.hostname,
+        uid: a.uid,
+        gid: a.gid,
+        cpu: a.cpu,
+    };
     match vmlab_guest::run(&config, &a.command) {
         Ok(out) => {
             if a.count {
-                eprintln!("vmlab guest: {} system calls trapped ({mechanism})", out.trapped);
+                eprintln!(
+                    "vmlab guest: {} system calls trapped ({mechanism})",
+                    out.trapped
+                );
             }
             ExitCode::from(out.status.clamp(0, 255) as u8)
         }
@@ -80,7 +94,8 @@ pub fn guest(a: GuestArgs) -> ExitCode {
 
 /// `vmlab reproduce guest`: the benchmark suite under every mechanism.
 pub fn reproduce(a: ReproduceArgs) -> Result<(), CliError> {
-    let exe = std::env::current_exe().map_err(|e| CliError::Run(format!("cannot find the vmlab binary: {e}")))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::Run(format!("cannot find the vmlab binary: {e}")))?;
     let opts = vmlab_guest::bench::Options {
         quick: a.quick,
         out: a.out.unwrap_or_else(|| PathBuf::from("results/guest")),

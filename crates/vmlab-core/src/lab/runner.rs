@@ -25,7 +25,8 @@ pub enum Event<'a> {
         /// Its phase and count.
         progress: Progress,
     },
-    /// A run finished (or failed): `done` of `total` distinct runs.
+    /// A run finished or failed (a stopped run is not reported): `done` of `total` distinct
+    /// runs.
     Finished {
         /// The run.
         job: &'a Job,
@@ -105,14 +106,16 @@ pub fn run_plan(
                     ControlFlow::Continue(())
                 })
                 .map_err(|e| LabError::from_engine(e, &config, Some(&plan.experiment)));
-                let done = finished.fetch_add(1, Ordering::Relaxed) + 1;
-                let event = Event::Finished {
-                    job,
-                    done,
-                    total: todo.len(),
-                };
-                if progress(&event).is_break() {
-                    stop.store(true, Ordering::Relaxed);
+                if !matches!(result, Err(LabError::Stopped)) {
+                    let done = finished.fetch_add(1, Ordering::Relaxed) + 1;
+                    let event = Event::Finished {
+                        job,
+                        done,
+                        total: todo.len(),
+                    };
+                    if progress(&event).is_break() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
                 }
                 // A poisoned lock means another worker panicked; scope() re-raises that panic.
                 if let Ok(mut results) = results.lock() {
