@@ -23,7 +23,7 @@ use crate::host::prefetch::{Lookahead, Next, Tables, LOOKAHEAD_BATCH};
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
 use crate::hw::cache::{MemoryConfig, MemoryHierarchy, Requester};
 use crate::hw::frames::HostMemory;
-use crate::hw::x86::paging::{EntryKind, PagingMode, SoftWalk};
+use crate::hw::x86::paging::{EntryKind, PagingMode, SoftWalk, X86_64_4LEVEL, X86_64_5LEVEL};
 use crate::hw::x86::pte::{EntryFormat, Ept, Perms, FRAME_MASK, X86};
 use crate::hw::x86::walker::{walk, Dimension, Fault, Leaf, TableMemory, WalkCaches, TAG_SHIFT};
 
@@ -167,19 +167,13 @@ const VALUE_DIRTY: u64 = 1 << 4;
 // Size tag in keys of arrays that hold several page sizes.
 const SIZE_TAG_SHIFT: u32 = 62;
 
-/// The page sizes the x86 TLBs hold, by their dense index (see [`size_index`]).
-const SIZES: [PageSize; 3] = [PageSize::Size4K, PageSize::Size2M, PageSize::Size1G];
-
 /// The dense index (4K = 0, 2M = 1, 1G = 2) of an x86 page size, for the per-size L1 DTLBs,
-/// the size bits in use and the size tag in TLB keys. Only x86 sizes reach the MMU (walks
-/// produce them); others would share the 1G slot.
+/// the size bits in use and the size tag in TLB keys: `shift / 8 - 1` for shifts 12, 21, 30,
+/// two instructions and no branch. Only x86 sizes reach the MMU (its walks produce them).
 #[inline(always)]
 const fn size_index(size: PageSize) -> usize {
-    match size.shift() {
-        12 => 0,
-        21 => 1,
-        _ => 2,
-    }
+    debug_assert!(matches!(size.shift(), 12 | 21 | 30));
+    (size.shift() / 8 - 1) as usize
 }
 
 #[inline]
@@ -188,7 +182,7 @@ fn tlb_key(addr: u64, size: PageSize, tag: u64) -> u64 {
 }
 
 /// The page sizes whose bit is set in `in_use` (bit [`size_index`]), smallest first as in
-/// [`SIZES`]: one step per size in use (usually just 4K) rather than a test of every size.
+/// `size_index`: one step per size in use (usually just 4K) rather than a test of every size.
 #[inline(always)]
 fn sizes_in(in_use: u8) -> impl Iterator<Item = PageSize> {
     let mut bits = in_use & 0b111;
@@ -196,7 +190,12 @@ fn sizes_in(in_use: u8) -> impl Iterator<Item = PageSize> {
         if bits == 0 {
             return None;
         }
-        let size = SIZES[bits.trailing_zeros() as usize];
+        // A match, not a table lookup: each arm is a constant the caller's key packing folds.
+        let size = match bits.trailing_zeros() {
+            0 => PageSize::Size4K,
+            1 => PageSize::Size2M,
+            _ => PageSize::Size1G,
+        };
         bits &= bits - 1;
         Some(size)
     })
@@ -439,7 +438,7 @@ impl Mmu {
         va: u64,
         write: bool,
     ) -> Result<(u64, PageSize, Perms), Fault> {
-        let mode = self.mode;
+        let mode = &self.mode;
         match self.root {
             Root::None => Err(Fault {
                 dimension: Dimension::Guest,
@@ -457,7 +456,7 @@ impl Mmu {
                     &mut tables,
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
-                    &mode,
+                    mode,
                     cr3.raw(),
                     va,
                     self.tag,
@@ -484,7 +483,7 @@ impl Mmu {
                     &mut tables,
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
-                    &mode,
+                    mode,
                     cr3.raw(),
                     va,
                     self.tag,
@@ -513,7 +512,7 @@ impl Mmu {
                     &mut nested,
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
-                    &mode,
+                    mode,
                     guest_cr3.raw(),
                     va,
                     self.tag,
@@ -665,13 +664,19 @@ impl Mmu {
         addr: u64,
         to_host: impl Fn(u64) -> Option<u64>,
     ) -> Probe {
-        // The region one leaf-level table covers (2 MiB on x86).
-        let region = addr >> self.mode.level_shift(2);
-        let offset = self.mode.entry_offset_of(addr, 1);
+        // The look-ahead runs once or twice per simulated access, so its descriptor is a
+        // constant (its index arithmetic folds): both x86 depths have the same geometry
+        // below the root. The region is what one leaf-level table covers (2 MiB).
+        const MODE: PagingMode = X86_64_4LEVEL;
+        let region = addr >> MODE.level_shift(2);
+        let offset = MODE.entry_offset_of(addr, 1);
         if let Some(table) = self.lookahead.leaf_table(tables, root, region) {
             return Probe::Entry(table + offset);
         }
-        let end = probe::<F>(mem, &self.mode, root, addr, to_host);
+        let end = match self.mode.levels() {
+            5 => probe::<F>(mem, &X86_64_5LEVEL, root, addr, to_host),
+            _ => probe::<F>(mem, &MODE, root, addr, to_host),
+        };
         if let Probe::Entry(at) = end {
             self.lookahead
                 .remember_leaf_table(tables, root, region, at - offset);
@@ -847,10 +852,11 @@ enum Probe {
     Fault,
 }
 
-/// A functional walk for prefetching: reads the entries above the leaf level directly (no
+/// A functional walk for prefetching (`#[inline(always)]`, so a constant `mode` folds):
+/// reads the entries above the leaf level directly (no
 /// caches, no counters, no A/D updates), each table address mapped to a host address by
 /// `to_host`, and stops at the leaf-level entry without reading it or mapping its address.
-#[inline]
+#[inline(always)]
 fn probe<F: EntryFormat>(
     mem: &HostMemory,
     mode: &PagingMode,
@@ -954,7 +960,7 @@ struct Nested<'a> {
     nested_sizes_in_use: &'a mut u8,
     counters: &'a mut MmuCounters,
     eptp: Hpa,
-    mode: PagingMode,
+    mode: &'a PagingMode,
 }
 
 impl Nested<'_> {
@@ -990,7 +996,7 @@ impl Nested<'_> {
             &mut tables,
             Some(self.ept_caches),
             Dimension::Ept,
-            &self.mode,
+            self.mode,
             self.eptp.raw(),
             gpa,
             0,
