@@ -237,7 +237,7 @@ pub struct Mmu {
     tag: u64,
     /// The paging mode of both dimensions (x86-64 4- or 5-level paging, and EPT of the
     /// same depth).
-    mode: PagingMode,
+    mode: &'static PagingMode,
     /// Bit i set once a TLB entry of page size i was filled: other sizes are not probed.
     sizes_in_use: u8,
     nested_sizes_in_use: u8,
@@ -273,7 +273,8 @@ impl Mmu {
             memory: MemoryHierarchy::new(memory),
             root: Root::None,
             tag: 0,
-            mode: PagingMode::x86_64_validated(levels),
+            mode: PagingMode::x86_64_static(levels)
+                .unwrap_or_else(|| panic!("{levels} paging levels: the profile allows 4 or 5")),
             sizes_in_use: 0,
             nested_sizes_in_use: 0,
             counters: MmuCounters::default(),
@@ -306,7 +307,7 @@ impl Mmu {
 
     /// The paging mode the walker follows (both dimensions).
     pub fn paging_mode(&self) -> &PagingMode {
-        &self.mode
+        self.mode
     }
 
     /// Load a new root (a CR3 write, or a VM entry with a new EPTP). With `flush`, the
@@ -438,7 +439,7 @@ impl Mmu {
         va: u64,
         write: bool,
     ) -> Result<(u64, PageSize, Perms), Fault> {
-        let mode = &self.mode;
+        let mode = self.mode;
         match self.root {
             Root::None => Err(Fault {
                 dimension: Dimension::Guest,

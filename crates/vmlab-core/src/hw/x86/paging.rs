@@ -139,6 +139,16 @@ impl PagingMode {
         }
     }
 
+    /// The constant x86-64 mode of `levels` levels (4, or 5 with LA57), if there is one: a
+    /// `'static` descriptor, for structures that keep a reference rather than a copy.
+    pub const fn x86_64_static(levels: u8) -> Option<&'static PagingMode> {
+        match levels {
+            4 => Some(&X86_64_4LEVEL),
+            5 => Some(&X86_64_5LEVEL),
+            _ => None,
+        }
+    }
+
     /// [`PagingMode::x86_64`] for a depth already validated (the machine profile accepts
     /// only 4 and 5).
     ///
