@@ -25,7 +25,9 @@ use crate::hw::cache::{MemoryConfig, MemoryHierarchy, Requester};
 use crate::hw::frames::HostMemory;
 use crate::hw::x86::paging::{EntryKind, PagingMode, SoftWalk, X86_64_4LEVEL, X86_64_5LEVEL};
 use crate::hw::x86::pte::{EntryFormat, Ept, Perms, FRAME_MASK, X86};
-use crate::hw::x86::walker::{walk, Dimension, Fault, Leaf, TableMemory, WalkCaches, TAG_SHIFT};
+use crate::hw::x86::walker::{
+    walk, walk_fast, Dimension, Fault, Leaf, TableMemory, WalkCaches, TAG_SHIFT,
+};
 
 /// Geometry of every translation structure; `entries = 0` disables one.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -993,7 +995,7 @@ impl Nested<'_> {
             mem: self.mem,
             memory: self.memory,
         };
-        let leaf = walk::<Ept, _>(
+        let leaf = walk_fast::<Ept, _>(
             &mut tables,
             Some(self.ept_caches),
             Dimension::Ept,

@@ -147,6 +147,61 @@ pub const fn level_shift(level: u8) -> u32 {
 #[allow(clippy::too_many_arguments)]
 pub fn walk<F: EntryFormat, T: TableMemory>(
     tables: &mut T,
+    caches: Option<&mut WalkCaches>,
+    dimension: Dimension,
+    mode: &PagingMode,
+    root: u64,
+    addr: u64,
+    tag: u64,
+    write: bool,
+    refs: &mut u64,
+) -> Result<Leaf, Fault> {
+    walk_loop::<F, T>(
+        tables, caches, dimension, mode, root, addr, tag, write, refs,
+    )
+}
+
+/// [`walk`] for the x86 MMU's miss path, whose modes are x86-64 ones: at 4 levels (the usual
+/// case) the loop runs on the constant descriptor, so its geometry folds into the
+/// instructions as if it were written out; at 5 the same loop reads the descriptor.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(crate) fn walk_fast<F: EntryFormat, T: TableMemory>(
+    tables: &mut T,
+    caches: Option<&mut WalkCaches>,
+    dimension: Dimension,
+    mode: &PagingMode,
+    root: u64,
+    addr: u64,
+    tag: u64,
+    write: bool,
+    refs: &mut u64,
+) -> Result<Leaf, Fault> {
+    if mode.levels() == X86_64_4LEVEL.levels() {
+        debug_assert_eq!(*mode, X86_64_4LEVEL);
+        walk_loop::<F, T>(
+            tables,
+            caches,
+            dimension,
+            &X86_64_4LEVEL,
+            root,
+            addr,
+            tag,
+            write,
+            refs,
+        )
+    } else {
+        walk_loop::<F, T>(
+            tables, caches, dimension, mode, root, addr, tag, write, refs,
+        )
+    }
+}
+
+/// The walk loop, inlined into [`walk`] and [`walk_fast`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn walk_loop<F: EntryFormat, T: TableMemory>(
+    tables: &mut T,
     mut caches: Option<&mut WalkCaches>,
     dimension: Dimension,
     mode: &PagingMode,
