@@ -4,7 +4,7 @@
 //!
 //! - The hardware walker (`walker.rs`) runs one loop over a mode's levels for the guest
 //!   (or native) tables and for the EPT.
-//! - The look-ahead probe (`mmu.rs`, [`crate::host::prefetch`]), the hypervisor's software
+//! - The look-ahead probe (`mmu.rs`, `host::prefetch`), the hypervisor's software
 //!   walks of the EPT (`hv::x86::vm`) and of the guest tables (`hv::x86::shadow`), and the
 //!   kernel model's walks use the same mode through a [`Cursor`] or [`PagingMode::soft_walk`].
 //!
