@@ -85,6 +85,15 @@ impl PageSize {
         Self::from_shift(Self::MIN_SHIFT + at as u32)
     }
 
+    /// The page mapped by a leaf whose level starts at address bit `shift`, for walkers
+    /// whose paging mode was validated when it was made (every leaf level's shift is a page
+    /// size). Not checked in release builds.
+    #[inline(always)]
+    pub(crate) const fn from_level_shift(shift: u32) -> PageSize {
+        debug_assert!(shift >= Self::MIN_SHIFT && shift <= Self::MAX_SHIFT);
+        PageSize { shift: shift as u8 }
+    }
+
     /// log2 of the size in bytes.
     #[inline(always)]
     pub const fn shift(self) -> u32 {

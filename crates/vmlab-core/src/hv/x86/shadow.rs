@@ -325,7 +325,8 @@ impl ShadowMmu {
             }));
         };
         let mut sp = self.root_id(pgd).expect("the current root is cached");
-        let mut walk = Cursor::new(&self.mode, pgd, va.raw());
+        let mode = self.mode;
+        let mut walk = Cursor::new(&mode, pgd, va.raw());
         let mut perms = Perms::ALL;
         loop {
             let level = walk.level();
@@ -338,9 +339,9 @@ impl ShadowMmu {
             let guest_at = ctx
                 .vm
                 .back(ctx.mem, walk.table())?
-                .addr_at(self.mode.entry_offset(index));
+                .addr_at(mode.entry_offset(index));
             let mut entry = ctx.mem.read_u64(guest_at);
-            let kind = self.mode.classify::<X86>(entry, level);
+            let kind = mode.classify::<X86>(entry, level);
             if kind == EntryKind::NotPresent {
                 return Ok(Err(GuestFault {
                     kind: FaultKind::NotPresent,

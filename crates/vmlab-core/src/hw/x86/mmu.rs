@@ -23,9 +23,11 @@ use crate::host::prefetch::{Lookahead, Next, Tables, LOOKAHEAD_BATCH};
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
 use crate::hw::cache::{MemoryConfig, MemoryHierarchy, Requester};
 use crate::hw::frames::HostMemory;
-use crate::hw::x86::paging::{EntryKind, PagingMode, SoftWalk};
+use crate::hw::x86::paging::{EntryKind, PagingMode, SoftWalk, X86_64_4LEVEL, X86_64_5LEVEL};
 use crate::hw::x86::pte::{EntryFormat, Ept, Perms, FRAME_MASK, X86};
-use crate::hw::x86::walker::{walk, Dimension, Fault, Leaf, TableMemory, WalkCaches, TAG_SHIFT};
+use crate::hw::x86::walker::{
+    walk, walk_fast, Dimension, Fault, Leaf, TableMemory, WalkCaches, TAG_SHIFT,
+};
 
 /// Geometry of every translation structure; `entries = 0` disables one.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -167,36 +169,76 @@ const VALUE_DIRTY: u64 = 1 << 4;
 // Size tag in keys of arrays that hold several page sizes.
 const SIZE_TAG_SHIFT: u32 = 62;
 
-/// The page sizes the x86 TLBs hold, by their dense index (see [`size_index`]).
-const SIZES: [PageSize; 3] = [PageSize::Size4K, PageSize::Size2M, PageSize::Size1G];
+/// A page size as the x86 TLBs hold it: the three x86 sizes, whose dense index (4K = 0,
+/// 2M = 1, 1G = 2) picks the per-size L1 DTLB, the bit in the sizes in use and the size tag
+/// in TLB keys. The MMU's own form of [`PageSize`], converted once per walk, so the hit path
+/// keeps constant shifts and indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TlbSize {
+    K4 = 0,
+    M2 = 1,
+    G1 = 2,
+}
 
-/// The dense index (4K = 0, 2M = 1, 1G = 2) of an x86 page size, for the per-size L1 DTLBs,
-/// the size bits in use and the size tag in TLB keys. Only x86 sizes reach the MMU (walks
-/// produce them); others would share the 1G slot.
-#[inline(always)]
-const fn size_index(size: PageSize) -> usize {
-    match size.shift() {
-        12 => 0,
-        21 => 1,
-        _ => 2,
+impl TlbSize {
+    /// Every size, by index.
+    const ALL: [TlbSize; 3] = [TlbSize::K4, TlbSize::M2, TlbSize::G1];
+
+    /// The TLB form of a size an x86 walk produced (4K, 2M or 1G).
+    #[inline(always)]
+    fn of(size: PageSize) -> TlbSize {
+        debug_assert!(matches!(size.shift(), 12 | 21 | 30), "{size}");
+        match size.shift() {
+            12 => TlbSize::K4,
+            21 => TlbSize::M2,
+            _ => TlbSize::G1,
+        }
+    }
+
+    #[inline(always)]
+    const fn index(self) -> usize {
+        self as usize
+    }
+
+    #[inline(always)]
+    const fn page_size(self) -> PageSize {
+        match self {
+            TlbSize::K4 => PageSize::Size4K,
+            TlbSize::M2 => PageSize::Size2M,
+            TlbSize::G1 => PageSize::Size1G,
+        }
+    }
+
+    #[inline(always)]
+    const fn shift(self) -> u32 {
+        self.page_size().shift()
+    }
+
+    #[inline(always)]
+    const fn bytes(self) -> u64 {
+        1 << self.shift()
     }
 }
 
 #[inline]
-fn tlb_key(addr: u64, size: PageSize, tag: u64) -> u64 {
-    (addr >> size.shift()) | (tag << TAG_SHIFT) | ((size_index(size) as u64) << SIZE_TAG_SHIFT)
+fn tlb_key(addr: u64, size: TlbSize, tag: u64) -> u64 {
+    (addr >> size.shift()) | (tag << TAG_SHIFT) | ((size.index() as u64) << SIZE_TAG_SHIFT)
 }
 
-/// The page sizes whose bit is set in `in_use` (bit [`size_index`]), smallest first as in
-/// [`SIZES`]: one step per size in use (usually just 4K) rather than a test of every size.
+/// The page sizes whose bit is set in `in_use` (bit [`TlbSize::index`]), smallest first:
+/// one step per size in use (usually just 4K) rather than a test of every size.
 #[inline(always)]
-fn sizes_in(in_use: u8) -> impl Iterator<Item = PageSize> {
+fn sizes_in(in_use: u8) -> impl Iterator<Item = TlbSize> {
     let mut bits = in_use & 0b111;
     std::iter::from_fn(move || {
         if bits == 0 {
             return None;
         }
-        let size = SIZES[bits.trailing_zeros() as usize];
+        let size = match bits.trailing_zeros() {
+            0 => TlbSize::K4,
+            1 => TlbSize::M2,
+            _ => TlbSize::G1,
+        };
         bits &= bits - 1;
         Some(size)
     })
@@ -207,9 +249,9 @@ fn sizes_in(in_use: u8) -> impl Iterator<Item = PageSize> {
 /// constant size, so its key packing and offset masks fold to constants. Callers mark
 /// `probe` `#[inline(always)]`: called from two places, it is otherwise kept out of line.
 #[inline(always)]
-fn first_size<T>(in_use: u8, mut probe: impl FnMut(PageSize) -> Option<T>) -> Option<T> {
-    if in_use == 1 << size_index(PageSize::Size4K) {
-        return probe(PageSize::Size4K);
+fn first_size<T>(in_use: u8, mut probe: impl FnMut(TlbSize) -> Option<T>) -> Option<T> {
+    if in_use == 1 << TlbSize::K4.index() {
+        return probe(TlbSize::K4);
     }
     sizes_in(in_use).find_map(probe)
 }
@@ -225,7 +267,7 @@ fn tlb_value(base: u64, perms: Perms, dirty: bool) -> u64 {
 
 /// The MMU of one simulated core.
 pub struct Mmu {
-    /// L1 DTLBs indexed by [`size_index`].
+    /// L1 DTLBs indexed by [`TlbSize::index`].
     l1: [TranslationCache; 3],
     stlb: TranslationCache,
     stlb_1g: TranslationCache,
@@ -238,7 +280,7 @@ pub struct Mmu {
     tag: u64,
     /// The paging mode of both dimensions (x86-64 4- or 5-level paging, and EPT of the
     /// same depth).
-    mode: PagingMode,
+    mode: &'static PagingMode,
     /// Bit i set once a TLB entry of page size i was filled: other sizes are not probed.
     sizes_in_use: u8,
     nested_sizes_in_use: u8,
@@ -274,7 +316,8 @@ impl Mmu {
             memory: MemoryHierarchy::new(memory),
             root: Root::None,
             tag: 0,
-            mode: PagingMode::x86_64_validated(levels),
+            mode: PagingMode::x86_64_static(levels)
+                .unwrap_or_else(|| panic!("{levels} paging levels: the profile allows 4 or 5")),
             sizes_in_use: 0,
             nested_sizes_in_use: 0,
             counters: MmuCounters::default(),
@@ -307,7 +350,7 @@ impl Mmu {
 
     /// The paging mode the walker follows (both dimensions).
     pub fn paging_mode(&self) -> &PagingMode {
-        &self.mode
+        self.mode
     }
 
     /// Load a new root (a CR3 write, or a VM entry with a new EPTP). With `flush`, the
@@ -344,11 +387,11 @@ impl Mmu {
             self.sizes_in_use,
             #[inline(always)]
             |size| {
-                let value = l1[size_index(size)].lookup(tlb_key(va, size, tag))?;
+                let value = l1[size.index()].lookup(tlb_key(va, size, tag))?;
                 if usable(value, write) {
                     return Some(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
                 }
-                found |= 1 << size_index(size);
+                found |= 1 << size.index();
                 None
             },
         );
@@ -358,9 +401,9 @@ impl Mmu {
     /// Fill the L1 DTLB of `size`; `l1_found` is what [`Self::l1_lookup`] reported, so an
     /// entry known to be absent is inserted without searching for it.
     #[inline]
-    fn l1_fill(&mut self, size: PageSize, key: u64, value: u64, l1_found: u8) {
-        let l1 = &mut self.l1[size_index(size)];
-        if l1_found & (1 << size_index(size)) != 0 {
+    fn l1_fill(&mut self, size: TlbSize, key: u64, value: u64, l1_found: u8) {
+        let l1 = &mut self.l1[size.index()];
+        if l1_found & (1 << size.index()) != 0 {
             l1.fill(key, value);
         } else {
             l1.fill_absent(key, value);
@@ -384,7 +427,7 @@ impl Mmu {
             #[inline(always)]
             |size| {
                 let key = tlb_key(va, size, tag);
-                let second_level = if size == PageSize::Size1G {
+                let second_level = if size == TlbSize::G1 {
                     &mut self.stlb_1g
                 } else {
                     &mut self.stlb
@@ -414,10 +457,11 @@ impl Mmu {
                 return Err(fault);
             }
         };
+        let size = TlbSize::of(size);
         let key = tlb_key(va, size, self.tag);
         let value = tlb_value(base, perms, write);
-        self.sizes_in_use |= 1 << size_index(size);
-        let second_level = if size == PageSize::Size1G {
+        self.sizes_in_use |= 1 << size.index();
+        let second_level = if size == TlbSize::G1 {
             &mut self.stlb_1g
         } else {
             &mut self.stlb
@@ -457,7 +501,7 @@ impl Mmu {
                     &mut tables,
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
-                    &mode,
+                    mode,
                     cr3.raw(),
                     va,
                     self.tag,
@@ -484,7 +528,7 @@ impl Mmu {
                     &mut tables,
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
-                    &mode,
+                    mode,
                     cr3.raw(),
                     va,
                     self.tag,
@@ -513,7 +557,7 @@ impl Mmu {
                     &mut nested,
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
-                    &mode,
+                    mode,
                     guest_cr3.raw(),
                     va,
                     self.tag,
@@ -575,7 +619,7 @@ impl Mmu {
     fn lookahead_start<'m>(&self, mem: &'m HostMemory, va: u64) -> Next<'m> {
         // A translation the L1 DTLB holds: only the data line is left.
         for size in sizes_in(self.sizes_in_use) {
-            if let Some(value) = self.l1[size_index(size)].peek(tlb_key(va, size, self.tag)) {
+            if let Some(value) = self.l1[size.index()].peek(tlb_key(va, size, self.tag)) {
                 self.memory
                     .prefetch(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
                 return Next::Done;
@@ -665,13 +709,19 @@ impl Mmu {
         addr: u64,
         to_host: impl Fn(u64) -> Option<u64>,
     ) -> Probe {
-        // The region one leaf-level table covers (2 MiB on x86).
-        let region = addr >> self.mode.level_shift(2);
-        let offset = self.mode.entry_offset_of(addr, 1);
+        // The look-ahead runs once or twice per simulated access, so its descriptor is a
+        // constant (its index arithmetic folds): both x86 depths have the same geometry
+        // below the root. The region is what one leaf-level table covers (2 MiB).
+        const MODE: PagingMode = X86_64_4LEVEL;
+        let region = addr >> MODE.level_shift(2);
+        let offset = MODE.entry_offset_of(addr, 1);
         if let Some(table) = self.lookahead.leaf_table(tables, root, region) {
             return Probe::Entry(table + offset);
         }
-        let end = probe::<F>(mem, &self.mode, root, addr, to_host);
+        let end = match self.mode.levels() {
+            5 => probe::<F>(mem, &X86_64_5LEVEL, root, addr, to_host),
+            _ => probe::<F>(mem, &MODE, root, addr, to_host),
+        };
         if let Probe::Entry(at) = end {
             self.lookahead
                 .remember_leaf_table(tables, root, region, at - offset);
@@ -738,14 +788,14 @@ impl Mmu {
     /// TLB coherence against the page tables.
     pub fn cached_translation(&self, va: Gva) -> Option<(Hpa, Perms)> {
         let va = va.raw();
-        PageSize::ALL.iter().find_map(|&size| {
+        TlbSize::ALL.iter().find_map(|&size| {
             let key = tlb_key(va, size, self.tag);
-            let second_level = if size == PageSize::Size1G {
+            let second_level = if size == TlbSize::G1 {
                 &self.stlb_1g
             } else {
                 &self.stlb
             };
-            let value = self.l1[size_index(size)]
+            let value = self.l1[size.index()]
                 .peek(key)
                 .or_else(|| second_level.peek(key))?;
             Some((
@@ -759,10 +809,10 @@ impl Mmu {
     /// paging-structure cache entries covering it.
     pub fn invlpg(&mut self, va: Gva) {
         self.lookahead.forget_leaf_tables();
-        for size in PageSize::ALL {
+        for size in TlbSize::ALL {
             let key = tlb_key(va.raw(), size, self.tag);
-            self.l1[size_index(size)].invalidate(key);
-            if size == PageSize::Size1G {
+            self.l1[size.index()].invalidate(key);
+            if size == TlbSize::G1 {
                 &mut self.stlb_1g
             } else {
                 &mut self.stlb
@@ -847,10 +897,11 @@ enum Probe {
     Fault,
 }
 
-/// A functional walk for prefetching: reads the entries above the leaf level directly (no
+/// A functional walk for prefetching (`#[inline(always)]`, so a constant `mode` folds):
+/// reads the entries above the leaf level directly (no
 /// caches, no counters, no A/D updates), each table address mapped to a host address by
 /// `to_host`, and stops at the leaf-level entry without reading it or mapping its address.
-#[inline]
+#[inline(always)]
 fn probe<F: EntryFormat>(
     mem: &HostMemory,
     mode: &PagingMode,
@@ -954,7 +1005,7 @@ struct Nested<'a> {
     nested_sizes_in_use: &'a mut u8,
     counters: &'a mut MmuCounters,
     eptp: Hpa,
-    mode: PagingMode,
+    mode: &'a PagingMode,
 }
 
 impl Nested<'_> {
@@ -969,11 +1020,11 @@ impl Nested<'_> {
                 if usable(value, write) {
                     return Some(Leaf {
                         base: value & FRAME_MASK,
-                        size,
+                        size: size.page_size(),
                         perms: Perms::from_bits(value),
                     });
                 }
-                found |= 1 << size_index(size);
+                found |= 1 << size.index();
                 None
             },
         );
@@ -986,23 +1037,24 @@ impl Nested<'_> {
             mem: self.mem,
             memory: self.memory,
         };
-        let leaf = walk::<Ept, _>(
+        let leaf = walk_fast::<Ept, _>(
             &mut tables,
             Some(self.ept_caches),
             Dimension::Ept,
-            &self.mode,
+            self.mode,
             self.eptp.raw(),
             gpa,
             0,
             write,
             &mut self.counters.ept_refs,
         )?;
-        *self.nested_sizes_in_use |= 1 << size_index(leaf.size);
+        let size = TlbSize::of(leaf.size);
+        *self.nested_sizes_in_use |= 1 << size.index();
         let (key, value) = (
-            tlb_key(gpa, leaf.size, 0),
+            tlb_key(gpa, size, 0),
             tlb_value(leaf.base, leaf.perms, write),
         );
-        if found & (1 << size_index(leaf.size)) != 0 {
+        if found & (1 << size.index()) != 0 {
             self.nested_tlb.fill(key, value);
         } else {
             // The probe of this size missed, or the size was not in use: no entry to replace.

@@ -1,6 +1,6 @@
-//! The x86-64 machine: page-table entry layouts (`pte`), the hardware walker for 1D and 2D
-//! (EPT) walks (`walker`), and the MMU that puts TLBs and paging-structure caches in front of
-//! it (`mmu`).
+//! The x86-64 machine: page-table entry layouts (`pte`), paging modes as data and the
+//! software-walk helpers (`paging`), the hardware walker for 1D and 2D (EPT) walks
+//! (`walker`), and the MMU that puts TLBs and paging-structure caches in front of it (`mmu`).
 
 pub mod mmu;
 pub mod paging;

@@ -4,7 +4,7 @@
 //!
 //! - The hardware walker (`walker.rs`) runs one loop over a mode's levels for the guest
 //!   (or native) tables and for the EPT.
-//! - The look-ahead probe (`mmu.rs`, [`crate::host::prefetch`]), the hypervisor's software
+//! - The look-ahead probe (`mmu.rs`, `host::prefetch`), the hypervisor's software
 //!   walks of the EPT (`hv::x86::vm`) and of the guest tables (`hv::x86::shadow`), and the
 //!   kernel model's walks use the same mode through a [`Cursor`] or [`PagingMode::soft_walk`].
 //!
@@ -17,7 +17,14 @@
 use crate::addr::{Gfn, Hfn, PageSize, PAGE_SHIFT};
 use crate::hw::x86::pte::{EntryFormat, Perms};
 
+/// Most levels a paging mode may have (a mask: per-level tables have `MAX_LEVELS + 1` slots).
+pub const MAX_LEVELS: u8 = 7;
+
 /// The geometry and leaf rules of one radix paging mode.
+///
+/// Made by [`PagingMode::radix`] from its parameters, which also derives per-level tables
+/// (each level's address shift, each level's leaf page size), so that a walk step is a
+/// table lookup, a shift and a mask, as with constants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PagingMode {
     name: &'static str,
@@ -32,24 +39,19 @@ pub struct PagingMode {
     /// The highest level at which an entry with the large-page bit maps a page; level 1
     /// entries always map a page. Above it the large-page bit is reserved.
     max_leaf_level: u8,
+    /// `(1 << index_bits) - 1`.
+    index_mask: u64,
+    /// By level: the address bits below that level's index.
+    shift: [u8; MAX_LEVELS as usize + 1],
+    /// By level: the page a leaf there maps, if a leaf may sit there.
+    leaf: [Option<PageSize>; MAX_LEVELS as usize + 1],
 }
 
 /// x86-64 4-level paging (and 4-level EPT).
-pub const X86_64_4LEVEL: PagingMode = PagingMode {
-    name: "x86-64 4-level",
-    levels: 4,
-    page_shift: PAGE_SHIFT as u8,
-    index_bits: 9,
-    entry_shift: 3,
-    max_leaf_level: 3,
-};
+pub const X86_64_4LEVEL: PagingMode = PagingMode::radix("x86-64 4-level", 4, PAGE_SHIFT, 9, 3, 3);
 
 /// x86-64 5-level paging, LA57 (and 5-level EPT).
-pub const X86_64_5LEVEL: PagingMode = PagingMode {
-    name: "x86-64 5-level",
-    levels: 5,
-    ..X86_64_4LEVEL
-};
+pub const X86_64_5LEVEL: PagingMode = PagingMode::radix("x86-64 5-level", 5, PAGE_SHIFT, 9, 3, 3);
 
 /// What an entry read at some level of a walk is, under a mode's leaf rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,11 +79,72 @@ pub struct UnsupportedPageSize {
 }
 
 impl PagingMode {
+    /// A radix paging mode: `levels` tables of `1 << index_bits` entries of
+    /// `1 << entry_shift` bytes each, over pages of `1 << page_shift` bytes at level 1, with
+    /// large-page leaves allowed up to `max_leaf_level`.
+    ///
+    /// # Panics
+    /// If the parameters describe no valid mode (no levels, more than [`MAX_LEVELS`], an
+    /// address wider than 64 bits, a leaf level above the root, a page under 4 KiB); in a
+    /// `const` this is a compile-time error.
+    pub const fn radix(
+        name: &'static str,
+        levels: u8,
+        page_shift: u32,
+        index_bits: u32,
+        entry_shift: u32,
+        max_leaf_level: u8,
+    ) -> PagingMode {
+        assert!(levels >= 1 && levels <= MAX_LEVELS, "levels out of range");
+        assert!(max_leaf_level >= 1 && max_leaf_level <= levels);
+        assert!(index_bits >= 1 && entry_shift <= page_shift);
+        assert!(
+            page_shift + index_bits * levels as u32 <= 64,
+            "wider than 64 bits"
+        );
+        let mut shift = [0u8; MAX_LEVELS as usize + 1];
+        let mut leaf = [None; MAX_LEVELS as usize + 1];
+        let mut level = 1;
+        while level <= MAX_LEVELS {
+            let s = page_shift + index_bits * (level as u32 - 1);
+            // Levels above the root (never walked) keep a shift a u64 can take.
+            shift[level as usize] = if s < 64 { s as u8 } else { 63 };
+            if level <= max_leaf_level {
+                leaf[level as usize] = match PageSize::from_shift(s) {
+                    Some(size) => Some(size),
+                    None => panic!("leaf pages must be powers of two from 4 KiB"),
+                };
+            }
+            level += 1;
+        }
+        PagingMode {
+            name,
+            levels,
+            page_shift: page_shift as u8,
+            index_bits: index_bits as u8,
+            entry_shift: entry_shift as u8,
+            max_leaf_level,
+            index_mask: (1 << index_bits) - 1,
+            shift,
+            leaf,
+        }
+    }
+
     /// x86-64 paging with `levels` levels (4, or 5 with LA57); `None` for any other depth.
     pub const fn x86_64(levels: u8) -> Option<PagingMode> {
         match levels {
             4 => Some(X86_64_4LEVEL),
             5 => Some(X86_64_5LEVEL),
+            _ => None,
+        }
+    }
+
+    /// The constant x86-64 mode of `levels` levels (4, or 5 with LA57), if there is one: a
+    /// `'static` descriptor, for structures that keep a reference rather than a copy.
+    pub const fn x86_64_static(levels: u8) -> Option<&'static PagingMode> {
+        match levels {
+            4 => Some(&X86_64_4LEVEL),
+            5 => Some(&X86_64_5LEVEL),
             _ => None,
         }
     }
@@ -107,16 +170,43 @@ impl PagingMode {
         self.levels
     }
 
+    /// Address bits that index one table.
+    #[inline(always)]
+    pub const fn index_bits(&self) -> u32 {
+        self.index_bits as u32
+    }
+
+    /// `(1 << index_bits) - 1`: the mask of a table index.
+    #[inline(always)]
+    pub const fn index_mask(&self) -> u64 {
+        self.index_mask
+    }
+
+    /// log2 of an entry's size in bytes.
+    #[inline(always)]
+    pub const fn entry_shift(&self) -> u32 {
+        self.entry_shift as u32
+    }
+
+    /// The highest level at which a leaf may sit (level 1 always holds leaves).
+    #[inline(always)]
+    pub const fn max_leaf_level(&self) -> u8 {
+        self.max_leaf_level
+    }
+
     /// Entries in one table.
     #[inline(always)]
     pub const fn entries_per_table(&self) -> usize {
         1 << self.index_bits
     }
 
-    /// Bits of address below the part that indexes the table at `level` (level 1 = PT).
+    /// Bits of address below the part that indexes the table at `level` (level 1 = PT;
+    /// `level` from 1 to [`MAX_LEVELS`]).
     #[inline(always)]
     pub const fn level_shift(&self, level: u8) -> u32 {
-        self.page_shift as u32 + self.index_bits as u32 * (level as u32 - 1)
+        debug_assert!(level >= 1 && level <= MAX_LEVELS);
+        // The mask keeps the lookup in bounds without a check: a walk step is a load.
+        self.shift[(level & MAX_LEVELS) as usize] as u32
     }
 
     /// Bytes of address space one entry at `level` covers.
@@ -128,7 +218,7 @@ impl PagingMode {
     /// The index of `addr`'s entry in its table at `level`.
     #[inline(always)]
     pub const fn index(&self, addr: u64, level: u8) -> usize {
-        ((addr >> self.level_shift(level)) & ((1 << self.index_bits) - 1)) as usize
+        ((addr >> self.level_shift(level)) & self.index_mask) as usize
     }
 
     /// Byte offset of entry `index` in a table.
@@ -141,7 +231,7 @@ impl PagingMode {
     /// [`Self::entry_offset`]; bits of `offset` above the table are ignored).
     #[inline(always)]
     pub const fn entry_index(&self, offset: u64) -> usize {
-        ((offset >> self.entry_shift) & ((1 << self.index_bits) - 1)) as usize
+        ((offset >> self.entry_shift) & self.index_mask) as usize
     }
 
     /// Byte offset, in its table at `level`, of `addr`'s entry.
@@ -153,8 +243,8 @@ impl PagingMode {
     /// The size of the page a leaf at `level` maps, if a leaf may sit there.
     #[inline(always)]
     pub const fn leaf_size(&self, level: u8) -> Option<PageSize> {
-        if level >= 1 && level <= self.max_leaf_level {
-            PageSize::from_shift(self.level_shift(level))
+        if level <= MAX_LEVELS {
+            self.leaf[(level & MAX_LEVELS) as usize]
         } else {
             None
         }
@@ -348,19 +438,19 @@ impl<T> SoftWalk<T> {
 /// (create a missing table, link a shadow page, set an accessed bit) between reading an
 /// entry and going down.
 #[derive(Clone, Copy, Debug)]
-pub struct Cursor<T> {
-    mode: PagingMode,
+pub struct Cursor<'m, T> {
+    mode: &'m PagingMode,
     addr: u64,
     level: u8,
     table: T,
 }
 
-impl<T: TableFrame> Cursor<T> {
+impl<'m, T: TableFrame> Cursor<'m, T> {
     /// A walk for `addr` standing at the root table `root`.
     #[inline]
-    pub fn new(mode: &PagingMode, root: T, addr: u64) -> Self {
+    pub fn new(mode: &'m PagingMode, root: T, addr: u64) -> Self {
         Cursor {
-            mode: *mode,
+            mode,
             addr,
             level: mode.levels,
             table: root,

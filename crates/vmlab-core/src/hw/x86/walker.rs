@@ -9,7 +9,7 @@
 
 use crate::addr::PageSize;
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
-use crate::hw::x86::paging::{EntryKind, PagingMode, X86_64_4LEVEL};
+use crate::hw::x86::paging::{PagingMode, X86_64_4LEVEL};
 use crate::hw::x86::pte::{EntryFormat, Perms, FRAME_MASK};
 
 /// Which tables a fault came from.
@@ -147,6 +147,61 @@ pub const fn level_shift(level: u8) -> u32 {
 #[allow(clippy::too_many_arguments)]
 pub fn walk<F: EntryFormat, T: TableMemory>(
     tables: &mut T,
+    caches: Option<&mut WalkCaches>,
+    dimension: Dimension,
+    mode: &PagingMode,
+    root: u64,
+    addr: u64,
+    tag: u64,
+    write: bool,
+    refs: &mut u64,
+) -> Result<Leaf, Fault> {
+    walk_loop::<F, T>(
+        tables, caches, dimension, mode, root, addr, tag, write, refs,
+    )
+}
+
+/// [`walk`] for the x86 MMU's miss path, whose modes are x86-64 ones: at 4 levels (the usual
+/// case) the loop runs on the constant descriptor, so its geometry folds into the
+/// instructions as if it were written out; at 5 the same loop reads the descriptor.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(crate) fn walk_fast<F: EntryFormat, T: TableMemory>(
+    tables: &mut T,
+    caches: Option<&mut WalkCaches>,
+    dimension: Dimension,
+    mode: &PagingMode,
+    root: u64,
+    addr: u64,
+    tag: u64,
+    write: bool,
+    refs: &mut u64,
+) -> Result<Leaf, Fault> {
+    if mode.levels() == X86_64_4LEVEL.levels() {
+        debug_assert_eq!(*mode, X86_64_4LEVEL);
+        walk_loop::<F, T>(
+            tables,
+            caches,
+            dimension,
+            &X86_64_4LEVEL,
+            root,
+            addr,
+            tag,
+            write,
+            refs,
+        )
+    } else {
+        walk_loop::<F, T>(
+            tables, caches, dimension, mode, root, addr, tag, write, refs,
+        )
+    }
+}
+
+/// The walk loop, inlined into [`walk`] and [`walk_fast`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn walk_loop<F: EntryFormat, T: TableMemory>(
+    tables: &mut T,
     mut caches: Option<&mut WalkCaches>,
     dimension: Dimension,
     mode: &PagingMode,
@@ -186,46 +241,55 @@ pub fn walk<F: EntryFormat, T: TableMemory>(
         }
     }
 
+    // The mode's geometry, read once: a step below shifts the address by one index width
+    // less, so each level costs a shift, a mask and a scale, as with constants. These are
+    // [`PagingMode::entry_offset_of`] and [`PagingMode::classify`] unrolled into the loop.
+    let (index_bits, index_mask) = (mode.index_bits(), mode.index_mask());
+    let (entry_shift, max_leaf_level) = (mode.entry_shift(), mode.max_leaf_level());
+    let mut shift = mode.level_shift(level);
     loop {
-        let at = tables.locate(table + mode.entry_offset_of(addr, level))?;
+        let at = tables.locate(table + (((addr >> shift) & index_mask) << entry_shift))?;
         let entry = tables.read(at);
         *refs += 1;
-        match mode.classify::<F>(entry, level) {
-            EntryKind::NotPresent => return Err(fault(level, FaultKind::NotPresent)),
-            EntryKind::Leaf(size) => {
-                let perms = Perms::from_bits(perms & F::perm_bits(entry));
-                if !perms.allows(write) {
-                    return Err(fault(level, FaultKind::Protection));
-                }
-                let bits = if write {
-                    F::ACCESSED | F::DIRTY
-                } else {
-                    F::ACCESSED
-                };
-                if entry & bits != bits {
-                    tables.set_bits(at, bits);
-                }
-                let base = PagingMode::leaf_base::<F>(entry, size);
-                return Ok(Leaf { base, size, perms });
+        if !F::is_present(entry) {
+            return Err(fault(level, FaultKind::NotPresent));
+        }
+        perms &= F::perm_bits(entry);
+        if level == 1 || F::is_large(entry) {
+            if level > max_leaf_level {
+                // A large bit where no leaf may sit is reserved: a protection fault.
+                return Err(fault(level, FaultKind::Protection));
             }
-            // A large bit where no leaf may sit is reserved: treat it as a protection fault.
-            EntryKind::Reserved => return Err(fault(level, FaultKind::Protection)),
-            EntryKind::Table => {
-                perms &= F::perm_bits(entry);
-                if entry & F::ACCESSED == 0 {
-                    tables.set_bits(at, F::ACCESSED);
-                }
-                table = F::frame_addr(entry);
-                if let Some(caches) = caches.as_deref_mut() {
-                    if level <= 4 {
-                        // Every level below the cache hit (if any) was probed and missed.
-                        caches.by_level[level as usize - 2]
-                            .fill_absent(WalkCaches::key(level, addr, tag), table | perms);
-                    }
-                }
-                level -= 1;
+            // A leaf at this level maps the address bits below its index.
+            let size = PageSize::from_level_shift(shift);
+            let perms = Perms::from_bits(perms);
+            if !perms.allows(write) {
+                return Err(fault(level, FaultKind::Protection));
+            }
+            let bits = if write {
+                F::ACCESSED | F::DIRTY
+            } else {
+                F::ACCESSED
+            };
+            if entry & bits != bits {
+                tables.set_bits(at, bits);
+            }
+            let base = PagingMode::leaf_base::<F>(entry, size);
+            return Ok(Leaf { base, size, perms });
+        }
+        if entry & F::ACCESSED == 0 {
+            tables.set_bits(at, F::ACCESSED);
+        }
+        table = F::frame_addr(entry);
+        if let Some(caches) = caches.as_deref_mut() {
+            if level <= 4 {
+                // Every level below the cache hit (if any) was probed and missed.
+                caches.by_level[level as usize - 2]
+                    .fill_absent(WalkCaches::key(level, addr, tag), table | perms);
             }
         }
+        level -= 1;
+        shift -= index_bits;
     }
 }
 
