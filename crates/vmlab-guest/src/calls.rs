@@ -288,3 +288,34 @@ pub fn markdown_table() -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/guest.md carries the table between two markers; `VMLAB_BLESS=1 cargo test` rewrites it.
+    #[test]
+    fn the_docs_table_lists_every_call_as_the_guest_kernel_treats_it() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/guest.md");
+        let doc = std::fs::read_to_string(path).expect("docs/guest.md");
+        let (begin, end) = ("<!-- syscall table begin -->\n", "<!-- syscall table end -->");
+        let a = doc.find(begin).expect("begin marker") + begin.len();
+        let b = doc.find(end).expect("end marker");
+        let table = markdown_table();
+        if std::env::var_os("VMLAB_BLESS").is_some() {
+            std::fs::write(path, format!("{}{table}{}", &doc[..a], &doc[b..])).unwrap();
+            return;
+        }
+        assert!(doc[a..b] == table, "docs/guest.md's table is stale: run VMLAB_BLESS=1 cargo test -p vmlab-guest");
+    }
+
+    #[test]
+    fn path_calls_are_rewritten_and_escapes_refused() {
+        assert_eq!(handling(c::SYS_openat).0, Handling::Rewritten);
+        assert_eq!(handling(c::SYS_getppid).0, Handling::Emulated);
+        assert_eq!(handling(c::SYS_ptrace).0, Handling::Refused);
+        assert_eq!(handling(c::SYS_read).0, Handling::Passthrough);
+        assert!(!needs_trap(c::SYS_openat, false, false) && needs_trap(c::SYS_openat, true, false));
+        assert!(needs_trap(c::SYS_getpid, false, false) && !needs_trap(c::SYS_read, true, false));
+    }
+}
