@@ -285,3 +285,14 @@ fn bad_input_is_a_one_line_error_with_status_2() {
     let out = Command::new(GUEST).args(["-M", "bogus", "--", "true"]).output().unwrap();
     assert!(text(&out.stderr).contains("ptrace, sysemu, seccomp-trace, seccomp-notify"));
 }
+
+#[test]
+fn kill_0_reaches_guest_processes_only() {
+    // Guest pid 1 starts in the guest kernel's process group (or its own): kill(0) must not
+    // signal the guest kernel or whoever started it.
+    for m in mechanisms() {
+        let out = guest(m, None, &["sh", "-c", "trap 'echo got' USR1; kill -USR1 0; echo after"]);
+        assert_eq!(text(&out.stdout), "got\nafter\n", "{m}: {}", text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{m}");
+    }
+}
