@@ -211,6 +211,7 @@ fn nothing_escapes_the_guest_root() {
     let native = native(&[BENCH, "probe", outside, &me]);
     assert!(text(&native.stdout).contains("read-direct ESCAPED"));
     let attempts = [
+        "stdin-dirfd",
         "read-direct",
         "dotdot",
         "openat-rootfd-dotdot",
@@ -252,6 +253,26 @@ fn nothing_escapes_the_guest_root() {
         let listing = text(&out.stdout);
         assert!(listing.starts_with("inside\n/\ninside\n"), "{m}: {listing}{}", text(&out.stderr));
         assert!(listing.lines().any(|l| l == "data") && !listing.contains("outside-secret"), "{m}: {listing}");
+    }
+    // A directory outside the root passed in as stdin: openat(0, ...) is refused (ptrace
+    // mechanisms), or the guest does not start (seccomp-notify, whose chroot it would undo).
+    for m in mechanisms() {
+        let dir = std::fs::File::open(secret.parent().unwrap()).unwrap();
+        let out = Command::new(GUEST)
+            .args(["-M", m, "--root"])
+            .arg(&root)
+            .args(["--", BENCH, "probe", outside, &me])
+            .stdin(dir)
+            .output()
+            .unwrap();
+        let report = text(&out.stdout);
+        if m == "seccomp-notify" {
+            assert_eq!(out.status.code(), Some(2), "{m}: {report}");
+            continue;
+        }
+        let line = report.lines().find(|l| l.starts_with("stdin-dirfd ")).unwrap_or("");
+        assert!(line.contains(" refused "), "{m}: {report}{}", text(&out.stderr));
+        assert!(!report.contains("ESCAPED"), "{m}: {report}");
     }
     let _ = std::fs::remove_dir_all(root.parent().unwrap());
 }
