@@ -30,6 +30,14 @@ impl Handling {
     }
 }
 
+// Calls newer than the C library's headers.
+const SYS_FCHMODAT2: i64 = 452;
+const SYS_SETXATTRAT: i64 = 463;
+const SYS_REMOVEXATTRAT: i64 = 466;
+const SYS_OPEN_TREE_ATTR: i64 = 467;
+const SYS_FILE_GETATTR: i64 = 468;
+const SYS_FILE_SETATTR: i64 = 469;
+
 /// How a path argument's final component treats a symbolic link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Follow {
@@ -120,6 +128,9 @@ pub(crate) fn path_args(nr: i64) -> &'static [PathArg] {
         c::SYS_symlink => s!(p(1, No)),
         c::SYS_symlinkat => s!(at(1, 2, No)),
         c::SYS_inotify_add_watch => s!(at(0, 1, Yes)),
+        SYS_FCHMODAT2 => s!(at_empty(0, 1, UnlessAtFlag(3), 3)),
+        SYS_SETXATTRAT..=SYS_REMOVEXATTRAT => s!(at_empty(0, 1, UnlessAtFlag(2), 2)),
+        SYS_FILE_GETATTR | SYS_FILE_SETATTR => s!(at_empty(0, 1, UnlessAtFlag(4), 4)),
         _ => &[],
     }
 }
@@ -203,6 +214,9 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
         n if is_pid_call(n) => {
             (Rewritten, "guest process ids translated; host processes outside the guest are invisible")
         }
+        n if n < 0 || n >= NAMES.len() as i64 => {
+            (Refused, "ENOSYS: a call newer than the guest kernel could take a path it does not know")
+        }
         c::SYS_ptrace => (Refused, "EPERM: a guest may not trace (it would race the guest kernel)"),
         c::SYS_seccomp => (Refused, "EPERM: a guest filter could hide calls from the guest kernel"),
         c::SYS_clone3 => (Refused, "ENOSYS: its flags are in memory; C libraries fall back to clone"),
@@ -230,6 +244,7 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
         | c::SYS_mount_setattr
         | c::SYS_fanotify_init
         | c::SYS_fanotify_mark
+        | SYS_OPEN_TREE_ATTR
         | c::SYS_quotactl
         | c::SYS_uselib
         | c::SYS_acct
@@ -287,4 +302,35 @@ pub fn markdown_table() -> String {
         out.push_str(&format!("| {nr} | {name} | {} | {why} |\n", h.name()));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/guest.md carries the table between two markers; `VMLAB_BLESS=1 cargo test` rewrites it.
+    #[test]
+    fn the_docs_table_lists_every_call_as_the_guest_kernel_treats_it() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/guest.md");
+        let doc = std::fs::read_to_string(path).expect("docs/guest.md");
+        let (begin, end) = ("<!-- syscall table begin -->\n", "<!-- syscall table end -->");
+        let a = doc.find(begin).expect("begin marker") + begin.len();
+        let b = doc.find(end).expect("end marker");
+        let table = markdown_table();
+        if std::env::var_os("VMLAB_BLESS").is_some() {
+            std::fs::write(path, format!("{}{table}{}", &doc[..a], &doc[b..])).unwrap();
+            return;
+        }
+        assert!(doc[a..b] == table, "docs/guest.md's table is stale: run VMLAB_BLESS=1 cargo test -p vmlab-guest");
+    }
+
+    #[test]
+    fn path_calls_are_rewritten_and_escapes_refused() {
+        assert_eq!(handling(c::SYS_openat).0, Handling::Rewritten);
+        assert_eq!(handling(c::SYS_getppid).0, Handling::Emulated);
+        assert_eq!(handling(c::SYS_ptrace).0, Handling::Refused);
+        assert_eq!(handling(c::SYS_read).0, Handling::Passthrough);
+        assert!(!needs_trap(c::SYS_openat, false, false) && needs_trap(c::SYS_openat, true, false));
+        assert!(needs_trap(c::SYS_getpid, false, false) && !needs_trap(c::SYS_read, true, false));
+    }
 }

@@ -1,7 +1,7 @@
-//! x86-64 system call names by number, generated from the kernel's `asm/unistd_64.h`.
+//! x86-64 system call names by number, generated from the kernel's `asm/unistd_64.h` (Linux 6.1), with the numbers up to Linux 6.17 added.
 
 /// The name of every x86-64 system call number below [`NAMES`]`.len()`; "" for unused numbers.
-pub const NAMES: [&str; 451] = [
+pub const NAMES: [&str; 470] = [
     "read",
     "write",
     "open",
@@ -453,4 +453,23 @@ pub const NAMES: [&str; 451] = [
     "process_mrelease",
     "futex_waitv",
     "set_mempolicy_home_node",
+    "cachestat",
+    "fchmodat2",
+    "map_shadow_stack",
+    "futex_wake",
+    "futex_wait",
+    "futex_requeue",
+    "statmount",
+    "listmount",
+    "lsm_get_self_attr",
+    "lsm_set_self_attr",
+    "lsm_list_modules",
+    "mseal",
+    "setxattrat",
+    "getxattrat",
+    "listxattrat",
+    "removexattrat",
+    "open_tree_attr",
+    "file_getattr",
+    "file_setattr",
 ];

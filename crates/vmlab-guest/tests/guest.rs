@@ -211,6 +211,7 @@ fn nothing_escapes_the_guest_root() {
     let native = native(&[BENCH, "probe", outside, &me]);
     assert!(text(&native.stdout).contains("read-direct ESCAPED"));
     let attempts = [
+        "stdin-dirfd",
         "read-direct",
         "dotdot",
         "openat-rootfd-dotdot",
@@ -253,6 +254,26 @@ fn nothing_escapes_the_guest_root() {
         assert!(listing.starts_with("inside\n/\ninside\n"), "{m}: {listing}{}", text(&out.stderr));
         assert!(listing.lines().any(|l| l == "data") && !listing.contains("outside-secret"), "{m}: {listing}");
     }
+    // A directory outside the root passed in as stdin: openat(0, ...) is refused (ptrace
+    // mechanisms), or the guest does not start (seccomp-notify, whose chroot it would undo).
+    for m in mechanisms() {
+        let dir = std::fs::File::open(secret.parent().unwrap()).unwrap();
+        let out = Command::new(GUEST)
+            .args(["-M", m, "--root"])
+            .arg(&root)
+            .args(["--", BENCH, "probe", outside, &me])
+            .stdin(dir)
+            .output()
+            .unwrap();
+        let report = text(&out.stdout);
+        if m == "seccomp-notify" {
+            assert_eq!(out.status.code(), Some(2), "{m}: {report}");
+            continue;
+        }
+        let line = report.lines().find(|l| l.starts_with("stdin-dirfd ")).unwrap_or("");
+        assert!(line.contains(" refused "), "{m}: {report}{}", text(&out.stderr));
+        assert!(!report.contains("ESCAPED"), "{m}: {report}");
+    }
     let _ = std::fs::remove_dir_all(root.parent().unwrap());
 }
 
@@ -284,4 +305,15 @@ fn bad_input_is_a_one_line_error_with_status_2() {
     }
     let out = Command::new(GUEST).args(["-M", "bogus", "--", "true"]).output().unwrap();
     assert!(text(&out.stderr).contains("ptrace, sysemu, seccomp-trace, seccomp-notify"));
+}
+
+#[test]
+fn kill_0_reaches_guest_processes_only() {
+    // Guest pid 1 starts in the guest kernel's process group (or its own): kill(0) must not
+    // signal the guest kernel or whoever started it.
+    for m in mechanisms() {
+        let out = guest(m, None, &["sh", "-c", "trap 'echo got' USR1; kill -USR1 0; echo after"]);
+        assert_eq!(text(&out.stdout), "got\nafter\n", "{m}: {}", text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{m}");
+    }
 }

@@ -321,6 +321,8 @@ fn probe(outside: &str, host_pid: i32) {
         unsafe { c::close(fd) };
         k > 0 && std::str::from_utf8(&buf[..k as usize]).is_ok_and(|s| s.contains("vmlab-secret"))
     };
+    let base = std::path::Path::new(outside).file_name().and_then(|n| n.to_str()).unwrap_or("");
+    report("stdin-dirfd", read_at(0, base));
     report("read-direct", secret.is_some_and(|s| String::from_utf8_lossy(&s).contains("vmlab-secret")));
     let ups = "../".repeat(20);
     let rel = format!("{ups}{}", outside.trim_start_matches('/'));

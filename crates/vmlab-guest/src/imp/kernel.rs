@@ -324,6 +324,9 @@ impl Kernel {
         let res: Result<(), i32> = (|| {
             match call.nr {
                 c::SYS_kill if a[0] as i32 == -1 => Err(0),
+                // kill(0, sig): the caller's process group, which guest pid 1 shares with the
+                // guest kernel and whoever started it: only its guest members.
+                c::SYS_kill if a[0] as i32 == 0 => Err(-1),
                 c::SYS_kill | c::SYS_rt_sigqueueinfo => {
                     a[0] = self.pid_arg(a[0])?;
                     Ok(())
@@ -400,14 +403,18 @@ impl Kernel {
             }
         })();
         match res {
-            Err(0) => {
-                // kill(-1, sig): every guest process but the caller.
+            Err(marker @ (0 | -1)) => {
+                // kill(-1, sig): every guest process but the caller; kill(0, sig): every guest
+                // process in the caller's process group.
                 let me = self.tgid_of(tid);
                 let sig = call.args[1] as i32;
+                // SAFETY: getpgid has no memory arguments.
+                let group = unsafe { c::getpgid(me) };
                 let mut n = 0;
                 for p in self.live_processes() {
-                    // SAFETY: kill has no memory arguments.
-                    if p != me && unsafe { c::kill(p, sig) } == 0 {
+                    // SAFETY: getpgid and kill have no memory arguments.
+                    let target = if marker == 0 { p != me } else { (unsafe { c::getpgid(p) }) == group };
+                    if target && unsafe { c::kill(p, sig) } == 0 {
                         n += 1;
                     }
                 }

@@ -76,6 +76,17 @@ impl Trap for Notify {
         if pid == 0 {
             // SAFETY: async-signal-safe system calls on live buffers, in the child.
             unsafe {
+                // Its own process group, so that kill(0, sig) reaches guest processes only; the
+                // foreground group of the terminal, if there is one.
+                c::setpgid(0, 0);
+                if c::isatty(0) == 1 {
+                    let mut set: c::sigset_t = std::mem::zeroed();
+                    c::sigemptyset(&mut set);
+                    c::sigaddset(&mut set, c::SIGTTOU);
+                    c::sigprocmask(c::SIG_BLOCK, &set, std::ptr::null_mut());
+                    c::tcsetpgrp(0, c::getpid());
+                    c::sigprocmask(c::SIG_UNBLOCK, &set, std::ptr::null_mut());
+                }
                 if rooted && (c::chroot(root.as_ptr()) != 0 || c::chdir(c"/".as_ptr()) != 0) {
                     c::_exit(126);
                 }
@@ -106,6 +117,7 @@ impl Trap for Notify {
             // SAFETY: writes one byte from a live buffer.
             unsafe { c::write(to_child.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
             let status = wait_init(pid);
+            take_terminal_back();
             done.store(true, Ordering::SeqCst);
             let _ = handler.join();
             status
@@ -169,6 +181,22 @@ fn take_fd(pid: i32, fd: i32) -> Result<OwnedFd, GuestError> {
     }
     // SAFETY: `fd` was just created for us.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Makes the guest kernel's process group the terminal's foreground group again.
+fn take_terminal_back() {
+    // SAFETY: plain calls on descriptor 0 and a local signal set; SIGTTOU is blocked so that a
+    // background group may set the foreground group.
+    unsafe {
+        if c::isatty(0) == 1 {
+            let mut set: c::sigset_t = std::mem::zeroed();
+            c::sigemptyset(&mut set);
+            c::sigaddset(&mut set, c::SIGTTOU);
+            c::sigprocmask(c::SIG_BLOCK, &set, std::ptr::null_mut());
+            c::tcsetpgrp(0, c::getpgrp());
+            c::sigprocmask(c::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        }
+    }
 }
 
 /// Waits for guest pid 1, passing interrupts on; its status as a shell reports it.

@@ -94,6 +94,25 @@ fn set_regs(pid: i32, r: &c::user_regs_struct) {
     ptrace(c::PTRACE_SETREGS, pid, 0, r as *const _ as usize);
 }
 
+/// Whether the call is not an x86-64 one: the i386 ABI (`int 0x80`) or x32 numbers, whose
+/// numbers mean other calls; the guest kernel refuses them.
+fn foreign_abi(pid: i32, call: &Call) -> bool {
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    const X32_SYSCALL_BIT: i64 = 0x4000_0000;
+    if call.nr & X32_SYSCALL_BIT != 0 {
+        return true;
+    }
+    // SAFETY: all-zero is a valid ptrace_syscall_info.
+    let mut info: c::ptrace_syscall_info = unsafe { std::mem::zeroed() };
+    let n = ptrace(
+        c::PTRACE_GET_SYSCALL_INFO,
+        pid,
+        std::mem::size_of::<c::ptrace_syscall_info>(),
+        &mut info as *mut _ as usize,
+    );
+    n > 0 && info.arch != AUDIT_ARCH_X86_64
+}
+
 fn call_of(r: &c::user_regs_struct) -> Call {
     Call { nr: r.orig_rax as i64, args: [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9] }
 }
@@ -355,7 +374,10 @@ impl Tracer<'_> {
         let Some(mut regs) = get_regs(tid) else {
             return;
         };
-        let call = call_of(&regs);
+        let mut call = call_of(&regs);
+        if foreign_abi(tid, &call) {
+            call.nr = -1; // refused: ENOSYS
+        }
         let (scratch, scratch_failed) = self.threads.get(&tid).map_or((None, false), |t| (t.scratch, t.scratch_failed));
         let mut decision = self.kernel.entry(tid, &call, scratch);
         if let Decision::NeedScratch = decision {
