@@ -4,7 +4,7 @@ use crate::UsageError;
 use clap::{Args, Parser, Subcommand};
 use vmlab_core::addr::PageSize;
 use vmlab_core::cost::{Profile, DEFAULT_PROFILE};
-use vmlab_core::engine::RunConfig;
+use vmlab_core::engine::{Pipeline, RunConfig};
 use vmlab_core::lab;
 use vmlab_core::scheme::Paging;
 use vmlab_core::workload::WorkloadSpec;
@@ -207,6 +207,12 @@ pub struct BenchArgs {
     /// Machine profile (built-in name or .toml path).
     #[arg(long, short = 'm', value_name = "PROFILE", default_value = DEFAULT_PROFILE)]
     pub machine: String,
+    /// Host threads of the memory pipeline: 2 runs the cache levels on a second thread, 1
+    /// runs them level by level on the translating thread, 0 serves every reference at once
+    /// as it is made (no pipeline). Results are identical in every mode. Default: 2 on a host
+    /// with two or more CPUs, else 1.
+    #[arg(long, short = 't', value_name = "N", value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub threads: Option<u8>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -259,6 +265,7 @@ impl SimArgs {
             warmup: self.warmup,
             seed: self.seed,
             pretouch: self.pretouch,
+            pipeline: Pipeline::default(),
         })
     }
 }

@@ -9,7 +9,7 @@ use crate::progress::RunProgress;
 use crate::CliError;
 use std::time::Instant;
 use vmlab_core::addr::PageSize;
-use vmlab_core::engine::{self, Phase, RunConfig};
+use vmlab_core::engine::{self, Phase, Pipeline, RunConfig};
 use vmlab_core::scheme::Paging;
 
 pub fn bench(args: BenchArgs) -> Result<(), CliError> {
@@ -19,6 +19,11 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
         Paging::ALL.to_vec()
     } else {
         parse_schemes(&args.paging)?
+    };
+    let pipeline = match args.threads {
+        None => Pipeline::Auto,
+        Some(0) => Pipeline::Immediate,
+        Some(n) => Pipeline::with_threads(usize::from(n)).unwrap_or_default(),
     };
     let mut rows = Vec::new();
     for paging in schemes {
@@ -33,6 +38,7 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
             warmup: 0,
             seed: 1,
             pretouch: false,
+            pipeline,
         };
         let mut timings = Vec::new();
         let mut accesses = 0;

@@ -3,7 +3,7 @@
 
 use vmlab_core::addr::PageSize;
 use vmlab_core::cost::Profile;
-use vmlab_core::engine::{run, RunConfig};
+use vmlab_core::engine::{run, Pipeline, RunConfig};
 use vmlab_core::scheme::Paging;
 use vmlab_core::stats::RunReport;
 use vmlab_core::workload::WorkloadSpec;
@@ -20,6 +20,7 @@ fn config(workload: &str, paging: Paging) -> RunConfig {
         warmup: 10_000,
         seed: 7,
         pretouch: false,
+        pipeline: Pipeline::default(),
     }
 }
 
@@ -96,6 +97,29 @@ fn runs_are_a_function_of_their_inputs() {
     let mut other_seed = c.clone();
     other_seed.seed = 8;
     assert_ne!(go(&c).walks, go(&other_seed).walks);
+}
+
+#[test]
+fn every_memory_pipeline_gives_the_same_report() {
+    // Cache-level counts (served by level and requester) are where a reordered or lost
+    // reference would show; OS operations between batches close and reopen the pipeline.
+    let workloads = [
+        ("sysbench-mem:block=256M,mode=rnd", Paging::Native),
+        ("sysbench-mem:block=256M,mode=rnd", Paging::Nested),
+        ("gups:table=64M,updates=100000", Paging::Shadow),
+        ("gups:table=64M,updates=100000", Paging::Tpt),
+        ("fork-bench:rss=8M,forks=5", Paging::Pv),
+        ("lmbench:op=mmap,iters=5", Paging::Nested),
+    ];
+    for (workload, paging) in workloads {
+        let mut c = config(workload, paging);
+        c.pipeline = Pipeline::Immediate;
+        let immediate = go(&c);
+        for pipeline in [Pipeline::Staged, Pipeline::Threaded] {
+            c.pipeline = pipeline;
+            assert_eq!(go(&c), immediate, "{workload} {paging:?} {pipeline:?}");
+        }
+    }
 }
 
 #[test]

@@ -21,6 +21,9 @@ use crate::stats::{exits_by_reason, LevelCounts, RunReport, SetupReport, Structu
 use crate::workload::{AnyWorkload, Op, Workload, WorkloadSpec};
 use std::ops::ControlFlow;
 
+mod pipeline;
+pub use pipeline::Pipeline;
+
 /// One run to do.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -39,6 +42,9 @@ pub struct RunConfig {
     /// Back all guest memory before set-up (TPT's `echo 1 > /sys/kernel/devirt`); its
     /// exits count in set-up.
     pub pretouch: bool,
+    /// How memory references are served (host speed only: every mode gives the same
+    /// results).
+    pub pipeline: Pipeline,
 }
 
 /// The phase a progress report is about.
@@ -181,6 +187,7 @@ pub fn run(config: &RunConfig, progress: &mut ProgressFn<'_>) -> Result<RunRepor
         tpt_task: config.workload.tpt_task(),
         ..system_config(config.paging, profile)
     })?;
+    system.set_pipeline(config.pipeline);
     if config.pretouch {
         system.pretouch_guest_memory()?;
     }
@@ -326,8 +333,6 @@ fn run_accesses<W: Workload>(
     progress: &mut ProgressFn<'_>,
 ) -> Result<u64, EngineError> {
     let mut done = 0;
-    let mut batch = [(Gva::new(0), false); BATCH];
-    let mut vas = [Gva::new(0); BATCH];
     report_progress(
         progress,
         Progress {
@@ -336,8 +341,44 @@ fn run_accesses<W: Workload>(
             total: n,
         },
     )?;
-    while done < n {
-        let want = (n - done).min(BATCH as u64) as usize;
+    let mode = sys.pipeline();
+    std::thread::scope(|scope| {
+        let mut window = pipeline::Window::new(mode, scope);
+        window.open(sys);
+        // Close the pipeline whatever happens (an error or a panic half-way through a
+        // batch), so the counters are whole and no cache thread waits forever.
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_batches(w, sys, n, phase, progress, &mut window, &mut done)
+        }));
+        window.close(sys);
+        run.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })?;
+    report_progress(
+        progress,
+        Progress {
+            phase,
+            done,
+            total: n,
+        },
+    )?;
+    Ok(done)
+}
+
+/// The batch loop of [`run_accesses`], with the memory pipeline open; `done` counts the
+/// accesses run.
+fn run_batches<W: Workload>(
+    w: &mut W,
+    sys: &mut System,
+    n: u64,
+    phase: Phase,
+    progress: &mut ProgressFn<'_>,
+    window: &mut pipeline::Window<'_, '_>,
+    done: &mut u64,
+) -> Result<(), EngineError> {
+    let mut batch = [(Gva::new(0), false); BATCH];
+    let mut vas = [Gva::new(0); BATCH];
+    while *done < n {
+        let want = (n - *done).min(BATCH as u64) as usize;
         let (mut len, mut other, mut ended) = (0, None, false);
         while len < want {
             match w.next_op() {
@@ -359,34 +400,29 @@ fn run_accesses<W: Workload>(
         sys.prefetch(&vas[..len]);
         for &(va, write) in &batch[..len] {
             sys.access(va, write)?;
-            done += 1;
-            if done & PROGRESS_MASK == 0 {
+            *done += 1;
+            if *done & PROGRESS_MASK == 0 {
                 report_progress(
                     progress,
                     Progress {
                         phase,
-                        done,
+                        done: *done,
                         total: n,
                     },
                 )?;
             }
         }
+        window.count(len as u64);
         if let Some(op) = other {
+            window.close(sys);
             os_op(sys, op, progress)?;
+            window.open(sys);
         }
         if ended {
             break;
         }
     }
-    report_progress(
-        progress,
-        Progress {
-            phase,
-            done,
-            total: n,
-        },
-    )?;
-    Ok(done)
+    Ok(())
 }
 
 struct Interval {

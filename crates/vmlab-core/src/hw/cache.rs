@@ -32,6 +32,7 @@
 
 use crate::addr::Hpa;
 use crate::host::hugepages::FixedVec;
+use crate::hw::pipeline::{self, Stream};
 
 /// Replacement policy of one cache level: a modeling decision with large effects (page-table
 /// lines vs streaming or random data). See the module documentation for the exact semantics.
@@ -318,21 +319,18 @@ impl Cache {
         // LRU entries have state 0 and empty ways (and unused lanes) are [`EMPTY`], so whole
         // entries can be compared at once.
         let hits = crate::host::simd::masked_eq_mask_u32x16::<N>(entries, u32::MAX, tag);
-        if hits != 0 {
-            let way = hits.trailing_zeros() as usize;
-            // A hit on the most recent line changes nothing.
-            if way != 0 {
-                crate::host::simd::move_to_front_u32x16::<N>(entries, way, tag);
-            }
-            return true;
-        }
-        if ways == N {
-            crate::host::simd::push_front_u32x16::<N>(entries, tag);
+        // A hit and a miss are the same move to the front, from the line's way or from the
+        // least recent one (whose line drops off; lanes from `ways` on are unused and stay
+        // empty): the hit/miss outcome of random accesses picks an index, not a path. A hit
+        // on the most recent line moves nothing.
+        let hit = hits != 0;
+        let way = if hit {
+            hits.trailing_zeros() as usize
         } else {
-            // Lanes from `ways` on are unused and must stay empty.
-            crate::host::simd::move_to_front_u32x16::<N>(entries, ways - 1, tag);
-        }
-        false
+            ways - 1
+        };
+        crate::host::simd::move_to_front_u32x16::<N>(entries, way, tag);
+        hit
     }
 
     /// [`Self::access_lanes`] under SRRIP or DRRIP.
@@ -524,37 +522,39 @@ impl MemoryStats {
     }
 }
 
-/// L1D, L2 and LLC in front of DRAM, shared by data accesses and page-walk references.
+/// The cache levels and their counts: what the cache thread owns while the memory pipeline
+/// runs threaded (see [`crate::hw::pipeline`]).
 #[derive(Clone, Debug)]
-pub struct MemoryHierarchy {
-    line_shift: u32,
+pub struct Levels {
     l1: Cache,
     l2: Cache,
     llc: Cache,
     stats: MemoryStats,
 }
 
-impl MemoryHierarchy {
-    /// Builds empty caches. Assumes `cfg` passed [`MemoryConfig::validate`].
-    pub fn new(cfg: &MemoryConfig) -> Self {
-        debug_assert!(cfg.validate().is_ok(), "{cfg:?}");
-        let line_shift = cfg.line_size.trailing_zeros();
-        Self {
-            line_shift,
-            l1: Cache::new(&cfg.l1d, line_shift),
-            l2: Cache::new(&cfg.l2, line_shift),
-            llc: Cache::new(&cfg.llc, line_shift),
+impl Levels {
+    /// Every level disabled: what the hierarchy keeps while its levels are away.
+    fn placeholder(line_shift: u32) -> Self {
+        let off = CacheConfig {
+            size: 0,
+            ways: 1,
+            replacement: Replacement::Lru,
+        };
+        Levels {
+            l1: Cache::new(&off, line_shift),
+            l2: Cache::new(&off, line_shift),
+            llc: Cache::new(&off, line_shift),
             stats: MemoryStats::default(),
         }
     }
 
-    /// Looks the line of `hpa` up in L1D, then L2, then LLC; the first level that has it
-    /// serves the access, and the line is filled into every level above it (a miss everywhere
-    /// is served by DRAM and fills all). Disabled levels are skipped. Counts the access in
-    /// the stats by requester and serving level.
+    /// The levels in order and the counts, for the pipeline's level-by-level loops.
+    pub(crate) fn parts(&mut self) -> (&mut Cache, &mut Cache, &mut Cache, &mut MemoryStats) {
+        (&mut self.l1, &mut self.l2, &mut self.llc, &mut self.stats)
+    }
+
     #[inline]
-    pub fn access(&mut self, hpa: Hpa, who: Requester) -> MemLevel {
-        let line = hpa.raw() >> self.line_shift;
+    fn access(&mut self, line: u64, who: Requester) -> MemLevel {
         // Each `access` inserts on a miss, so probing in order fills exactly the levels above
         // the one that serves; a disabled level costs one predictable branch.
         let level = if self.l1.access(line) {
@@ -569,19 +569,121 @@ impl MemoryHierarchy {
         self.stats.served[who as usize][level as usize] += 1;
         level
     }
+}
+
+/// L1D, L2 and LLC in front of DRAM, shared by data accesses and page-walk references.
+#[derive(Debug)]
+pub struct MemoryHierarchy {
+    line_shift: u32,
+    levels: Levels,
+    /// Where [`Self::reference`] sends references.
+    stream: Stream,
+}
+
+impl MemoryHierarchy {
+    /// Builds empty caches. Assumes `cfg` passed [`MemoryConfig::validate`].
+    pub fn new(cfg: &MemoryConfig) -> Self {
+        debug_assert!(cfg.validate().is_ok(), "{cfg:?}");
+        let line_shift = cfg.line_size.trailing_zeros();
+        Self {
+            line_shift,
+            levels: Levels {
+                l1: Cache::new(&cfg.l1d, line_shift),
+                l2: Cache::new(&cfg.l2, line_shift),
+                llc: Cache::new(&cfg.llc, line_shift),
+                stats: MemoryStats::default(),
+            },
+            stream: Stream::Immediate,
+        }
+    }
+
+    /// Looks the line of `hpa` up in L1D, then L2, then LLC; the first level that has it
+    /// serves the access, and the line is filled into every level above it (a miss everywhere
+    /// is served by DRAM and fills all). Disabled levels are skipped. Counts the access in
+    /// the stats by requester and serving level. Only outside a stream (it would jump the
+    /// references still pending).
+    #[inline]
+    pub fn access(&mut self, hpa: Hpa, who: Requester) -> MemLevel {
+        debug_assert!(matches!(self.stream, Stream::Immediate));
+        self.levels.access(hpa.raw() >> self.line_shift, who)
+    }
+
+    /// A reference whose serving level nobody waits for: served at once, or queued in order
+    /// while a stream is open ([`Self::stage`], [`Self::detach`]).
+    #[inline]
+    pub fn reference(&mut self, hpa: Hpa, who: Requester) {
+        let line = hpa.raw() >> self.line_shift;
+        match &mut self.stream {
+            Stream::Immediate => {
+                self.levels.access(line, who);
+            }
+            Stream::Staged(pending) => {
+                pending.push(pipeline::encode(line, who));
+                if pending.len() == pipeline::CHUNK {
+                    pipeline::serve(&mut self.levels, pending);
+                    pending.clear();
+                }
+            }
+            Stream::Threaded(sender) => sender.push(pipeline::encode(line, who)),
+        }
+    }
+
+    /// Open a stream served on this thread, a chunk at a time, level by level.
+    pub fn stage(&mut self) {
+        self.end_stream();
+        self.stream = Stream::Staged(Vec::with_capacity(pipeline::CHUNK));
+    }
+
+    /// Open a stream served by a cache thread: the levels leave with the returned worker
+    /// (run it on its own thread) and come back with [`Self::attach`]; until then the
+    /// hierarchy has no levels and its stats read zero.
+    pub fn detach(&mut self) -> (Levels, pipeline::Worker) {
+        self.end_stream();
+        let (sender, worker) = pipeline::queue();
+        self.stream = Stream::Threaded(sender);
+        let levels = std::mem::replace(&mut self.levels, Levels::placeholder(self.line_shift));
+        (levels, worker)
+    }
+
+    /// Send what is pending to the cache thread and hang up, so the worker returns the
+    /// levels once it has served everything; then give them to [`Self::attach`].
+    pub fn hang_up(&mut self) {
+        if let Stream::Threaded(sender) = &mut self.stream {
+            sender.send();
+            self.stream = Stream::Immediate;
+        }
+    }
+
+    /// The levels back from the cache thread, every reference served.
+    pub fn attach(&mut self, levels: Levels) {
+        self.hang_up();
+        self.levels = levels;
+    }
+
+    /// Serve whatever a staged stream holds and serve later references at once again.
+    pub fn end_stream(&mut self) {
+        match std::mem::take(&mut self.stream) {
+            Stream::Immediate => {}
+            Stream::Staged(mut pending) => pipeline::serve(&mut self.levels, &mut pending),
+            Stream::Threaded(_) => {
+                unreachable!("a threaded stream ends with hang_up and attach")
+            }
+        }
+    }
 
     /// Prefetch (in the host) the sets an access to `hpa` will look at beyond L1; no
     /// simulated effect.
     #[inline]
     pub fn prefetch(&self, hpa: Hpa) {
         let line = hpa.raw() >> self.line_shift;
-        self.l2.prefetch(line);
-        self.llc.prefetch(line);
+        self.levels.l2.prefetch(line);
+        self.levels.llc.prefetch(line);
     }
 
     /// Highest host address every enabled level can tag (packed tags are 28 bits wide).
     pub fn max_addr(&self) -> u64 {
-        let lines = [&self.l1, &self.l2, &self.llc]
+        let levels = &self.levels;
+        let lines = [&levels.l1, &levels.l2, &levels.llc]
             .iter()
             .filter(|c| c.is_enabled())
             .map(|c| c.max_line())
@@ -589,16 +691,21 @@ impl MemoryHierarchy {
         lines.map_or(u64::MAX, |l| l.saturating_mul(1 << self.line_shift))
     }
 
-    /// Counts since construction.
+    /// Counts since construction. Exact only with no stream open.
     pub fn stats(&self) -> &MemoryStats {
-        &self.stats
+        debug_assert!(
+            matches!(self.stream, Stream::Immediate),
+            "stats read with references pending"
+        );
+        &self.levels.stats
     }
 
     /// Empties every level; the stats are kept.
     pub fn flush(&mut self) {
-        self.l1.flush();
-        self.l2.flush();
-        self.llc.flush();
+        self.end_stream();
+        self.levels.l1.flush();
+        self.levels.l2.flush();
+        self.levels.llc.flush();
     }
 }
 

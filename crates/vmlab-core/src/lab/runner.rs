@@ -3,7 +3,7 @@
 
 use crate::addr::PageSize;
 use crate::cost::Profile;
-use crate::engine::{self, Progress, RunConfig};
+use crate::engine::{self, Pipeline, Progress, RunConfig};
 use crate::lab::experiment::Experiment;
 use crate::lab::plan::{Job, Plan};
 use crate::lab::report::{rows, Row};
@@ -69,6 +69,7 @@ fn run_config(plan: &Plan, job: &Job, profile: &Profile) -> RunConfig {
         warmup: plan.warmup,
         seed: plan.seed,
         pretouch: false,
+        pipeline: Pipeline::default(),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::addr::PageSize;
 use crate::cost::Profile;
-use crate::engine::{self, ProgressFn, RunConfig};
+use crate::engine::{self, Pipeline, ProgressFn, RunConfig};
 use crate::lab::LabError;
 use crate::scheme::Paging;
 use crate::stats::RunReport;
@@ -118,6 +118,7 @@ impl RunSpec {
             warmup: self.warmup,
             seed: self.seed,
             pretouch: self.pretouch,
+            pipeline: Pipeline::default(),
         })
     }
 

@@ -4,10 +4,12 @@ use super::native::NativePvOps;
 use super::nested::NestedPvOps;
 use super::{dispatch, AnyScheme, Machine, Paging, Scheme, SimError, SystemConfig};
 use crate::addr::{Gfn, Gpa, Gva, Hfn, Hpa, PageSize};
+use crate::engine::Pipeline;
 use crate::hv::direct::DirectTables;
 use crate::hv::x86::shadow::ShadowMmu;
 use crate::hv::x86::vm::Vm;
 use crate::hv::{ExitCounters, RemapCounters};
+use crate::hw::cache::MemoryHierarchy;
 use crate::hw::frames::HostMemory;
 use crate::hw::x86::mmu::Mmu;
 use crate::hw::x86::walker::{Dimension, Fault, FaultKind};
@@ -20,6 +22,8 @@ pub struct System {
     scheme: AnyScheme,
     /// Probe accesses that reached a frame the VM does not own.
     foreign_accesses: u64,
+    /// How the engine serves this system's memory references.
+    pipeline: Pipeline,
 }
 
 /// A fault the hardware keeps raising after this many handling rounds is a bug, not a
@@ -76,6 +80,7 @@ impl System {
             kernel,
             scheme,
             foreign_accesses: 0,
+            pipeline: Pipeline::default(),
         })
     }
 
@@ -85,6 +90,22 @@ impl System {
 
     pub fn mmu(&self) -> &Mmu {
         &self.machine.mmu
+    }
+
+    /// The cache hierarchy, to open or close its reference stream (the engine's memory
+    /// pipeline).
+    pub fn memory_mut(&mut self) -> &mut MemoryHierarchy {
+        self.machine.mmu.memory_mut()
+    }
+
+    /// How the engine serves this system's memory references.
+    pub fn pipeline(&self) -> Pipeline {
+        self.pipeline
+    }
+
+    /// Choose how the engine serves memory references (host speed only).
+    pub fn set_pipeline(&mut self, pipeline: Pipeline) {
+        self.pipeline = pipeline;
     }
 
     pub fn kernel(&self) -> &Kernel {

@@ -339,6 +339,12 @@ impl Mmu {
         &self.memory
     }
 
+    /// The cache hierarchy, to open or close its reference stream (see
+    /// [`crate::hw::pipeline`]).
+    pub fn memory_mut(&mut self) -> &mut MemoryHierarchy {
+        &mut self.memory
+    }
+
     pub fn root(&self) -> Root {
         self.root
     }
@@ -372,7 +378,7 @@ impl Mmu {
             Ok(hpa) => hpa,
             Err(l1_found) => self.l1_miss(mem, va.raw(), write, l1_found)?,
         };
-        self.memory.access(hpa, Requester::Data);
+        self.memory.reference(hpa, Requester::Data);
         Ok(hpa)
     }
 
@@ -942,7 +948,7 @@ impl TaggedTables<'_> {
     fn check(&mut self, hfn: u64) -> Result<(), Fault> {
         self.counters.tag_checks += 1;
         if self.reads {
-            self.host.memory.access(
+            self.host.memory.reference(
                 Hpa::new(self.host.mem.tags().entry_addr(hfn)),
                 Requester::Tag,
             );
@@ -988,7 +994,7 @@ impl TableMemory for HostTables<'_> {
     }
     #[inline]
     fn read(&mut self, at: Hpa) -> u64 {
-        self.memory.access(at, Requester::Walk);
+        self.memory.reference(at, Requester::Walk);
         self.mem.read_u64(at)
     }
     fn set_bits(&mut self, at: Hpa, bits: u64) {
@@ -1072,7 +1078,7 @@ impl TableMemory for Nested<'_> {
     }
     #[inline]
     fn read(&mut self, at: Hpa) -> u64 {
-        self.memory.access(at, Requester::Walk);
+        self.memory.reference(at, Requester::Walk);
         self.mem.read_u64(at)
     }
     fn set_bits(&mut self, at: Hpa, bits: u64) {

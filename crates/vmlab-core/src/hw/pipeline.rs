@@ -1,0 +1,169 @@
+//! The decoupled memory pipeline: translation emits the ordered stream of memory references
+//! (physical line, requester) and the cache levels serve it later, each level in a tight loop
+//! of its own over the references the level above missed.
+//!
+//! Exactness: in this model translation never depends on where a reference is served (cache
+//! levels only decide which level serves it and so what it costs), and each level's state
+//! depends only on the sequence of lines it is asked for. L1D sees every reference in
+//! order, L2 the L1D misses in order, the LLC the L2 misses in order, whether the levels run
+//! reference by reference or level by level over a chunk. So serving a chunk level by level,
+//! later or on another thread, gives the very same contents, replacement state and counts.
+//!
+//! Why it is faster: a level's loop has no dependence on the other levels, so the host
+//! overlaps the misses in the simulator's own tag arrays (each loop prefetches its sets a few
+//! references ahead), and a hit or a miss only changes an index, not the path taken.
+//!
+//! Modes ([`Stream`]): references are served at once (the default, and what single accesses
+//! outside the engine's batch loop see), buffered and served a chunk at a time, or sent in
+//! chunks over a bounded queue to a thread that owns the cache levels. A chunk is served in
+//! the order it was emitted, and the queue keeps chunks in order, so thread timing cannot
+//! change any result. [`crate::hw::cache::MemoryHierarchy::end_stream`] serves (or waits
+//! for) every pending reference, so counters read after it are exact.
+
+use crate::hw::cache::{Cache, Levels, MemLevel, MemoryStats, Requester};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+
+/// References per chunk: a few times the references of a batch of random accesses, and small
+/// enough (16 KiB) to stay in the host's L1D while the levels run over it.
+pub const CHUNK: usize = 2048;
+
+/// Chunks that may wait in the queue to the cache thread before translation waits.
+const QUEUE_DEPTH: usize = 4;
+
+/// How far ahead a level's loop prefetches its sets, in references.
+const PREFETCH_AHEAD: usize = 12;
+
+/// One reference as the stream holds it: the line number above the requester in the low
+/// two bits.
+#[inline(always)]
+pub fn encode(line: u64, who: Requester) -> u64 {
+    line << 2 | who as u64
+}
+
+#[inline(always)]
+fn line_of(reference: u64) -> u64 {
+    reference >> 2
+}
+
+#[inline(always)]
+fn who_of(reference: u64) -> usize {
+    (reference & 3) as usize
+}
+
+/// Where memory references go.
+#[derive(Debug, Default)]
+pub enum Stream {
+    /// Served at once, one reference at a time through every level.
+    #[default]
+    Immediate,
+    /// Buffered, and served level by level whenever a chunk fills.
+    Staged(Vec<u64>),
+    /// Buffered, and sent a chunk at a time to the cache thread.
+    Threaded(Sender),
+}
+
+/// The translation side of the queue to the cache thread.
+#[derive(Debug)]
+pub struct Sender {
+    chunk: Vec<u64>,
+    full: SyncSender<Vec<u64>>,
+    empty: Receiver<Vec<u64>>,
+}
+
+impl Sender {
+    #[inline(always)]
+    pub fn push(&mut self, reference: u64) {
+        self.chunk.push(reference);
+        if self.chunk.len() == CHUNK {
+            self.send();
+        }
+    }
+
+    /// Send what is buffered; reuse a chunk the cache thread has served, if any.
+    #[cold]
+    pub fn send(&mut self) {
+        if self.chunk.is_empty() {
+            return;
+        }
+        let next = self
+            .empty
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+        let chunk = std::mem::replace(&mut self.chunk, next);
+        // The cache thread only ends once this sender is dropped, so it is there to receive.
+        self.full
+            .send(chunk)
+            .expect("the cache thread outlives the stream");
+    }
+}
+
+/// The cache thread's side of the queue.
+pub struct Worker {
+    full: Receiver<Vec<u64>>,
+    empty: SyncSender<Vec<u64>>,
+}
+
+impl Worker {
+    /// Serve every chunk in arrival order until translation hangs up; returns the levels.
+    pub fn run(self, mut levels: Levels) -> Levels {
+        for mut chunk in self.full {
+            serve(&mut levels, &mut chunk);
+            chunk.clear();
+            // Translation may be gone already, or have chunks enough: then drop this one.
+            let _ = self.empty.try_send(chunk);
+        }
+        levels
+    }
+}
+
+/// A bounded queue between translation and a cache thread.
+pub fn queue() -> (Sender, Worker) {
+    let (full, full_rx) = sync_channel(QUEUE_DEPTH);
+    let (empty_tx, empty) = sync_channel(QUEUE_DEPTH + 2);
+    (
+        Sender {
+            chunk: Vec::with_capacity(CHUNK),
+            full,
+            empty,
+        },
+        Worker {
+            full: full_rx,
+            empty: empty_tx,
+        },
+    )
+}
+
+/// Serve `refs`, in order, through `levels`: L1D over all of them, L2 over the L1D misses,
+/// the LLC over the L2 misses, DRAM for the rest. Leaves `refs` holding scratch.
+pub fn serve(levels: &mut Levels, refs: &mut [u64]) {
+    let (l1, l2, llc, stats) = levels.parts();
+    let mut len = refs.len();
+    len = pass(l1, MemLevel::L1, &mut refs[..len], stats);
+    len = pass(l2, MemLevel::L2, &mut refs[..len], stats);
+    len = pass(llc, MemLevel::Llc, &mut refs[..len], stats);
+    for &reference in &refs[..len] {
+        stats.served[who_of(reference)][MemLevel::Dram as usize] += 1;
+    }
+}
+
+/// One level over `refs`, in order: counts its hits as served by `level` and keeps its
+/// misses, in order, at the front of `refs` (never ahead of what it reads), as the next
+/// level's input; returns how many missed.
+#[inline(always)]
+fn pass(cache: &mut Cache, level: MemLevel, refs: &mut [u64], stats: &mut MemoryStats) -> usize {
+    if !cache.is_enabled() {
+        return refs.len();
+    }
+    let mut missed = 0;
+    for i in 0..refs.len() {
+        if let Some(&ahead) = refs.get(i + PREFETCH_AHEAD) {
+            cache.prefetch(line_of(ahead));
+        }
+        let reference = refs[i];
+        let hit = cache.access(line_of(reference));
+        stats.served[who_of(reference)][level as usize] += u64::from(hit);
+        refs[missed] = reference;
+        missed += usize::from(!hit);
+    }
+    missed
+}
