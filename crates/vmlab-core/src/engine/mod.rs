@@ -321,7 +321,7 @@ fn os_op(sys: &mut System, op: Op, progress: &mut ProgressFn<'_>) -> Result<(), 
 
 /// Accesses simulated as one batch: the engine looks this far ahead so the simulator can
 /// prefetch its own tables for them (see `System::prefetch`); results do not depend on it.
-const BATCH: usize = 8;
+const BATCH: usize = 16;
 
 /// Run up to `n` accesses (other ops on the way are executed, not counted); returns how
 /// many accesses ran before the workload ended.

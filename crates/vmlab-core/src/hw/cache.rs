@@ -675,6 +675,10 @@ impl MemoryHierarchy {
     /// simulated effect.
     #[inline]
     pub fn prefetch(&self, hpa: Hpa) {
+        // A stream's levels prefetch their own sets just before they serve.
+        if !matches!(self.stream, Stream::Immediate) {
+            return;
+        }
         let line = hpa.raw() >> self.line_shift;
         self.levels.l2.prefetch(line);
         self.levels.llc.prefetch(line);
