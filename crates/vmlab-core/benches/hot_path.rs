@@ -203,7 +203,8 @@ fn translation_cache(c: &mut Criterion) {
 
 /// 4. `MemoryHierarchy::access` with the skylake caches: hot lines (all L1D hits) and
 ///    random lines over 4 GiB (mostly misses to DRAM, with fills into every level: the
-///    2^20 lines are about three times the 22 MiB LLC).
+///    2^20 lines are about three times the 22 MiB LLC); and the same lines as a reference
+///    stream served level by level (`_staged`) or on a cache thread (`_threaded`).
 fn cache_hierarchy(c: &mut Criterion) {
     let profile = skylake();
     let line = u64::from(profile.memory.line_size);
@@ -243,8 +244,55 @@ fn cache_hierarchy(c: &mut Criterion) {
         group.bench_function(name, |b| {
             b.iter(|| access_all(&mut memory, black_box(lines)))
         });
+
+        // The same lines through the decoupled pipeline (`hw::pipeline`), level by level on
+        // this thread, then with the levels on a cache thread: the same counts, checked.
+        let mut staged = MemoryHierarchy::new(&profile.memory);
+        stream_staged(&mut staged, lines);
+        let before = *staged.stats();
+        stream_staged(&mut staged, lines);
+        assert_eq!(
+            staged.stats().since(&before),
+            pass,
+            "staged serving is exact"
+        );
+        group.bench_function(format!("{name}_staged"), |b| {
+            b.iter(|| stream_staged(&mut staged, black_box(lines)))
+        });
+        let mut threaded = MemoryHierarchy::new(&profile.memory);
+        stream_threaded(&mut threaded, lines);
+        let before = *threaded.stats();
+        stream_threaded(&mut threaded, lines);
+        assert_eq!(
+            threaded.stats().since(&before),
+            pass,
+            "threaded serving is exact"
+        );
+        group.bench_function(format!("{name}_threaded"), |b| {
+            b.iter(|| stream_threaded(&mut threaded, black_box(lines)))
+        });
     }
     group.finish();
+}
+
+/// `lines` as one stream served level by level on this thread.
+fn stream_staged(memory: &mut MemoryHierarchy, lines: &[Hpa]) {
+    memory.stage();
+    for &hpa in lines {
+        memory.reference(hpa, Requester::Data);
+    }
+    memory.end_stream();
+}
+
+/// `lines` as one stream served by a cache thread.
+fn stream_threaded(memory: &mut MemoryHierarchy, lines: &[Hpa]) {
+    let (levels, worker) = memory.detach();
+    let cache = std::thread::spawn(move || worker.run(levels));
+    for &hpa in lines {
+        memory.reference(hpa, Requester::Data);
+    }
+    memory.hang_up();
+    memory.attach(cache.join().expect("the cache thread serves every chunk"));
 }
 
 /// 5. Generating sysbench-mem's random accesses (`Workload::next_op` of the concrete type,

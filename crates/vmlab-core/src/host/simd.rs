@@ -82,20 +82,6 @@ pub fn move_to_front_u32x16<const N: usize>(lanes: &mut [u32; 16], last: usize, 
     }
 }
 
-/// [`move_to_front_u32x16`] with `last = N - 1`: all `N` lanes move up, the last drops off.
-/// Cheaper, as no lane keeps its value.
-#[inline]
-pub fn push_front_u32x16<const N: usize>(lanes: &mut [u32; 16], value: u32) {
-    const { assert!(N == 8 || N == 16) };
-    #[cfg(target_arch = "x86_64")]
-    sse2::push_front_u32x16::<N>(lanes, value);
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        lanes.copy_within(0..N - 1, 1);
-        lanes[0] = value;
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
     use core::arch::x86_64::*;
@@ -184,10 +170,10 @@ mod sse2 {
         _mm_or_si128(_mm_slli_si128::<4>(v), _mm_srli_si128::<12>(prev))
     }
 
-    // The two below must inline into the cache's access path, where a call would cost as much
-    // as their work, and the compiler declines to inline their 16-lane forms there.
-    // `#[inline(always)]` cannot go with `#[target_feature]`, so they carry no `target_feature`
-    // and call the intrinsics in `unsafe` blocks instead: all those calls need is SSE2, which
+    // The one below must inline into the cache's access path, where a call would cost as much
+    // as its work, and the compiler declines to inline its 16-lane form there.
+    // `#[inline(always)]` cannot go with `#[target_feature]`, so it carries no `target_feature`
+    // and calls the intrinsics in `unsafe` blocks instead: all those calls need is SSE2, which
     // every x86-64 target enables (asserted here).
     const _: () = assert!(cfg!(target_feature = "sse2"));
 
@@ -214,22 +200,6 @@ mod sse2 {
                 let (v2, v3) = (load_u32x4(lanes, 8), load_u32x4(lanes, 12));
                 store_u32x4(lanes, 8, step(8, v2, v1));
                 store_u32x4(lanes, 12, step(12, v3, v2));
-            }
-        }
-    }
-
-    #[inline(always)]
-    pub fn push_front_u32x16<const N: usize>(lanes: &mut [u32; 16], value: u32) {
-        // SAFETY: SSE2 is enabled (see above), and the loads and stores are in bounds.
-        unsafe {
-            let first = _mm_set_epi32(value as i32, 0, 0, 0);
-            let (v0, v1) = (load_u32x4(lanes, 0), load_u32x4(lanes, 4));
-            store_u32x4(lanes, 0, shift_up(v0, first));
-            store_u32x4(lanes, 4, shift_up(v1, v0));
-            if N == 16 {
-                let (v2, v3) = (load_u32x4(lanes, 8), load_u32x4(lanes, 12));
-                store_u32x4(lanes, 8, shift_up(v2, v1));
-                store_u32x4(lanes, 12, shift_up(v3, v2));
             }
         }
     }
@@ -291,19 +261,6 @@ mod tests {
                     assert_eq!(got, want, "last {last}, 8 lanes");
                 }
             }
-            // Pushing in at the front of N lanes drops lane N - 1.
-            let pushed = |n: usize| {
-                let mut want = lanes;
-                want.copy_within(0..n - 1, 1);
-                want[0] = value;
-                want
-            };
-            let mut got = lanes;
-            push_front_u32x16::<16>(&mut got, value);
-            assert_eq!(got, pushed(16));
-            let mut got = lanes;
-            push_front_u32x16::<8>(&mut got, value);
-            assert_eq!(got, pushed(8));
             let values = [0, 3, 7, 15];
             for n in [8, 16] {
                 let want =

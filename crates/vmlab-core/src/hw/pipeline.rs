@@ -167,3 +167,77 @@ fn pass(cache: &mut Cache, level: MemLevel, refs: &mut [u64], stats: &mut Memory
     }
     missed
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::addr::Hpa;
+    use crate::hw::cache::{CacheConfig, MemoryConfig, MemoryHierarchy, Replacement, Requester};
+    use proptest::prelude::*;
+
+    /// Small levels (4 and 16 ways, L2 disabled in some cases) so that random lines hit,
+    /// miss and evict at every level.
+    fn hierarchy(policy: Replacement, l2_size: u64) -> MemoryHierarchy {
+        let level = |size, ways| CacheConfig {
+            size,
+            ways,
+            replacement: policy,
+        };
+        MemoryHierarchy::new(&MemoryConfig {
+            line_size: 64,
+            l1d: level(4 * 4 * 64, 4),
+            l2: level(l2_size, 4),
+            llc: level(128 * 16 * 64, 16),
+        })
+    }
+
+    fn policy() -> impl Strategy<Value = Replacement> {
+        prop_oneof![
+            Just(Replacement::Lru),
+            Just(Replacement::Srrip),
+            Just(Replacement::Drrip)
+        ]
+    }
+
+    proptest! {
+        /// Staged and threaded serving give the counts of serving each reference at once,
+        /// over streams longer than a chunk, and leave the same lines behind.
+        #[test]
+        fn every_stream_serves_as_immediate_access_does(
+            refs in proptest::collection::vec((0u64..4096, 0usize..3), 0..3 * super::CHUNK),
+            policy in policy(),
+            l2_size in prop_oneof![Just(0u64), Just(16 * 4 * 64)],
+        ) {
+            let refs: Vec<(Hpa, Requester)> = refs
+                .into_iter()
+                .map(|(line, who)| (Hpa::new(line * 64), Requester::ALL[who]))
+                .collect();
+            let mut immediate = hierarchy(policy, l2_size);
+            for &(hpa, who) in &refs {
+                immediate.access(hpa, who);
+            }
+            let mut staged = hierarchy(policy, l2_size);
+            staged.stage();
+            for &(hpa, who) in &refs {
+                staged.reference(hpa, who);
+            }
+            staged.end_stream();
+            let mut threaded = hierarchy(policy, l2_size);
+            let (levels, worker) = threaded.detach();
+            let cache = std::thread::spawn(move || worker.run(levels));
+            for &(hpa, who) in &refs {
+                threaded.reference(hpa, who);
+            }
+            threaded.hang_up();
+            threaded.attach(cache.join().unwrap());
+            prop_assert_eq!(staged.stats(), immediate.stats());
+            prop_assert_eq!(threaded.stats(), immediate.stats());
+            // The same contents and replacement state: the same outcomes from here on.
+            for line in 0..4096 {
+                let hpa = Hpa::new(line * 64);
+                let want = immediate.access(hpa, Requester::Data);
+                prop_assert_eq!(staged.access(hpa, Requester::Data), want);
+                prop_assert_eq!(threaded.access(hpa, Requester::Data), want);
+            }
+        }
+    }
+}
