@@ -9,7 +9,7 @@ use crate::progress::RunProgress;
 use crate::CliError;
 use std::time::Instant;
 use vmlab_core::addr::PageSize;
-use vmlab_core::engine::{self, Phase, RunConfig};
+use vmlab_core::engine::{self, sampling, Phase, RunConfig};
 use vmlab_core::scheme::Paging;
 
 pub fn bench(args: BenchArgs) -> Result<(), CliError> {
@@ -31,6 +31,8 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
             fragmentation: 0.0,
             accesses: args.accesses,
             warmup: 0,
+            tolerance: sampling::DEFAULT_TOLERANCE,
+            fixed_warmup: true,
             seed: 1,
             pretouch: false,
         };

@@ -17,7 +17,7 @@ const SIZES: [&str; 11] = [
 ];
 const CSV_HEADER: &str = "experiment,label,workload,size,scheme,guest_pages,host_pages,seconds,slowdown_vs_native,\
 ns_per_access,cycles_per_access,us_per_fork,us_per_iter,tlb_misses,walks,walk_refs_per_walk,vm_exits,page_faults,\
-accesses_simulated,extrapolated";
+accesses_simulated,extrapolated,accesses_warmup,warmup_end,seconds_ci,ns_per_access_ci";
 
 /// A fresh output directory for one test.
 fn out_dir(name: &str) -> PathBuf {

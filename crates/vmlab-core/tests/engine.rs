@@ -18,6 +18,8 @@ fn config(workload: &str, paging: Paging) -> RunConfig {
         fragmentation: 0.0,
         accesses: 50_000,
         warmup: 10_000,
+        tolerance: vmlab_core::engine::sampling::DEFAULT_TOLERANCE,
+        fixed_warmup: true,
         seed: 7,
         pretouch: false,
     }
