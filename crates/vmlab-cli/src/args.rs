@@ -150,7 +150,12 @@ pub struct SimArgs {
     #[arg(long, value_name = "N", default_value_t = lab::spec::DEFAULT_WARMUP_CAP)]
     pub warmup: u64,
     /// Relative tolerance of the warm-up's steady-state test (0.001 = 0.1%).
-    #[arg(long, value_name = "T", default_value_t = sampling::DEFAULT_TOLERANCE)]
+    #[arg(
+        long,
+        value_name = "T",
+        default_value_t = sampling::DEFAULT_TOLERANCE,
+        allow_negative_numbers = true
+    )]
     pub tolerance: f64,
     /// Run exactly --warmup accesses of warm-up, with no steady-state test.
     #[arg(long)]
@@ -254,6 +259,8 @@ impl SimArgs {
                 self.fragmentation
             )));
         }
+        sampling::validate(self.accesses, self.warmup, self.tolerance)
+            .map_err(|e| UsageError(e.0))?;
         Ok(RunConfig {
             workload,
             paging: Paging::Native,

@@ -221,9 +221,7 @@ mod tests {
     fn a_decaying_series_converges_once_two_blocks_agree() {
         // 100, 55, 32.5, ... settles towards 10: the two blocks ending at window n differ by
         // 50.625 * 0.5^(n-4), first under 1% of about 10.1 at n = 13 (0.099; 0.198 at n = 12).
-        let series: Vec<f64> = (0..20)
-            .map(|i| 10.0 + 90.0 * 0.5f64.powi(i))
-            .collect();
+        let series: Vec<f64> = (0..20).map(|i| 10.0 + 90.0 * 0.5f64.powi(i)).collect();
         let steady = Steady { tolerance: 0.01 };
         let (used, end) = warm(&series, steady, 20);
         assert_eq!(end, WarmupEnd::Converged);
