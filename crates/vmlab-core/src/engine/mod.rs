@@ -252,7 +252,7 @@ fn drive<W: Workload>(
             sample,
             ..
         } => {
-            let (warmup, warmup_costs, end) = warm_up(
+            let (mut warmup, warmup_costs, mut end) = warm_up(
                 &mut w,
                 sys,
                 &cost,
@@ -262,12 +262,34 @@ fn drive<W: Workload>(
                 steady,
                 progress,
             )?;
-            let before = Snapshot::take(sys);
-            let (simulated, window_costs) = measure(&mut w, sys, &cost, sample, progress)?;
+            // A sample whose windows still trend was measured too early: it becomes warm-up
+            // and the run measures again, while the cap leaves room for a whole sample.
+            let mut discarded = 0;
+            let (before, simulated, window_costs) = loop {
+                let before = Snapshot::take(sys);
+                let (simulated, costs) = measure(&mut w, sys, &cost, sample, progress)?;
+                if !steady.is_some_and(|s| s.trending(&costs)) {
+                    break (before, simulated, costs);
+                }
+                let room = warmup
+                    .checked_add(simulated)
+                    .is_some_and(|used| used <= cap && simulated == sample);
+                if !room {
+                    end = if cap_by_workload {
+                        WarmupEnd::Workload
+                    } else {
+                        WarmupEnd::Cap
+                    };
+                    break (before, simulated, costs);
+                }
+                warmup += simulated;
+                discarded += 1;
+            };
             let sampled = Sampled {
                 plan,
                 warmup,
                 end,
+                discarded,
                 warmup_costs,
                 window_costs,
             };
@@ -312,6 +334,8 @@ struct Sampled {
     plan: SamplePlan,
     warmup: u64,
     end: WarmupEnd,
+    /// Samples measured, found still trending, and counted as warm-up.
+    discarded: u64,
     warmup_costs: Vec<f64>,
     window_costs: Vec<f64>,
 }
@@ -322,6 +346,7 @@ impl Sampled {
             plan: SamplePlan::Whole,
             warmup: 0,
             end: WarmupEnd::None,
+            discarded: 0,
             warmup_costs: Vec::new(),
             window_costs: Vec::new(),
         }
@@ -615,6 +640,7 @@ fn sample_report(
         warmup_end: sampled.end.name().to_string(),
         converged: sampled.end == WarmupEnd::Converged,
         warmup_accesses: sampled.warmup,
+        discarded_samples: sampled.discarded,
         warmup_cap: 0,
         warmup_window_accesses: 0,
         tolerance: None,
@@ -644,7 +670,7 @@ fn sample_report(
             report.tolerance = steady.map(|s| s.tolerance);
             let warm = match steady {
                 Some(s) => format!(
-                    "warm-up in windows of {warmup_window} accesses until the mean cycles per access of the last {b} windows is within {tol}% of the {b} before (at most {cap} accesses)",
+                    "warm-up in windows of {warmup_window} accesses until the mean cycles per access of the last {b} windows is within {tol}% of the {b} before, and again for a sample whose windows still trend (at most {cap} accesses)",
                     b = sampling::BLOCK,
                     tol = s.tolerance * 100.0
                 ),

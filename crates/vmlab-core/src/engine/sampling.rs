@@ -49,6 +49,35 @@ impl Steady {
         let last = mean(&series[start + BLOCK..]);
         (last - before).abs() <= self.tolerance * before.abs()
     }
+
+    /// True when the measured window costs `xs` still move: the least-squares line through
+    /// them drifts by more than `tolerance` (relative to their mean) over the sample, and its
+    /// slope is significant (Student t on the slope, two-sided 95%, `len - 2` degrees of
+    /// freedom). Noise alone rarely passes both; a cost still falling after a plateau does.
+    pub fn trending(&self, xs: &[f64]) -> bool {
+        if xs.len() < 3 {
+            return false;
+        }
+        let n = xs.len() as f64;
+        let (xm, ym) = ((n - 1.0) / 2.0, mean(xs));
+        let sxx: f64 = (0..xs.len()).map(|i| (i as f64 - xm).powi(2)).sum();
+        let sxy: f64 = xs
+            .iter()
+            .enumerate()
+            .map(|(i, y)| (i as f64 - xm) * (y - ym))
+            .sum();
+        let slope = sxy / sxx;
+        if (slope * (n - 1.0)).abs() <= self.tolerance * ym.abs() {
+            return false;
+        }
+        let residual: f64 = xs
+            .iter()
+            .enumerate()
+            .map(|(i, y)| (y - ym - slope * (i as f64 - xm)).powi(2))
+            .sum();
+        let se = (residual / (n - 2.0) / sxx).sqrt();
+        se == 0.0 || (slope / se).abs() > t_975(xs.len() as u64 - 2)
+    }
 }
 
 /// Why the warm-up ended.
@@ -226,6 +255,46 @@ mod tests {
         let (used, end) = warm(&series, steady, 20);
         assert_eq!(end, WarmupEnd::Converged);
         assert_eq!(used, 13);
+    }
+
+    #[test]
+    fn a_plateau_before_a_drop_fools_a_loose_tolerance_but_not_the_default() {
+        // Nested paging's cycles per 1M-access window on sysbench-mem 4G rnd (docs/model.md):
+        // a plateau near 84, then a drop to 70 after 6M accesses.
+        let nested = [
+            85.56, 84.63, 84.16, 84.11, 84.05, 83.72, 76.17, 71.69, 70.41, 70.03, 69.92, 69.88,
+            69.88, 69.88, 69.88, 69.88,
+        ];
+        let at = |tolerance| warm(&nested, Steady { tolerance }, 16);
+        assert_eq!(at(0.005), (5, WarmupEnd::Converged), "0.5% stops on the plateau");
+        assert_eq!(at(QUICK_TOLERANCE), (13, WarmupEnd::Converged));
+        assert_eq!(at(DEFAULT_TOLERANCE), (14, WarmupEnd::Converged));
+    }
+
+    #[test]
+    fn a_sample_still_falling_after_a_plateau_is_trending_and_noise_is_not() {
+        // TPT with per-frame tag checks: a warm-up plateau near 108 passed the test, then the
+        // sample's windows fell (docs/model.md).
+        let falling = [
+            105.16, 93.67, 87.29, 84.86, 84.0, 83.81, 83.72, 83.66, 83.66, 83.59,
+        ];
+        let steady = Steady {
+            tolerance: DEFAULT_TOLERANCE,
+        };
+        assert!(steady.trending(&falling));
+        // Nested paging's steady windows: 0.04% apart, no trend.
+        let flat = [
+            69.89, 69.88, 69.88, 69.88, 69.87, 69.89, 69.87, 69.88, 69.89, 69.86,
+        ];
+        assert!(!steady.trending(&flat));
+        // Alternating noise of 1% has no significant slope.
+        let noise = [100.0, 101.0, 100.0, 101.0, 100.0, 101.0, 100.0, 101.0, 100.0, 101.0];
+        assert!(!steady.trending(&noise));
+        // An exact rise of 0.05% per window drifts 0.45%: a trend, with no noise at all.
+        let rise: Vec<f64> = (0..10).map(|i| 100.0 + 0.05 * i as f64).collect();
+        assert!(steady.trending(&rise));
+        // The same rise within a looser tolerance is steady enough.
+        assert!(!Steady { tolerance: 0.005 }.trending(&rise));
     }
 
     #[test]

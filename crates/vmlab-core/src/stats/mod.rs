@@ -71,8 +71,11 @@ pub struct SampleReport {
     pub warmup_end: String,
     /// True when the steady-state test passed.
     pub converged: bool,
-    /// Warm-up accesses run (as `accesses_warmup`).
+    /// Warm-up accesses run (as `accesses_warmup`), discarded samples included.
     pub warmup_accesses: u64,
+    /// Samples measured, found still trending (their windows' cost drifted by more than the
+    /// tolerance, significantly), and counted as warm-up before measuring again.
+    pub discarded_samples: u64,
     /// The most warm-up accesses the run was allowed (`--warmup`, lowered to what the
     /// workload leaves before the sample).
     pub warmup_cap: u64,
@@ -84,7 +87,7 @@ pub struct SampleReport {
     pub window_accesses: u64,
     /// Measured windows.
     pub windows: u64,
-    /// Cycles per access of each warm-up window, in order.
+    /// Cycles per access of each warm-up window, in order (discarded samples not included).
     pub warmup_cycles_per_access: Vec<f64>,
     /// Cycles per access of each measured window, in order.
     pub window_cycles_per_access: Vec<f64>,
