@@ -266,7 +266,11 @@ mod tests {
             69.88, 69.88, 69.88, 69.88,
         ];
         let at = |tolerance| warm(&nested, Steady { tolerance }, 16);
-        assert_eq!(at(0.005), (5, WarmupEnd::Converged), "0.5% stops on the plateau");
+        assert_eq!(
+            at(0.005),
+            (5, WarmupEnd::Converged),
+            "0.5% stops on the plateau"
+        );
         assert_eq!(at(QUICK_TOLERANCE), (13, WarmupEnd::Converged));
         assert_eq!(at(DEFAULT_TOLERANCE), (14, WarmupEnd::Converged));
     }
@@ -288,7 +292,9 @@ mod tests {
         ];
         assert!(!steady.trending(&flat));
         // Alternating noise of 1% has no significant slope.
-        let noise = [100.0, 101.0, 100.0, 101.0, 100.0, 101.0, 100.0, 101.0, 100.0, 101.0];
+        let noise = [
+            100.0, 101.0, 100.0, 101.0, 100.0, 101.0, 100.0, 101.0, 100.0, 101.0,
+        ];
         assert!(!steady.trending(&noise));
         // An exact rise of 0.05% per window drifts 0.45%: a trend, with no noise at all.
         let rise: Vec<f64> = (0..10).map(|i| 100.0 + 0.05 * i as f64).collect();
