@@ -264,7 +264,7 @@ impl Plan {
             return "every operation simulated, from cold".to_string();
         }
         format!(
-            "{} measured accesses per run in {} windows (95% interval over them), after a warm-up to steady state (tolerance {}%{}, at most {} accesses); a workload the sample covers is simulated whole, from cold",
+            "{} measured accesses per run in {} windows, after a warm-up to steady state (tolerance {}%{}, at most {} accesses)",
             self.accesses,
             crate::engine::sampling::WINDOWS,
             self.tolerance * 100.0,
