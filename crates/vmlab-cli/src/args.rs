@@ -145,7 +145,8 @@ pub struct SimArgs {
     pub accesses: u64,
     /// The most accesses to run before measuring, to warm TLBs and caches (not counted). The
     /// warm-up runs in windows of 1M accesses and stops once the cycles per access of the
-    /// last 2 windows average within --tolerance of the 2 before; the report gives the
+    /// last 2 windows average within --tolerance of the 2 before (a sample whose windows
+    /// still trend counts as warm-up too, and is measured again); the report gives the
     /// warm-up used and whether it converged or hit this cap (or the workload's end).
     #[arg(long, value_name = "N", default_value_t = lab::spec::DEFAULT_WARMUP_CAP)]
     pub warmup: u64,
