@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 const GUEST: &str = env!("CARGO_BIN_EXE_vmlab-guest");
 const BENCH: &str = env!("CARGO_BIN_EXE_vmlab-guest-bench");
-const MECHANISMS: [&str; 4] = ["ptrace", "sysemu", "seccomp-trace", "seccomp-notify"];
+const MECHANISMS: [&str; 5] = ["ptrace", "sysemu", "seccomp-trace", "seccomp-notify", "sigsys"];
 
 /// The mechanisms this host runs; the others are skipped with a printed reason.
 fn mechanisms() -> Vec<&'static str> {
@@ -114,7 +114,7 @@ fn real_programs_match_native_under_every_mechanism() {
 #[test]
 fn a_guest_killed_by_a_signal_reports_128_plus_n() {
     for m in mechanisms() {
-        if m == "seccomp-notify" {
+        if m == "seccomp-notify" || m == "sigsys" {
             // Its guest pid 1 is a pid namespace's init, which signals from inside cannot kill.
             continue;
         }
@@ -266,7 +266,7 @@ fn nothing_escapes_the_guest_root() {
             .output()
             .unwrap();
         let report = text(&out.stdout);
-        if m == "seccomp-notify" {
+        if m == "seccomp-notify" || m == "sigsys" {
             assert_eq!(out.status.code(), Some(2), "{m}: {report}");
             continue;
         }
@@ -304,7 +304,7 @@ fn bad_input_is_a_one_line_error_with_status_2() {
         assert!(err.starts_with("error: "), "{args:?}: {err}");
     }
     let out = Command::new(GUEST).args(["-M", "bogus", "--", "true"]).output().unwrap();
-    assert!(text(&out.stderr).contains("ptrace, sysemu, seccomp-trace, seccomp-notify"));
+    assert!(text(&out.stderr).contains("ptrace, sysemu, seccomp-trace, seccomp-notify, sigsys"));
 }
 
 #[test]

@@ -4,7 +4,9 @@ mod kernel;
 mod mem;
 mod notify;
 mod path;
+mod sigsys;
 mod strace;
+mod stub;
 mod trace;
 
 use crate::{calls, Config, GuestError, Mechanism, Outcome};
@@ -49,6 +51,7 @@ fn trap(m: Mechanism) -> Box<dyn Trap> {
         Mechanism::Sysemu => Box::new(Style::Sysemu),
         Mechanism::SeccompTrace => Box::new(Style::SeccompTrace),
         Mechanism::SeccompNotify => Box::new(notify::Notify),
+        Mechanism::Sigsys => Box::new(sigsys::Sigsys),
     }
 }
 
@@ -56,6 +59,13 @@ fn trap(m: Mechanism) -> Box<dyn Trap> {
 fn seccomp_action_available(action: u32) -> bool {
     // SAFETY: SECCOMP_GET_ACTION_AVAIL reads one u32 through the pointer, which is live.
     unsafe { c::syscall(c::SYS_seccomp, c::SECCOMP_GET_ACTION_AVAIL, 0, &action as *const u32) == 0 }
+}
+
+/// Whether the host kernel has futex_waitv (Linux 5.16).
+fn futex_waitv_available() -> bool {
+    // SAFETY: zero waiters with null pointers: the kernel answers EINVAL if it has the call.
+    let r = unsafe { c::syscall(449, 0usize, 0u32, 0u32, 0usize, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(c::ENOSYS)
 }
 
 pub(crate) fn check_host(m: Mechanism) -> Result<(), GuestError> {
@@ -79,6 +89,12 @@ pub(crate) fn check_host(m: Mechanism) -> Result<(), GuestError> {
         }
         Mechanism::SeccompNotify => {
             need(seccomp_action_available(c::SECCOMP_RET_USER_NOTIF), "seccomp SECCOMP_RET_USER_NOTIF")
+        }
+        Mechanism::Sigsys => {
+            need(ptrace_ok, "ptrace (to put the stub into each new program)")?;
+            need(seccomp_action_available(c::SECCOMP_RET_TRAP), "seccomp SECCOMP_RET_TRAP")?;
+            need(seccomp_action_available(c::SECCOMP_RET_USER_NOTIF), "seccomp SECCOMP_RET_USER_NOTIF")?;
+            need(futex_waitv_available(), "futex_waitv (Linux 5.16)")
         }
     }
 }
