@@ -317,3 +317,48 @@ fn kill_0_reaches_guest_processes_only() {
         assert_eq!(out.status.code(), Some(0), "{m}");
     }
 }
+
+/// The sigsys stub answers a forked child from the child's own channel (its getpid is the pid
+/// fork returned, its getppid its parent's), counts its calls as trapped, and the channel
+/// registration is accepted only from the stub's code: a guest making it is answered by the
+/// host (EINVAL, an unknown prctl option).
+#[test]
+fn sigsys_stub_serves_forked_children_and_refuses_registration_from_guest_code() {
+    if !mechanisms().contains(&"sigsys") {
+        return;
+    }
+    let script = "import os, ctypes\n\
+r, w = os.pipe()\n\
+pid = os.fork()\n\
+if pid == 0:\n    os.write(w, b'%d %d' % (os.getpid(), os.getppid())); os._exit(0)\n\
+os.waitpid(pid, 0)\n\
+child = os.read(r, 100).decode().split()\n\
+print(child[0] == str(pid), child[1] == str(os.getpid()), os.getpid())\n\
+libc = ctypes.CDLL(None, use_errno=True)\n\
+print(libc.prctl(0x766d6c62, 0, 0, 0, 0), ctypes.get_errno())\n";
+    let out = guest("sigsys", None, &["python3", "-c", script]);
+    assert_eq!(text(&out.stdout), "True True 1\n-1 22\n", "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// A static program (no dynamic loader, so no preloaded library could reach it) gets the stub
+/// too: its getpid/getppid/getuid are the guest's.
+#[test]
+fn sigsys_runs_static_programs() {
+    if !mechanisms().contains(&"sigsys") {
+        return;
+    }
+    let dir = scratch("static");
+    let src = dir.join("ids.c");
+    std::fs::write(&src, "#include <stdio.h>\n#include <unistd.h>\nint main(void){printf(\"%d %d %d\\n\",(int)getpid(),(int)getppid(),(int)getuid());return 4;}\n").unwrap();
+    let bin = dir.join("ids");
+    let built = Command::new("cc").args(["-static", "-O", "-o"]).arg(&bin).arg(&src).output();
+    if !built.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipping: cc -static cannot build here");
+        return;
+    }
+    let out = Command::new(GUEST).args(["-M", "sigsys", "--uid", "7", "--"]).arg(&bin).output().unwrap();
+    assert_eq!(text(&out.stdout), "1 0 7\n", "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(4));
+    let _ = std::fs::remove_dir_all(&dir);
+}
