@@ -46,13 +46,8 @@ pub enum Mechanism {
 
 impl Mechanism {
     /// Every mechanism, in the order of the benchmark table.
-    pub const ALL: [Mechanism; 5] = [
-        Mechanism::Ptrace,
-        Mechanism::Sysemu,
-        Mechanism::SeccompTrace,
-        Mechanism::SeccompNotify,
-        Mechanism::Sigsys,
-    ];
+    pub const ALL: [Mechanism; 5] =
+        [Mechanism::Ptrace, Mechanism::Sysemu, Mechanism::SeccompTrace, Mechanism::SeccompNotify, Mechanism::Sigsys];
 
     /// The name `--mechanism` takes.
     pub fn name(self) -> &'static str {

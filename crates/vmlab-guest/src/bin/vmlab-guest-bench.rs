@@ -19,6 +19,7 @@ fn main() {
         "hello" => {}
         "ids" => ids(),
         "probe" => probe(&args[2], args.get(3).and_then(|s| s.parse().ok()).unwrap_or(0)),
+        "hostproc" => host_processes(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0)),
         "fileread" | "mmapread" => println!("{:.1}", bandwidth(op, n)),
         _ => match latency(op, n) {
             Some(us) => println!("{us:.3}"),
@@ -324,6 +325,7 @@ fn probe(outside: &str, host_pid: i32) {
     let base = std::path::Path::new(outside).file_name().and_then(|n| n.to_str()).unwrap_or("");
     report("stdin-dirfd", read_at(0, base));
     report("read-direct", secret.is_some_and(|s| String::from_utf8_lossy(&s).contains("vmlab-secret")));
+    datagrams(outside, host_pid, &report);
     let ups = "../".repeat(20);
     let rel = format!("{ups}{}", outside.trim_start_matches('/'));
     report("dotdot", read_at(c::AT_FDCWD, &rel));
@@ -378,4 +380,57 @@ fn probe(outside: &str, host_pid: i32) {
         let target = cstr(&rel);
         report("unlink-outside", c::unlink(target.as_ptr()) == 0);
     }
+}
+
+/// Datagrams to sockets outside the root: the test binds outside.sock next to the secret file
+/// and an abstract name with the host pid; by absolute path, `..` and sendmsg, and to the
+/// abstract name. Run early: natively the probe's later attempts (seccomp strict mode) end it.
+fn datagrams(outside: &str, host_pid: i32, report: &dyn Fn(&str, bool)) {
+    // SAFETY: socket calls with valid pointers to local values.
+    unsafe {
+        let dir = std::path::Path::new(outside).parent().and_then(|d| d.to_str()).unwrap_or("/");
+        let unix = |path: &[u8]| {
+            let mut addr: c::sockaddr_un = std::mem::zeroed();
+            addr.sun_family = c::AF_UNIX as u16;
+            for (i, b) in path.iter().take(107).enumerate() {
+                addr.sun_path[i] = *b as c::c_char;
+            }
+            (addr, (2 + path.len().min(107)) as u32)
+        };
+        let d = c::socket(c::AF_UNIX, c::SOCK_DGRAM, 0);
+        let send_to = |path: &[u8]| {
+            let (addr, len) = unix(path);
+            c::sendto(d, b"x".as_ptr().cast(), 1, 0, (&addr as *const c::sockaddr_un).cast(), len) == 1
+        };
+        let abs_sock = format!("{dir}/outside.sock");
+        let up_sock = format!("{}{}", "../".repeat(8), abs_sock.trim_start_matches('/'));
+        report("sendto-unix-outside", send_to(abs_sock.as_bytes()) || send_to(up_sock.as_bytes()));
+        let (mut addr, len) = unix(abs_sock.as_bytes());
+        let mut iov = c::iovec { iov_base: b"x".as_ptr() as *mut c::c_void, iov_len: 1 };
+        let mut msg: c::msghdr = std::mem::zeroed();
+        msg.msg_name = (&mut addr as *mut c::sockaddr_un).cast();
+        msg.msg_namelen = len;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        report("sendmsg-unix-outside", c::sendmsg(d, &msg, 0) == 1);
+        let name = format!("\0vmlab-probe-{host_pid}");
+        report("sendto-abstract", send_to(name.as_bytes()));
+    }
+}
+
+/// Reaches for a host process outside the guest through /proc (whatever the root: with
+/// `--root /` its /proc is the host's) and by signal: each must be refused.
+fn host_processes(host_pid: i32) {
+    let report = |name: &str, ok: bool| {
+        let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        println!("{name} {} {e}", if ok { "ESCAPED" } else { "refused" });
+    };
+    report("proc-hostpid-environ", std::fs::read(format!("/proc/{host_pid}/environ")).is_ok());
+    report(
+        "proc-hostpid-mem",
+        std::fs::OpenOptions::new().read(true).write(true).open(format!("/proc/{host_pid}/mem")).is_ok(),
+    );
+    report("proc-hostpid-cwd", std::fs::read_dir(format!("/proc/{host_pid}/cwd")).is_ok());
+    // SAFETY: kill has no memory arguments; signal 0 only checks.
+    report("kill-host", host_pid > 0 && unsafe { c::kill(host_pid, 0) } == 0);
 }

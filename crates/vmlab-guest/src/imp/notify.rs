@@ -15,7 +15,7 @@
 //! (Linux 6.6), which lets the host switch directly between the guest and the supervisor
 //! thread.
 
-use super::kernel::{refusal, Call, Kernel};
+use super::kernel::{read_msg_name, refusal, Call, Kernel};
 use super::{filter, strace, Exec, Trap, INTERRUPT};
 use crate::{Config, GuestError, Outcome};
 use libc as c;
@@ -126,6 +126,7 @@ pub(crate) fn start(
             if rooted && (c::chroot(root.as_ptr()) != 0 || c::chdir(c"/".as_ptr()) != 0) {
                 c::_exit(126);
             }
+            exec.confine();
             if let Some(first) = first {
                 if super::install_filter(first, 0) != 0 {
                     c::_exit(126);
@@ -283,14 +284,24 @@ pub(crate) fn ns_ids(tid: i32) -> Option<(i32, i32, i32)> {
     Some((last("NSpid:")?, ns_tgid, ns_parent))
 }
 
-/// Whether bind/connect `call` names an abstract AF_UNIX socket, which chroot does not contain.
-/// Checked in the guest's memory before the call runs: a guest thread could change the
-/// address in between (see docs/guest.md).
+/// Whether bind/connect/sendto/sendmsg/sendmmsg `call` names an abstract AF_UNIX socket,
+/// which chroot does not contain. Checked in the guest's memory before the call runs: a guest
+/// thread could change the address in between (see docs/guest.md).
 fn abstract_unix(tid: i32, call: &Call) -> bool {
-    let Ok(addr) = super::mem::read(tid, call.args[1], 3) else {
-        return false;
+    let a = call.args;
+    let is_abstract = |ptr: u64, len: u64| {
+        let Ok(addr) = super::mem::read(tid, ptr, 3) else {
+            return false;
+        };
+        u16::from_ne_bytes([addr[0], addr[1]]) == c::AF_UNIX as u16 && len > 2 && addr[2] == 0
     };
-    u16::from_ne_bytes([addr[0], addr[1]]) == c::AF_UNIX as u16 && call.args[2] > 2 && addr[2] == 0
+    let named = |at: u64| read_msg_name(tid, at).is_some_and(|(p, l)| p != 0 && is_abstract(p, l));
+    match call.nr {
+        c::SYS_sendto => a[4] != 0 && is_abstract(a[4], a[5]),
+        c::SYS_sendmsg => named(a[1]),
+        c::SYS_sendmmsg => (0..a[2].min(1024)).any(|i| named(a[1] + i * 64)),
+        _ => is_abstract(a[1], a[2]),
+    }
 }
 
 /// The supervisor thread: receives notifications until the guest is gone.
@@ -345,7 +356,11 @@ pub(crate) fn answer(
         c::SYS_getpid => Some(ns_tgid as i64),
         c::SYS_gettid => Some(ns_tid as i64),
         c::SYS_getppid => Some(ns_parent as i64),
-        c::SYS_bind | c::SYS_connect if kernel.root.is_some() && abstract_unix(tid, call) => Some(-(c::EPERM as i64)),
+        c::SYS_bind | c::SYS_connect | c::SYS_sendto | c::SYS_sendmsg | c::SYS_sendmmsg
+            if kernel.root.is_some() && abstract_unix(tid, call) =>
+        {
+            Some(-(c::EPERM as i64))
+        }
         _ => match refusal(call) {
             Some(e) => Some(e),
             None => match kernel.identity(tid, tid, call) {

@@ -25,7 +25,9 @@ use super::notify::{self, answer, ns_ids, take_fd, take_terminal_back, Started};
 use super::{mem, strace, stub, Trap, INTERRUPT};
 use crate::{calls, Config, GuestError, Outcome};
 use libc as c;
-use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -42,13 +44,26 @@ pub(crate) fn trapped(nr: i64) -> bool {
     nr != c::SYS_gettid && calls::handling(nr).0 == calls::Handling::Emulated
 }
 
+/// The first filter: SECCOMP_RET_TRAP for [`trapped`] calls, for rt_sigprocmask, and for
+/// rt_sigaction of SIGSYS (which the stub answers by itself; see `stub.rs`).
 fn trap_filter() -> Result<Vec<seccompiler::sock_filter>, GuestError> {
-    let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> =
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         (0..crate::sysnames::NAMES.len() as i64).filter(|&nr| trapped(nr)).map(|nr| (nr, Vec::new())).collect();
+    rules.insert(c::SYS_rt_sigprocmask, Vec::new());
+    // The whole 64-bit register is compared, while the host reads an int: the guest kernel's
+    // own injected rt_sigaction passes SIGSYS with a high bit set to get past this rule (a
+    // guest doing the same only removes its own handler, and dies at its next trapped call).
+    let sigsys = SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::Eq, c::SIGSYS as u64)
+        .and_then(|cond| SeccompRule::new(vec![cond]))
+        .map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?;
+    rules.insert(c::SYS_rt_sigaction, vec![sigsys]);
     let f = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trap, TargetArch::x86_64)
         .map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?;
     BpfProgram::try_from(f).map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))
 }
+
+/// SIGSYS as the int the host reads, but not the 64-bit value the filter's rule matches.
+const SIGSYS_PAST_FILTER: u64 = (1 << 32) | c::SIGSYS as u64;
 
 /// One guest process's channel, mapped in the guest kernel too.
 struct Channel {
@@ -86,9 +101,12 @@ impl Drop for Channel {
     }
 }
 
+/// Each guest thread's ids in the guest's pid namespace (tid, tgid, parent), as notify caches them.
+type NsIds = HashMap<i32, (i32, i32, i32)>;
+
 /// What the guest kernel's threads share.
 struct Shared<'k> {
-    kernel: Mutex<(&'k mut Kernel, HashMap<i32, (i32, i32, i32)>)>,
+    kernel: Mutex<(&'k mut Kernel, NsIds)>,
     channels: Mutex<Vec<Channel>>,
     /// Bumped (and woken) when the channel list changes or the guest ends.
     control: AtomicU32,
@@ -109,7 +127,8 @@ impl Trap for Sigsys {
         };
         let status = std::thread::scope(|s| {
             let answering = s.spawn(|| serve_channels(&shared));
-            let status = Supervisor { shared: &shared, seized: HashMap::new(), started: &started }.run(&sigchld, &pidfd);
+            let status =
+                Supervisor { shared: &shared, seized: HashMap::new(), started: &started }.run(&sigchld, &pidfd);
             take_terminal_back();
             shared.done.store(true, Ordering::SeqCst);
             shared.control.fetch_add(1, Ordering::SeqCst);
@@ -181,7 +200,7 @@ enum Seized {
     LeavingExec,
     /// At the exec stop, running injected call `step` with a `syscall` instruction placed at
     /// `saved.rip` over `word`.
-    Injecting { saved: c::user_regs_struct, word: u64, step: usize },
+    Injecting { saved: Box<c::user_regs_struct>, word: u64, step: usize },
 }
 
 struct Supervisor<'a, 'k> {
@@ -287,7 +306,7 @@ impl Supervisor<'_, '_> {
             ([c::SYS_mmap as u64, stub::BASE, stub::LEN, rw, fixed, u64::MAX, 0], stub::BASE as i64),
             ([c::SYS_mprotect as u64, stub::BASE, 0x1000, (c::PROT_READ | c::PROT_EXEC) as u64, 0, 0, 0], 0),
             ([c::SYS_madvise as u64, stub::DATA, 0x1000, c::MADV_WIPEONFORK as u64, 0, 0, 0], 0),
-            ([c::SYS_rt_sigaction as u64, c::SIGSYS as u64, stub::DATA + 64, 0, 8, 0, 0], 0),
+            ([c::SYS_rt_sigaction as u64, SIGSYS_PAST_FILTER, stub::DATA + 64, 0, 8, 0, 0], 0),
         ]
     }
 
@@ -318,7 +337,7 @@ impl Supervisor<'_, '_> {
                 if *step == 0 && !self.copy_stub(tid) {
                     return self.give_up(tid);
                 }
-                (*saved, *word, step + 1)
+                (**saved, *word, step + 1)
             }
             _ => return self.give_up(tid),
         };
@@ -341,7 +360,7 @@ impl Supervisor<'_, '_> {
         regs.r8 = call[5];
         regs.r9 = call[6];
         ptrace(c::PTRACE_SETREGS, tid, 0, &regs as *const _ as usize);
-        self.seized.insert(tid, Seized::Injecting { saved, word, step });
+        self.seized.insert(tid, Seized::Injecting { saved: Box::new(saved), word, step });
         ptrace(c::PTRACE_SINGLESTEP, tid, 0, 0);
     }
 
@@ -376,12 +395,8 @@ impl Supervisor<'_, '_> {
         let call = Call { nr: req.data.nr as i64, args: req.data.args };
         let ip = req.data.instruction_pointer;
         let from_stub = (stub::BASE..stub::BASE + 0x1000).contains(&ip);
-        let cont = c::seccomp_notif_resp {
-            id: req.id,
-            val: 0,
-            error: 0,
-            flags: c::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
-        };
+        let cont =
+            c::seccomp_notif_resp { id: req.id, val: 0, error: 0, flags: c::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32 };
         let resp = if matches!(self.seized.get(&tid), Some(Seized::Injecting { .. })) {
             // The guest kernel's own injected calls (seen only with --strace).
             cont

@@ -15,6 +15,12 @@
 //!    arguments, sets the state to REQUEST and wakes the guest kernel (futex);
 //! 3. it waits (futex) for the state REPLY, copies the result, frees the channel and the lock.
 //!
+//! rt_sigprocmask and rt_sigaction(SIGSYS) are trapped too and answered by the stub alone:
+//! the host kills a thread whose SIGSYS is blocked (or not handled) when the filter traps, so
+//! the stub keeps SIGSYS out of the mask the interrupted context gets back at sigreturn and does
+//! not let the guest replace the handler (C libraries block every signal around vfork and reset
+//! every handler in the child).
+//!
 //! Every system call it makes (memfd_create, ftruncate, mmap, close, futex, rt_sigreturn) is
 //! one any guest code may make; the only one the guest kernel acts on is the registration, which
 //! it accepts only from the stub's code page and only for the calling process. So the stub needs
@@ -54,6 +60,13 @@ global_asm!(
     "    mov r13, rdx",
     "    lea r14, [rip + vmlab_stub_start]",
     "    add r14, 0x1000",
+    // The signal-mask calls are answered here, in the process, on the mask the interrupted
+    // context gets back at sigreturn (uc_sigmask, byte 296): SIGSYS must never be blocked.
+    "    mov eax, [r12 + 24]",
+    "    cmp eax, 14",
+    "    je 20f",
+    "    cmp eax, 13",
+    "    je 10f",
     "    mov r15, [r14]",
     "    test r15, r15",
     "    jnz 3f",
@@ -159,6 +172,65 @@ global_asm!(
     "    syscall",
     "8:",
     "    mov qword ptr [r13 + 144], -38",
+    "    ret",
+    // rt_sigaction(SIGSYS, act, oldact): the guest's own SIGSYS disposition is not installed;
+    // it reads back as SIG_DFL.
+    "10:",
+    "    mov rdi, [r13 + 136]",
+    "    test rdi, rdi",
+    "    jz 11f",
+    "    xor eax, eax",
+    "    mov [rdi], rax",
+    "    mov [rdi + 8], rax",
+    "    mov [rdi + 16], rax",
+    "    mov [rdi + 24], rax",
+    "11:",
+    "    mov qword ptr [r13 + 144], 0",
+    "    ret",
+    // rt_sigprocmask(how, set, oldset, size).
+    "20:",
+    "    cmp qword ptr [r13 + 56], 8",
+    "    jne 29f",
+    "    mov r8, [r13 + 296]",
+    "    mov rsi, [r13 + 112]",
+    "    mov rcx, [r13 + 104]",
+    "    test rsi, rsi",
+    "    jz 21f",
+    "    mov r9, [rsi]",
+    "21:",
+    "    mov rdi, [r13 + 136]",
+    "    test rdi, rdi",
+    "    jz 22f",
+    "    mov [rdi], r8",
+    "22:",
+    "    test rsi, rsi",
+    "    jz 28f",
+    "    cmp rcx, 0",
+    "    je 23f",
+    "    cmp rcx, 1",
+    "    je 24f",
+    "    cmp rcx, 2",
+    "    je 25f",
+    "    jmp 29f",
+    "23:",
+    "    or r8, r9",
+    "    jmp 26f",
+    "24:",
+    "    not r9",
+    "    and r8, r9",
+    "    jmp 26f",
+    "25:",
+    "    mov r8, r9",
+    "26:",
+    // Never SIGSYS (bit 30), SIGKILL (8) or SIGSTOP (18).
+    "    mov rcx, 0xffffffffbffbfeff",
+    "    and r8, rcx",
+    "    mov [r13 + 296], r8",
+    "28:",
+    "    mov qword ptr [r13 + 144], 0",
+    "    ret",
+    "29:",
+    "    mov qword ptr [r13 + 144], -22",
     "    ret",
     ".globl vmlab_stub_restorer",
     "vmlab_stub_restorer:",
