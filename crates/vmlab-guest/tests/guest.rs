@@ -406,3 +406,59 @@ fn host_processes_are_out_of_reach_even_with_the_host_root() {
         }
     }
 }
+
+/// Runs `vmlab-guest-bench scmrights` (under `mechanism`, or natively) with a socket as stdin
+/// over which the directory holding `secret` (outside the root) is sent with SCM_RIGHTS.
+fn with_received_directory(mechanism: Option<&str>, root: &Path, secret: &Path) -> String {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+    let (mine, theirs) = UnixStream::pair().unwrap();
+    let dir = std::fs::File::open(secret.parent().unwrap()).unwrap();
+    let mut space = [0u64; 8];
+    let mut byte = [1u8];
+    let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+    // SAFETY: a zeroed msghdr pointing at live local buffers; CMSG_* stay within `space`.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = space.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(4) as usize;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(4) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg) as *mut i32, dir.as_raw_fd());
+        assert_eq!(libc::sendmsg(mine.as_raw_fd(), &msg, 0), 1);
+    }
+    let mut cmd = match mechanism {
+        Some(m) => {
+            let mut c = Command::new(GUEST);
+            c.args(["-M", m, "--root"]).arg(root).args(["--", BENCH]);
+            c
+        }
+        None => Command::new(BENCH),
+    };
+    let out =
+        cmd.args(["scmrights", secret.to_str().unwrap()]).stdin(std::os::fd::OwnedFd::from(theirs)).output().unwrap();
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}
+
+/// A directory descriptor from outside the root, received with SCM_RIGHTS over a socket the
+/// guest was given, reaches nothing: not the file in it, not `..` from it (under chroot that
+/// would leave the root). Natively both reads succeed.
+#[test]
+fn a_directory_received_from_outside_reaches_nothing() {
+    let (root, secret) = make_root("scm");
+    let native = with_received_directory(None, &root, &secret);
+    assert!(native.contains("scm-rights-dirfd ESCAPED") && native.contains("scm-rights-dotdot ESCAPED"), "{native}");
+    for m in mechanisms() {
+        let report = with_received_directory(Some(m), &root, &secret);
+        assert!(report.contains("received true"), "{m}: {report}");
+        for a in ["scm-rights-dirfd", "scm-rights-dotdot"] {
+            assert!(report.contains(&format!("{a} refused")), "{m}: {report}");
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "vmlab-secret\n");
+    let _ = std::fs::remove_dir_all(root.parent().unwrap());
+}

@@ -19,6 +19,7 @@ fn main() {
         "hello" => {}
         "ids" => ids(),
         "probe" => probe(&args[2], args.get(3).and_then(|s| s.parse().ok()).unwrap_or(0)),
+        "scmrights" => received_directory(&args[2]),
         "hostproc" => host_processes(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0)),
         "fileread" | "mmapread" => println!("{:.1}", bandwidth(op, n)),
         _ => match latency(op, n) {
@@ -433,4 +434,56 @@ fn host_processes(host_pid: i32) {
     report("proc-hostpid-cwd", std::fs::read_dir(format!("/proc/{host_pid}/cwd")).is_ok());
     // SAFETY: kill has no memory arguments; signal 0 only checks.
     report("kill-host", host_pid > 0 && unsafe { c::kill(host_pid, 0) } == 0);
+}
+
+/// Receives a descriptor with SCM_RIGHTS on stdin (a socket; the test sends the directory that
+/// holds the secret file, outside the root) and reads the secret through it, directly and by
+/// `..` from it: both must be refused.
+fn received_directory(outside: &str) {
+    let mut byte = [0u8; 1];
+    let mut iov = c::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+    let mut space = [0u64; 8];
+    // SAFETY: an all-zero msghdr is valid; it points at live local buffers.
+    let mut msg: c::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = space.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&space);
+    // SAFETY: as above.
+    let fd = unsafe {
+        if c::recvmsg(0, &mut msg, 0) < 1 {
+            -1
+        } else {
+            let cmsg = c::CMSG_FIRSTHDR(&msg);
+            if cmsg.is_null() || (*cmsg).cmsg_type != c::SCM_RIGHTS {
+                -1
+            } else {
+                std::ptr::read_unaligned(c::CMSG_DATA(cmsg) as *const i32)
+            }
+        }
+    };
+    println!("received {}", fd >= 0);
+    let base = std::path::Path::new(outside);
+    let name = base.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let dir = base.parent().and_then(|d| d.file_name()).and_then(|n| n.to_str()).unwrap_or("");
+    let read_at = |path: &str| -> bool {
+        let p = cstr(path);
+        // SAFETY: a valid C string; the descriptor is closed below.
+        let f = unsafe { c::openat(fd, p.as_ptr(), c::O_RDONLY) };
+        if f < 0 {
+            return false;
+        }
+        let mut buf = [0u8; 64];
+        // SAFETY: `buf` is live; `f` is ours.
+        let k = unsafe { c::read(f, buf.as_mut_ptr().cast(), buf.len()) };
+        // SAFETY: ours.
+        unsafe { c::close(f) };
+        k > 0 && buf[..k as usize].starts_with(b"vmlab-secret")
+    };
+    let report = |what: &str, ok: bool| {
+        let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        println!("{what} {} {e}", if ok { "ESCAPED" } else { "refused" });
+    };
+    report("scm-rights-dirfd", read_at(name));
+    report("scm-rights-dotdot", read_at(&format!("../{dir}/{name}")));
 }

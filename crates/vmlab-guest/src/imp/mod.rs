@@ -217,20 +217,67 @@ pub(crate) fn install_filter(prog: &[sock_filter], flags: c::c_ulong) -> i64 {
     }
 }
 
-/// A Landlock ruleset (ABI 6, Linux 6.12) that handles no file access but scopes signals, and
-/// under a root (`rooted`) abstract AF_UNIX sockets, to the guest's domain; entering any Landlock
-/// domain also confines ptrace-mode access (/proc/PID/mem, environ, cwd, root, fd, ...) to
-/// processes inside it. So even with `--root /` a guest cannot reach a host process through
-/// /proc. None where the host lacks it: the guest kernel's own checks remain.
-fn host_scope(rooted: bool) -> Option<OwnedFd> {
+/// A Landlock ruleset (ABI 6, Linux 6.12) that scopes signals, and under a root abstract
+/// AF_UNIX sockets, to the guest's domain; entering any Landlock domain also confines ptrace-mode
+/// access (/proc/PID/mem, cwd, root, fd, ...) to processes inside it, so even with `--root /` a
+/// guest cannot act on a host process through /proc. Under a root (`root`) it also handles every
+/// file-system access right Landlock has and grants them all beneath the root only: whatever the
+/// guest kernel's path handling misses (a path raced between check and use, a directory
+/// descriptor received from outside, chroot's `..` from such a descriptor), the host refuses
+/// to open, create, remove or rename anything outside the root. None where the host lacks
+/// Landlock ABI 6: the guest kernel's own checks remain.
+fn host_scope(root: Option<&Path>) -> Option<OwnedFd> {
     const LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1;
     const LANDLOCK_SCOPE_SIGNAL: u64 = 2;
-    let scoped = LANDLOCK_SCOPE_SIGNAL | if rooted { LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET } else { 0 };
-    let attr: [u64; 3] = [0, 0, scoped];
+    const LANDLOCK_RULE_PATH_BENEATH: u32 = 1;
+    // SAFETY: a null attribute with the VERSION flag only asks for the ABI version.
+    let abi = unsafe { c::syscall(c::SYS_landlock_create_ruleset, 0usize, 0usize, 1u32) };
+    if abi < 6 {
+        return None;
+    }
+    // Every access right of ABI 5 and later: execute ... refer, truncate, ioctl_dev.
+    let fs_rights: u64 = if root.is_some() { (1 << 16) - 1 } else { 0 };
+    let scoped = LANDLOCK_SCOPE_SIGNAL | if root.is_some() { LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET } else { 0 };
+    let attr: [u64; 3] = [fs_rights, 0, scoped];
     // SAFETY: the attribute is 24 live bytes, struct landlock_ruleset_attr's layout.
     let fd = unsafe { c::syscall(c::SYS_landlock_create_ruleset, attr.as_ptr(), 24usize, 0u32) } as i32;
+    if fd < 0 {
+        return None;
+    }
     // SAFETY: a new descriptor, owned here.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+    let ruleset = unsafe { OwnedFd::from_raw_fd(fd) };
+    if let Some(root) = root {
+        let dir = std::fs::File::open(root).ok()?;
+        // struct landlock_path_beneath_attr (packed): allowed_access u64, parent_fd s32.
+        let mut rule = [0u8; 12];
+        rule[..8].copy_from_slice(&fs_rights.to_ne_bytes());
+        rule[8..].copy_from_slice(&dir.as_raw_fd().to_ne_bytes());
+        // SAFETY: the rule is 12 live bytes in the kernel's layout.
+        let r = unsafe {
+            c::syscall(c::SYS_landlock_add_rule, ruleset.as_raw_fd(), LANDLOCK_RULE_PATH_BENEATH, rule.as_ptr(), 0u32)
+        };
+        if r != 0 {
+            return None;
+        }
+        // The host kernel opens a program's ELF interpreter by its host path when the ptrace
+        // mechanisms exec it (they rewrite only the program's path): read and execute it only.
+        const EXECUTE_READ: u64 = 1 | (1 << 2);
+        if let Ok(interp) = std::fs::File::open("/lib64/ld-linux-x86-64.so.2") {
+            rule[..8].copy_from_slice(&EXECUTE_READ.to_ne_bytes());
+            rule[8..].copy_from_slice(&interp.as_raw_fd().to_ne_bytes());
+            // SAFETY: as above.
+            unsafe {
+                c::syscall(
+                    c::SYS_landlock_add_rule,
+                    ruleset.as_raw_fd(),
+                    LANDLOCK_RULE_PATH_BENEATH,
+                    rule.as_ptr(),
+                    0u32,
+                )
+            };
+        }
+    }
+    Some(ruleset)
 }
 
 /// Everything the child needs, prepared before fork (the child may not allocate).
@@ -261,7 +308,7 @@ impl Exec {
             )
         };
         let fail = format!("vmlab guest: cannot execute {}\n", argv[0].to_string_lossy()).into_bytes();
-        let scope = host_scope(root.is_some());
+        let scope = host_scope((config.root != Path::new("/")).then_some(config.root.as_path()));
         Ok(Exec { scope, argv, ptrs, root, fail })
     }
 

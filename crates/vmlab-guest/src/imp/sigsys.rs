@@ -483,6 +483,7 @@ const MAX_WAITERS: usize = 128;
 /// The channel thread: answers every channel's requests, sleeping in futex_waitv on all of
 /// their states (and the control word) in between.
 fn serve_channels(shared: &Shared) {
+    let mut timed_out = false;
     loop {
         if shared.done.load(Ordering::SeqCst) {
             return;
@@ -501,7 +502,11 @@ fn serve_channels(shared: &Shared) {
                     serve_one(shared, ch);
                 }
             }
-            list.retain(|ch| alive(&ch.pidfd));
+            // Channels of processes that are gone, looked for only when nothing happened for a
+            // while (a poll per channel per request would cost more than the request).
+            if std::mem::take(&mut timed_out) {
+                list.retain(|ch| alive(&ch.pidfd));
+            }
             for ch in list.iter().take(MAX_WAITERS - 1) {
                 waiters.push(Waiter {
                     val: ch.word(stub::CH_STATE).load(Ordering::Acquire) as u64,
@@ -525,9 +530,10 @@ fn serve_channels(shared: &Shared) {
         deadline.tv_nsec = ns;
         // SAFETY: `waiters` and `deadline` are live; the addresses are mapped words (the
         // channels stay mapped: only this thread drops them).
-        unsafe {
+        let r = unsafe {
             c::syscall(SYS_FUTEX_WAITV, waiters.as_ptr(), waiters.len() as u32, 0u32, &deadline, c::CLOCK_MONOTONIC)
         };
+        timed_out = r < 0 && mem::errno() == c::ETIMEDOUT;
     }
 }
 
