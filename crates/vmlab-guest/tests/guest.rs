@@ -360,6 +360,13 @@ print(libc.prctl(0x766d6c62, 0, 0, 0, 0), ctypes.get_errno())\n";
     let out = guest("sigsys", None, &["python3", "-c", script]);
     assert_eq!(text(&out.stdout), "True True 1\n-1 22\n", "{}", text(&out.stderr));
     assert_eq!(out.status.code(), Some(0));
+    // A thread other than the leader execs: the new image, under the leader's id, gets the stub.
+    let script = "import threading, os\n\
+def f():\n    os.execv('/bin/sh', ['sh', '-c', 'echo $$; id -u; exit 5'])\n\
+t = threading.Thread(target=f); t.start(); t.join()\n";
+    let out = guest("sigsys", None, &["python3", "-c", script]);
+    assert_eq!(text(&out.stdout), "1\n0\n", "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(5));
 }
 
 /// A static program (no dynamic loader, so no preloaded library could reach it) gets the stub

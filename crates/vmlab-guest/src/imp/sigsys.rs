@@ -192,8 +192,9 @@ fn ptrace(req: c::c_uint, pid: i32, addr: usize, data: usize) -> i64 {
 
 /// Where a seized guest thread is in getting its stub.
 enum Seized {
-    /// Its execve is running; the exec stop comes next (or the call fails and it runs on).
-    AwaitExec,
+    /// Its execve is running; the exec stop comes next (or the call fails and it runs on). A
+    /// thread other than its process's leader (`tgid`) takes the leader's id when it execs.
+    AwaitExec { tgid: i32 },
     /// At the exec stop, stepping out of execve: the host reports the step as the call returns,
     /// before the new image's first instruction; injecting starts there (registers set at the
     /// exec stop itself would be overwritten by execve's result).
@@ -255,6 +256,9 @@ impl Supervisor<'_, '_> {
                 // SAFETY: `status` is a valid out-pointer.
                 let r = unsafe { c::waitpid(tid, &mut status, c::WNOHANG | c::__WALL) };
                 if r != tid {
+                    if r < 0 {
+                        self.exec_by_other_thread(tid);
+                    }
                     break;
                 }
                 if c::WIFEXITED(status) || c::WIFSIGNALED(status) {
@@ -276,11 +280,31 @@ impl Supervisor<'_, '_> {
         None
     }
 
+    /// Seized thread `tid` is gone: if it was exec'ing from a thread other than its process's
+    /// leader, its exec stop is reported under the leader's id; carry on there.
+    fn exec_by_other_thread(&mut self, tid: i32) {
+        let Some(Seized::AwaitExec { tgid }) = self.seized.get(&tid) else {
+            self.seized.remove(&tid);
+            return;
+        };
+        let tgid = *tgid;
+        self.seized.remove(&tid);
+        if tgid == tid {
+            return;
+        }
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-pointer.
+        if unsafe { c::waitpid(tgid, &mut status, c::WNOHANG | c::__WALL) } == tgid && c::WIFSTOPPED(status) {
+            self.seized.insert(tgid, Seized::AwaitExec { tgid });
+            self.stopped(tgid, status);
+        }
+    }
+
     fn stopped(&mut self, tid: i32, status: i32) {
         let event = status >> 16;
         let sig = c::WSTOPSIG(status);
         match self.seized.get(&tid) {
-            Some(Seized::AwaitExec) if event == c::PTRACE_EVENT_EXEC => {
+            Some(Seized::AwaitExec { .. }) if event == c::PTRACE_EVENT_EXEC => {
                 self.seized.insert(tid, Seized::LeavingExec);
                 ptrace(c::PTRACE_SINGLESTEP, tid, 0, 0);
             }
@@ -410,7 +434,8 @@ impl Supervisor<'_, '_> {
             if matches!(call.nr, c::SYS_execve | c::SYS_execveat) && !self.seized.contains_key(&tid) {
                 let opts = c::PTRACE_O_TRACEEXEC | c::PTRACE_O_EXITKILL;
                 if ptrace(c::PTRACE_SEIZE, tid, 0, opts as usize) == 0 {
-                    self.seized.insert(tid, Seized::AwaitExec);
+                    let tgid = status_tgid(tid).unwrap_or(tid);
+                    self.seized.insert(tid, Seized::AwaitExec { tgid });
                 }
             }
             let mut k = self.shared.kernel.lock().unwrap_or_else(|e| e.into_inner());
