@@ -4,7 +4,7 @@ use crate::UsageError;
 use clap::{Args, Parser, Subcommand};
 use vmlab_core::addr::PageSize;
 use vmlab_core::cost::{Profile, DEFAULT_PROFILE};
-use vmlab_core::engine::{Pipeline, RunConfig};
+use vmlab_core::engine::{sampling, Pipeline, RunConfig};
 use vmlab_core::lab;
 use vmlab_core::scheme::Paging;
 use vmlab_core::workload::WorkloadSpec;
@@ -138,13 +138,29 @@ pub struct SimArgs {
         allow_negative_numbers = true
     )]
     pub fragmentation: f64,
-    /// Measured accesses to simulate; the rest of the workload is extrapolated from them.
-    /// 0 simulates every access (slow for large workloads).
+    /// Measured accesses to simulate, in 10 equal windows whose spread gives the ± (a 95%
+    /// Student-t interval); the rest of the workload is extrapolated from them. 0, or at
+    /// least the workload's accesses, simulates every access from cold with no warm-up.
     #[arg(long, short = 'n', value_name = "N", default_value_t = 10_000_000)]
     pub accesses: u64,
-    /// Accesses run before measuring, to warm TLBs and caches (not counted).
-    #[arg(long, value_name = "N", default_value_t = 2_000_000)]
+    /// The most accesses to run before measuring, to warm TLBs and caches (not counted). The
+    /// warm-up runs in windows of 1M accesses and stops once the cycles per access of the
+    /// last 2 windows average within --tolerance of the 2 before (a sample whose windows
+    /// still trend counts as warm-up too, and is measured again); the report gives the
+    /// warm-up used and whether it converged or hit this cap (or the workload's end).
+    #[arg(long, value_name = "N", default_value_t = lab::spec::DEFAULT_WARMUP_CAP)]
     pub warmup: u64,
+    /// Relative tolerance of the warm-up's steady-state test (0.001 = 0.1%).
+    #[arg(
+        long,
+        value_name = "T",
+        default_value_t = sampling::DEFAULT_TOLERANCE,
+        allow_negative_numbers = true
+    )]
+    pub tolerance: f64,
+    /// Run exactly --warmup accesses of warm-up, with no steady-state test.
+    #[arg(long)]
+    pub fixed_warmup: bool,
     /// Seed of the workload's random numbers (and of host fragmentation).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -250,6 +266,8 @@ impl SimArgs {
                 self.fragmentation
             )));
         }
+        sampling::validate(self.accesses, self.warmup, self.tolerance)
+            .map_err(|e| UsageError(e.0))?;
         Ok(RunConfig {
             workload,
             paging: Paging::Native,
@@ -263,6 +281,8 @@ impl SimArgs {
             fragmentation: self.fragmentation,
             accesses: self.accesses,
             warmup: self.warmup,
+            tolerance: self.tolerance,
+            fixed_warmup: self.fixed_warmup,
             seed: self.seed,
             pretouch: self.pretouch,
             pipeline: Pipeline::default(),

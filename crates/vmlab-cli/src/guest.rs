@@ -16,12 +16,13 @@ pub const AFTER_HELP: &str = "Examples:\n  \
     vmlab reproduce guest --quick                       the benchmark table: each mechanism's cost\n\n\
     Mechanisms: ptrace (PTRACE_SYSCALL, two stops per call), sysemu (PTRACE_SYSEMU, one stop),\n\
     seccomp-trace (only the calls the guest kernel must see stop), seccomp-notify (a supervisor\n\
-    thread answers, no ptrace). The exit status is the guest's (128+N if signal N killed it).\n\
+    thread answers, no ptrace), sigsys (a stub in each guest process answers ids and uname through\n\
+    shared memory, no stop; the rest as seccomp-notify). The exit status is the guest's (128+N if signal N killed it).\n\
     docs/guest.md explains the design and lists every system call.";
 
 #[derive(Args)]
 pub struct GuestArgs {
-    /// Trap mechanism: ptrace, sysemu, seccomp-trace, seccomp-notify.
+    /// Trap mechanism: ptrace, sysemu, seccomp-trace, seccomp-notify, sigsys.
     #[arg(long, short = 'M', value_name = "M", default_value = "seccomp-trace")]
     pub mechanism: String,
     /// Guest root directory: every path the guest uses resolves inside it.

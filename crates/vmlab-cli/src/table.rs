@@ -14,22 +14,7 @@ pub fn render(runs: &[RunReport]) -> String {
         "machine   {}, guest pages {}, host pages {}, seed {}",
         first.machine, first.guest_pages, first.host_pages, first.seed
     );
-    if first.accesses_total == 0 {
-        let _ = writeln!(out, "sample    no data accesses to sample: every operation of the measured phase simulated\n");
-    } else {
-        let _ = writeln!(
-            out,
-            "sample    {} of {} measured accesses{} after {} warm-up accesses\n",
-            first.accesses_simulated,
-            first.accesses_total,
-            if first.extrapolated {
-                " (time extrapolated)"
-            } else {
-                ""
-            },
-            first.accesses_warmup
-        );
-    }
+    let _ = writeln!(out, "sample    {}\n", sample_line(first));
     let forks = runs.iter().any(|r| r.forks > 0);
     let w = runs
         .iter()
@@ -37,9 +22,16 @@ pub fn render(runs: &[RunReport]) -> String {
         .max()
         .unwrap_or(6)
         .max(8);
+    let times: Vec<String> = runs.iter().map(time_cell).collect();
+    let tw = times
+        .iter()
+        .map(|t| t.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(8);
     let _ = write!(
         out,
-        "{:<w$} {:>10} {:>7} {:>9} {:>10} {:>9} {:>20} {:>9} {:>7}",
+        "{:<w$} {:>tw$} {:>7} {:>9} {:>10} {:>9} {:>20} {:>9} {:>7} {:>10}",
         "paging",
         "time (s)",
         "ratio",
@@ -48,7 +40,8 @@ pub fn render(runs: &[RunReport]) -> String {
         "refs/walk",
         "walk refs l2/llc/mem",
         "exits",
-        "bound"
+        "bound",
+        "warm-up"
     );
     let _ = writeln!(
         out,
@@ -59,7 +52,7 @@ pub fn render(runs: &[RunReport]) -> String {
             String::new()
         }
     );
-    for r in runs {
+    for (r, time) in runs.iter().zip(&times) {
         // Per-access columns mean nothing for a workload of OS operations only.
         let (ns, misses) = if r.accesses_simulated == 0 {
             ("-".to_string(), "-".to_string())
@@ -72,16 +65,17 @@ pub fn render(runs: &[RunReport]) -> String {
         };
         let _ = write!(
             out,
-            "{:<w$} {:>10.3} {:>7.2} {:>9} {:>10} {:>9.2} {:>20} {:>9} {:>7}",
+            "{:<w$} {:>tw$} {:>7.2} {:>9} {:>10} {:>9.2} {:>20} {:>9} {:>7} {:>10}",
             r.paging,
-            r.seconds,
+            time,
             r.seconds / first.seconds.max(f64::MIN_POSITIVE),
             ns,
             misses,
             r.walk_refs_per_walk,
             served_shares(&r.walk_refs_served),
             r.vm_exits,
-            r.cycles_breakdown.bound
+            r.cycles_breakdown.bound,
+            warmup_cell(r)
         );
         let _ = writeln!(
             out,
@@ -95,12 +89,81 @@ pub fn render(runs: &[RunReport]) -> String {
     }
     let _ = writeln!(
         out,
-        "\nratio: time over the first row. miss/kacc: TLB misses per 1000 accesses. walk refs l2/llc/mem: percent of\n\
+        "\ntime: the model's time, ± the half-width of a 95% Student-t interval over the sample's windows.\n\
+         warm-up: accesses run before measuring, and why the warm-up stopped (converged: steady within the\n\
+         tolerance; cap: reached --warmup; end: the workload left no more before the sample; fixed; none: the\n\
+         whole workload was simulated from cold).\n\
+         ratio: time over the first row. miss/kacc: TLB misses per 1000 accesses. walk refs l2/llc/mem: percent of\n\
          walk references served by L2, LLC and DRAM (the rest hit L1). bound: what limits the run (compute, data\n\
          misses or walks for a loop of accesses; kernel work or hypervisor exits when they dominate).\n\
          Set-up (first touch) is not timed; --json has every counter, including set-up faults and exits."
     );
     out
+}
+
+/// What the run's sample was, from its report: the same for every scheme of a `run`.
+fn sample_line(r: &RunReport) -> String {
+    if r.accesses_total == 0 {
+        return "no data accesses to sample: every operation of the measured phase simulated"
+            .to_string();
+    }
+    let s = &r.sample;
+    if s.windows == 0 {
+        return format!(
+            "all {} measured accesses simulated from cold (the sample covers the workload: no warm-up)",
+            r.accesses_total
+        );
+    }
+    let warm = match s.tolerance {
+        Some(t) => format!(
+            "a warm-up to steady state (tolerance {}%, at most {} accesses)",
+            t * 100.0,
+            s.warmup_cap
+        ),
+        None => format!("a fixed warm-up of {} accesses", s.warmup_cap),
+    };
+    format!(
+        "{} of {} measured accesses in {} windows{}, after {warm}",
+        r.accesses_simulated,
+        r.accesses_total,
+        s.windows,
+        if r.extrapolated {
+            " (time extrapolated)"
+        } else {
+            ""
+        }
+    )
+}
+
+/// `35.734 ± 0.003`, or the time alone without an interval.
+fn time_cell(r: &RunReport) -> String {
+    match r.sample.seconds_ci {
+        Some(ci) => vmlab_core::stats::format_ci(r.seconds, ci, 3),
+        None => format!("{:.3}", r.seconds),
+    }
+}
+
+/// The warm-up used, in millions of accesses, and why it stopped.
+pub fn warmup_cell(r: &RunReport) -> String {
+    let why = match r.sample.warmup_end.as_str() {
+        "converged" => "",
+        "workload" => " end",
+        "none" => return "none".to_string(),
+        other => return format!("{}M {other}", millions(r.accesses_warmup)),
+    };
+    format!("{}M{why}", millions(r.accesses_warmup))
+}
+
+/// A count in millions: `14`, `0.5`, `0.001`.
+fn millions(n: u64) -> String {
+    let m = n as f64 / 1e6;
+    if n.is_multiple_of(1_000_000) {
+        format!("{m:.0}")
+    } else if n.is_multiple_of(100_000) {
+        format!("{m:.1}")
+    } else {
+        format!("{m}")
+    }
 }
 
 fn served_shares(c: &LevelCounts) -> String {

@@ -623,6 +623,127 @@ fn native_and_nested_differ_as_expected() {
 }
 
 #[test]
+fn sample_counts_that_overflow_are_usage_errors() {
+    expect_usage_error(
+        &[
+            "run",
+            "-w",
+            GUPS_16M,
+            "--warmup",
+            "18446744073709551606",
+            "-n",
+            "10",
+        ],
+        &["overflows", "--warmup"],
+    );
+    expect_usage_error(
+        &["run", "-w", GUPS_16M, "--tolerance", "-1"],
+        &["tolerance"],
+    );
+}
+
+#[test]
+fn the_report_gives_the_warmup_used_and_an_interval() {
+    // A 4K region costs 5 cycles per access once its 64 lines are cached; the first 1M-access
+    // window pays their cold misses (5.0117), so the blocks of windows 1-2 and 3-4 are the
+    // first two within 0.1%: a warm-up of 5M accesses, well under the cap.
+    let report = run_json(&[
+        "-w",
+        "tlb-bench:size=4K,accesses=20000000",
+        "-p",
+        "native",
+        "-n",
+        "100000",
+        "--warmup",
+        "10000000",
+    ]);
+    let run = &runs(&report)[0];
+    let s = &run["sample"];
+    assert_eq!(s["warmup_end"], "converged");
+    assert_eq!(s["converged"], true);
+    assert_eq!(u(run, "accesses_warmup"), 5_000_000);
+    assert_eq!(u(s, "warmup_accesses"), 5_000_000);
+    assert_eq!(u(s, "warmup_cap"), 10_000_000);
+    assert_eq!(u(s, "windows"), 10);
+    assert_eq!(u(s, "window_accesses"), 10_000);
+    assert_eq!(s["window_cycles_per_access"].as_array().unwrap().len(), 10);
+    assert_eq!(s["warmup_cycles_per_access"].as_array().unwrap().len(), 5);
+    assert!(f(s, "seconds_ci") >= 0.0);
+    assert!(run["sample_method"]
+        .as_str()
+        .unwrap()
+        .contains("within 0.1% of the 2 before"));
+    // --fixed-warmup runs the cap in full.
+    let report = run_json(&[
+        "-w",
+        "tlb-bench:size=4K,accesses=20000000",
+        "-p",
+        "native",
+        "-n",
+        "100000",
+        "--warmup",
+        "1500000",
+        "--fixed-warmup",
+    ]);
+    let s = &runs(&report)[0]["sample"];
+    assert_eq!(
+        (u(s, "warmup_accesses"), s["warmup_end"].as_str()),
+        (1_500_000, Some("fixed"))
+    );
+    assert!(s["tolerance"].is_null());
+}
+
+#[test]
+fn a_warmup_that_did_not_happen_is_never_reported() {
+    // 100,000 accesses: 20,000 measured leave 80,000 for the warm-up, not the 1M asked.
+    let report = run_json(&[
+        "-w",
+        "tlb-bench:size=64M,accesses=100000",
+        "-p",
+        "native,nested",
+        "-n",
+        "20000",
+        "--warmup",
+        "1000000",
+    ]);
+    for run in runs(&report) {
+        assert_eq!(u(run, "accesses_warmup"), 80_000);
+        assert_eq!(run["sample"]["warmup_end"], "workload");
+        assert_eq!(u(&run["sample"], "warmup_cap"), 80_000);
+    }
+    // A sample as long as the workload: all of it simulated from cold, no warm-up, no interval.
+    let report = run_json(&[
+        "-w",
+        "tlb-bench:size=64M,accesses=20000",
+        "-p",
+        "native",
+        "-n",
+        "20000",
+        "--warmup",
+        "1000000",
+    ]);
+    let run = &runs(&report)[0];
+    assert_eq!(u(run, "accesses_warmup"), 0);
+    assert_eq!(run["sample"]["warmup_end"], "none");
+    assert!(run["sample"]["seconds_ci"].is_null());
+    assert!(run["sample_method"]
+        .as_str()
+        .unwrap()
+        .contains("from a cold start"));
+    let table = vmlab_ok(&[
+        "run",
+        "-w",
+        "tlb-bench:size=64M,accesses=20000",
+        "-p",
+        "native",
+        "-n",
+        "20000",
+    ]);
+    assert!(table.contains("simulated from cold"), "{table}");
+    assert!(!table.contains("warm-up of"), "{table}");
+}
+
+#[test]
 fn sample_is_extrapolated_only_when_the_workload_is_longer() {
     // Longer than warm-up + sample: exactly --accesses simulated, the rest extrapolated.
     for (workload, total) in [

@@ -17,7 +17,7 @@ const SIZES: [&str; 11] = [
 ];
 const CSV_HEADER: &str = "experiment,label,workload,size,scheme,guest_pages,host_pages,seconds,slowdown_vs_native,\
 ns_per_access,cycles_per_access,us_per_fork,us_per_iter,tlb_misses,walks,walk_refs_per_walk,vm_exits,page_faults,\
-accesses_simulated,extrapolated";
+accesses_simulated,extrapolated,accesses_warmup,warmup_end,seconds_ci,ns_per_access_ci";
 
 /// A fresh output directory for one test.
 fn out_dir(name: &str) -> PathBuf {
@@ -287,6 +287,23 @@ fn tlb_reports_per_access_costs_over_sizes() {
             "{size}"
         );
     }
+    // Every run warmed up before its sample (the chase is long enough for both), and says
+    // how much and why it stopped; the text says what the runs did.
+    for r in e.runs() {
+        let (warm, sim, total) = (
+            u(r, "accesses_warmup"),
+            u(r, "accesses_simulated"),
+            u(r, "accesses_total"),
+        );
+        assert!(warm > 0 && warm + sim <= total, "{warm} + {sim} of {total}");
+        assert_eq!(u(&r["sample"], "warmup_accesses"), warm);
+        let end = r["sample"]["warmup_end"].as_str().unwrap();
+        assert!(end == "converged" || end == "cap", "{end}");
+    }
+    assert!(e.file["warmup_used"]
+        .as_str()
+        .unwrap()
+        .starts_with("warm-up used "));
     // A region the L1 TLB covers misses nothing under any scheme.
     for s in ALL_SCHEMES {
         assert_eq!(

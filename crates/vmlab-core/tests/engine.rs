@@ -18,6 +18,8 @@ fn config(workload: &str, paging: Paging) -> RunConfig {
         fragmentation: 0.0,
         accesses: 50_000,
         warmup: 10_000,
+        tolerance: vmlab_core::engine::sampling::DEFAULT_TOLERANCE,
+        fixed_warmup: true,
         seed: 7,
         pretouch: false,
         pipeline: Pipeline::default(),
@@ -253,4 +255,40 @@ fn tpt_task_narrows_which_program_runs_with_tpt() {
     );
     let nested = go(&config("sysbench-mem:block=16M,mode=rnd", Paging::Nested));
     assert_eq!(unmarked.walk_refs, nested.walk_refs);
+}
+
+#[test]
+fn the_warmup_stops_at_steady_state_and_never_eats_the_sample() {
+    // A 4K region costs the same once its 64 lines are cached; the first 1M-access window pays
+    // their cold misses, so windows 1-2 and 3-4 are the first two blocks within 0.1%.
+    let mut c = config("tlb-bench:size=4K,accesses=6000000", Paging::Native);
+    c.fixed_warmup = false;
+    c.warmup = 5_000_000;
+    let r = go(&c);
+    assert_eq!(r.sample.warmup_end, "converged");
+    assert_eq!(r.accesses_warmup, 5_000_000);
+    assert_eq!(r.sample.warmup_cycles_per_access.len(), 5);
+    assert_eq!(r.sample.warmup_cycles_per_access[1..], [5.0; 4]);
+    assert_eq!(r.sample.window_cycles_per_access.len(), 10);
+    // 1.5M accesses, 1M measured: the warm-up gets the 500,000 left, and says so.
+    c.workload = WorkloadSpec::parse("tlb-bench:size=4K,accesses=1500000").unwrap();
+    c.accesses = 1_000_000;
+    let r = go(&c);
+    assert_eq!(
+        (r.accesses_warmup, r.accesses_simulated),
+        (500_000, 1_000_000)
+    );
+    assert_eq!(r.sample.warmup_end, "workload");
+}
+
+#[test]
+fn counts_that_overflow_are_config_errors() {
+    let mut c = config("gups:table=16M,updates=1000", Paging::Native);
+    c.warmup = u64::MAX - 9;
+    c.accesses = 10;
+    let e = run(&c, &mut |_| std::ops::ControlFlow::Continue(())).expect_err("overflows");
+    assert!(
+        matches!(e, vmlab_core::engine::EngineError::Config(ref m) if m.contains("overflows")),
+        "{e}"
+    );
 }

@@ -204,8 +204,11 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
         }
         c::SYS_getcwd => (Rewritten, "the result is the path inside the guest root"),
         c::SYS_fchdir => (Rewritten, "refused for a directory outside the guest root"),
-        c::SYS_bind | c::SYS_connect => {
+        c::SYS_bind | c::SYS_connect | c::SYS_sendto | c::SYS_sendmsg => {
             (Rewritten, "AF_UNIX socket paths contained in the guest root; abstract names refused under a root")
+        }
+        c::SYS_sendmmsg => {
+            (Rewritten, "under a root: AF_UNIX destinations refused (ENOTSUP), abstract names too; others run")
         }
         c::SYS_clone => {
             (Rewritten, "the child's pid becomes a guest pid; CLONE_UNTRACED is removed, namespace flags refused")
@@ -283,8 +286,17 @@ pub fn needs_trap(nr: i64, rooted: bool, all: bool) -> bool {
     match handling(nr).0 {
         Handling::Passthrough => false,
         Handling::Rewritten => {
-            let path_only =
-                !path_args(nr).is_empty() || matches!(nr, c::SYS_getcwd | c::SYS_fchdir | c::SYS_bind | c::SYS_connect);
+            let path_only = !path_args(nr).is_empty()
+                || matches!(
+                    nr,
+                    c::SYS_getcwd
+                        | c::SYS_fchdir
+                        | c::SYS_bind
+                        | c::SYS_connect
+                        | c::SYS_sendto
+                        | c::SYS_sendmsg
+                        | c::SYS_sendmmsg
+                );
             rooted || !path_only
         }
         _ => true,

@@ -117,6 +117,13 @@ fn render(exp: &Experiment, plan: &Plan, rows: &[Row]) -> String {
         if plan.quick { " (quick)" } else { "" },
         exp.title
     );
+    if plan.quick {
+        let _ = writeln!(
+            out,
+            "quick: the full experiment's method with a shorter sample and a looser steady-state tolerance ({}%)",
+            plan.tolerance * 100.0
+        );
+    }
     let groups = report::groups(rows);
     if groups.len() == 1 {
         let reports: Vec<RunReport> = rows.iter().filter_map(|r| r.report.clone()).collect();
@@ -125,10 +132,11 @@ fn render(exp: &Experiment, plan: &Plan, rows: &[Row]) -> String {
     }
     let _ = writeln!(
         out,
-        "machine    {}, seed {}, {}\n",
+        "machine    {}, seed {}, {}\n{}\n",
         exp.machine,
         exp.seed,
-        plan.sample_text()
+        plan.sample_text(),
+        report::warmup_summary(rows)
     );
     let labels: Vec<String> = groups.iter().map(|g| plan.varies.label(g, true)).collect();
     let lw = labels
@@ -137,32 +145,42 @@ fn render(exp: &Experiment, plan: &Plan, rows: &[Row]) -> String {
         .chain(exp.report.tables.iter().map(|m| m.label().len()))
         .max()
         .unwrap_or(8);
-    let cw = plan
-        .schemes
-        .iter()
-        .map(|p| p.name().len())
-        .max()
-        .unwrap_or(8)
-        .max(9)
-        + 1;
     let mut skipped = false;
     for metric in &exp.report.tables {
+        // Cells first: a column is as wide as its widest value and interval.
+        let cells: Vec<Vec<String>> = groups
+            .iter()
+            .map(|g| {
+                plan.schemes
+                    .iter()
+                    .map(|&p| match report::value(rows, g, p, *metric) {
+                        Some(v) => metric.format_ci(v, report::ci(rows, g, p, *metric)),
+                        None if report::is_skipped(rows, g, p) => {
+                            skipped = true;
+                            "n/a".to_string()
+                        }
+                        None => "-".to_string(),
+                    })
+                    .collect()
+            })
+            .collect();
+        let cw = plan
+            .schemes
+            .iter()
+            .map(|p| p.name().len())
+            .chain(cells.iter().flatten().map(|c| c.chars().count()))
+            .max()
+            .unwrap_or(8)
+            .max(9)
+            + 1;
         let _ = write!(out, "{:<lw$}", metric.label());
         for p in &plan.schemes {
             let _ = write!(out, " {:>cw$}", p.name());
         }
         out.push('\n');
-        for (g, label) in groups.iter().zip(&labels) {
+        for (label, row) in labels.iter().zip(&cells) {
             let _ = write!(out, "{label:<lw$}");
-            for &p in &plan.schemes {
-                let cell = match report::value(rows, g, p, *metric) {
-                    Some(v) => metric.format(v),
-                    None if report::is_skipped(rows, g, p) => {
-                        skipped = true;
-                        "n/a".to_string()
-                    }
-                    None => "-".to_string(),
-                };
+            for cell in row {
                 let _ = write!(out, " {cell:>cw$}");
             }
             out.push('\n');
@@ -174,6 +192,16 @@ fn render(exp: &Experiment, plan: &Plan, rows: &[Row]) -> String {
     }
     if skipped {
         out.push_str("n/a: not run: pv and the TPT schemes map a guest page with one entry, so need host pages at least as large.\n");
+    }
+    if exp.report.tables.iter().any(|m| {
+        matches!(
+            m,
+            Metric::Seconds | Metric::NsPerAccess | Metric::CyclesPerAccess
+        )
+    }) {
+        out.push_str(
+            "±: half-width of a 95% Student-t interval over each run's measured windows.\n",
+        );
     }
     out.push_str("Every counter of every run is in the JSON file (and in --json).\n");
     out

@@ -3,9 +3,14 @@
 //!
 //! A run has three phases: set-up (everything before the workload's `StartMeasurement`:
 //! mapping and first touch of its buffer), warm-up (accesses that fill TLBs and caches but
-//! are not counted), and the measured sample. When the sample is shorter than the
-//! workload's measured phase, cycles are extrapolated linearly from the sample, and the
-//! report says so. A run is a function of (workload, scheme, profile, page sizes, seed).
+//! are not counted), and the measured sample. The warm-up runs in windows until the cost per
+//! access stops moving (or a cap), and the sample in windows that give a confidence interval
+//! ([`sampling`]). When the sample is shorter than the workload's measured phase, cycles are
+//! extrapolated linearly from the sample, and the report says so; when the sample would cover
+//! the workload, every access is simulated from cold and measured, with no warm-up. A run is
+//! a function of (workload, scheme, profile, page sizes, seed, sample).
+
+pub mod sampling;
 
 use crate::addr::{Gva, PageSize, PAGE_SIZE};
 use crate::cost::{Events, Profile};
@@ -17,8 +22,11 @@ use crate::hw::tags::TagCheckCost;
 use crate::hw::x86::mmu::MmuCounters;
 use crate::os::KernelCounters;
 use crate::scheme::{Paging, SimError, System, SystemConfig};
-use crate::stats::{exits_by_reason, LevelCounts, RunReport, SetupReport, StructureStats};
+use crate::stats::{
+    exits_by_reason, LevelCounts, RunReport, SampleReport, SetupReport, StructureStats,
+};
 use crate::workload::{AnyWorkload, Op, Workload, WorkloadSpec};
+use sampling::{SamplePlan, Steady, WarmupEnd};
 use std::ops::ControlFlow;
 
 mod pipeline;
@@ -34,10 +42,16 @@ pub struct RunConfig {
     pub host_pages: PageSize,
     /// Fraction of large host regions unavailable for large backing pages (0..=1).
     pub fragmentation: f64,
-    /// Measured accesses to simulate; 0 simulates the whole measured phase.
+    /// Measured accesses to simulate, in [`sampling::WINDOWS`] windows; 0 (or at least the
+    /// workload's accesses) simulates the whole measured phase from cold, with no warm-up.
     pub accesses: u64,
-    /// Accesses to run before measuring (ignored when the whole phase is simulated).
+    /// The most accesses to run before measuring: the warm-up stops earlier once the cost
+    /// per access has settled within `tolerance` (exactly this many with `fixed_warmup`).
     pub warmup: u64,
+    /// Relative tolerance of the warm-up's steady-state test ([`sampling::Steady`]).
+    pub tolerance: f64,
+    /// Run exactly `warmup` accesses of warm-up, with no steady-state test.
+    pub fixed_warmup: bool,
     pub seed: u64,
     /// Back all guest memory before set-up (TPT's `echo 1 > /sys/kernel/devirt`); its
     /// exits count in set-up.
@@ -159,6 +173,8 @@ pub fn system_config(paging: Paging, profile: &Profile) -> SystemConfig {
 /// Run one workload under one scheme. `progress` hears how far the run is, and may stop it
 /// (the run then returns [`EngineError::Stopped`] at its next progress report).
 pub fn run(config: &RunConfig, progress: &mut ProgressFn<'_>) -> Result<RunReport, EngineError> {
+    sampling::validate(config.accesses, config.warmup, config.tolerance)
+        .map_err(|e| EngineError::Config(e.0))?;
     let footprint = config.workload.footprint_bytes();
     let profile = &config.profile;
     // Room for the page tables (under 1/256 of the footprint) and the kernel's own frames.
@@ -210,23 +226,83 @@ fn drive<W: Workload>(
     progress: &mut ProgressFn<'_>,
 ) -> Result<RunReport, EngineError> {
     let total = w.measured_accesses_total();
-    let (warmup, sample) = if config.accesses == 0 || config.warmup + config.accesses >= total {
-        (0, total)
-    } else {
-        (config.warmup, config.accesses)
+    let plan = sampling::plan(
+        total,
+        config.accesses,
+        config.warmup,
+        config.tolerance,
+        config.fixed_warmup,
+    )
+    .map_err(|e| EngineError::Config(e.0))?;
+    let cost = WindowCost {
+        profile: &config.profile,
+        instructions_per_access: w.instructions_per_access(),
+        dependent: w.dependent_accesses(),
     };
 
     // Counters start at zero when the system is built, so set-up includes the boot.
     let start = Snapshot::default();
     setup(&mut w, sys, progress)?;
     let after_setup = Snapshot::take(sys);
-    run_accesses(&mut w, sys, warmup, Phase::Warmup, progress)?;
-    let before = Snapshot::take(sys);
-    let mut simulated = run_accesses(&mut w, sys, sample, Phase::Measure, progress)?;
-    if sample == total {
-        // The whole measured phase is simulated: its OS operations too, to the end.
-        simulated += drain(&mut w, sys, progress)?;
-    }
+    let (before, simulated, sampled) = match plan {
+        SamplePlan::Whole => {
+            // The whole measured phase is simulated: its OS operations too, to the end.
+            let mut simulated = run_accesses(&mut w, sys, total, Phase::Measure, progress)?;
+            simulated += drain(&mut w, sys, progress)?;
+            (after_setup, simulated, Sampled::whole())
+        }
+        SamplePlan::Windowed {
+            warmup_window,
+            cap,
+            cap_by_workload,
+            steady,
+            sample,
+            ..
+        } => {
+            let (mut warmup, warmup_costs, mut end) = warm_up(
+                &mut w,
+                sys,
+                &cost,
+                warmup_window,
+                cap,
+                cap_by_workload,
+                steady,
+                progress,
+            )?;
+            // A sample whose windows still trend was measured too early: it becomes warm-up
+            // and the run measures again, while the cap leaves room for a whole sample.
+            let mut discarded = 0;
+            let (before, simulated, window_costs) = loop {
+                let before = Snapshot::take(sys);
+                let (simulated, costs) = measure(&mut w, sys, &cost, sample, progress)?;
+                if !steady.is_some_and(|s| s.trending(&costs)) {
+                    break (before, simulated, costs);
+                }
+                let room = warmup
+                    .checked_add(simulated)
+                    .is_some_and(|used| used <= cap && simulated == sample);
+                if !room {
+                    end = if cap_by_workload {
+                        WarmupEnd::Workload
+                    } else {
+                        WarmupEnd::Cap
+                    };
+                    break (before, simulated, costs);
+                }
+                warmup += simulated;
+                discarded += 1;
+            };
+            let sampled = Sampled {
+                plan,
+                warmup,
+                end,
+                discarded,
+                warmup_costs,
+                window_costs,
+            };
+            (before, simulated, sampled)
+        }
+    };
     let after = Snapshot::take(sys);
     Ok(report(
         sys,
@@ -238,10 +314,142 @@ fn drive<W: Workload>(
             before,
             after,
         },
-        warmup,
+        &sampled,
         simulated,
         total,
     ))
+}
+
+/// The cost model applied to one window's counter deltas.
+struct WindowCost<'a> {
+    profile: &'a Profile,
+    instructions_per_access: f64,
+    dependent: bool,
+}
+
+impl WindowCost<'_> {
+    /// Cycles per access between snapshots `a` and `b`, `accesses` apart.
+    fn per_access(&self, a: &Snapshot, b: &Snapshot, accesses: u64) -> f64 {
+        let events = interval_events(a, b, accesses, self.instructions_per_access);
+        self.profile.cycles(&events, self.dependent).total / accesses.max(1) as f64
+    }
+}
+
+/// What the sampling did: the plan, the warm-up run and why it ended, and the per-window
+/// costs.
+struct Sampled {
+    plan: SamplePlan,
+    warmup: u64,
+    end: WarmupEnd,
+    /// Samples measured, found still trending, and counted as warm-up.
+    discarded: u64,
+    warmup_costs: Vec<f64>,
+    window_costs: Vec<f64>,
+}
+
+impl Sampled {
+    fn whole() -> Sampled {
+        Sampled {
+            plan: SamplePlan::Whole,
+            warmup: 0,
+            end: WarmupEnd::None,
+            discarded: 0,
+            warmup_costs: Vec::new(),
+            window_costs: Vec::new(),
+        }
+    }
+}
+
+/// `progress`, with counts shifted by `base` and the phase's total as `total`: a phase run in
+/// windows reports as one.
+fn shifted<'a, 'b>(
+    progress: &'a mut ProgressFn<'b>,
+    base: u64,
+    total: u64,
+) -> impl FnMut(Progress) -> ControlFlow<()> + use<'a, 'b> {
+    move |p| {
+        progress(Progress {
+            done: base + p.done,
+            total,
+            ..p
+        })
+    }
+}
+
+/// The warm-up: windows of `window` accesses, at most `cap` in all, until `steady` says the
+/// cost has settled (never, for a fixed warm-up). Returns the accesses run, each window's cost
+/// and why it ended.
+#[allow(clippy::too_many_arguments)]
+fn warm_up<W: Workload>(
+    w: &mut W,
+    sys: &mut System,
+    cost: &WindowCost<'_>,
+    window: u64,
+    cap: u64,
+    cap_by_workload: bool,
+    steady: Option<Steady>,
+    progress: &mut ProgressFn<'_>,
+) -> Result<(u64, Vec<f64>, WarmupEnd), EngineError> {
+    let mut done = 0;
+    let mut costs = Vec::new();
+    while done < cap {
+        let n = window.min(cap - done);
+        let a = Snapshot::take(sys);
+        let ran = run_accesses(w, sys, n, Phase::Warmup, &mut shifted(progress, done, cap))?;
+        if ran > 0 {
+            costs.push(cost.per_access(&a, &Snapshot::take(sys), ran));
+        }
+        done += ran;
+        if ran < n {
+            return Ok((done, costs, WarmupEnd::Workload));
+        }
+        if steady.is_some_and(|s| s.converged(&costs)) {
+            return Ok((done, costs, WarmupEnd::Converged));
+        }
+    }
+    let end = if cap_by_workload {
+        WarmupEnd::Workload
+    } else if steady.is_none() {
+        WarmupEnd::Fixed
+    } else {
+        WarmupEnd::Cap
+    };
+    Ok((done, costs, end))
+}
+
+/// The measured sample: `sample` accesses in [`sampling::WINDOWS`] windows. Returns the
+/// accesses run and each window's cost.
+fn measure<W: Workload>(
+    w: &mut W,
+    sys: &mut System,
+    cost: &WindowCost<'_>,
+    sample: u64,
+    progress: &mut ProgressFn<'_>,
+) -> Result<(u64, Vec<f64>), EngineError> {
+    let mut done = 0;
+    let mut costs = Vec::new();
+    for i in 0..sampling::WINDOWS {
+        let n = sampling::window_len(sample, i);
+        if n == 0 {
+            break;
+        }
+        let a = Snapshot::take(sys);
+        let ran = run_accesses(
+            w,
+            sys,
+            n,
+            Phase::Measure,
+            &mut shifted(progress, done, sample),
+        )?;
+        if ran > 0 {
+            costs.push(cost.per_access(&a, &Snapshot::take(sys), ran));
+        }
+        done += ran;
+        if ran < n {
+            break;
+        }
+    }
+    Ok((done, costs))
 }
 
 /// Run ops until `StartMeasurement`.
@@ -432,33 +640,113 @@ struct Interval {
     after: Snapshot,
 }
 
-fn report<W: Workload>(
-    sys: &System,
-    config: &RunConfig,
-    w: &W,
-    iv: Interval,
-    warmup: u64,
-    simulated: u64,
-    total: u64,
-) -> RunReport {
-    let profile = &config.profile;
-    let mmu = iv.after.mmu.since(&iv.before.mmu);
-    let memory = iv.after.memory.since(&iv.before.memory);
-    let exits = iv.after.exits.since(&iv.before.exits);
-    let kernel = iv.after.kernel.since(&iv.before.kernel);
-    let remap = iv.after.remap.since(&iv.before.remap);
-    let events = Events {
-        accesses: simulated,
-        instructions: simulated as f64 * w.instructions_per_access(),
+/// The cost model's events between snapshots `a` and `b`, over `accesses` accesses.
+fn interval_events(
+    a: &Snapshot,
+    b: &Snapshot,
+    accesses: u64,
+    instructions_per_access: f64,
+) -> Events {
+    let mmu = b.mmu.since(&a.mmu);
+    let memory = b.memory.since(&a.memory);
+    Events {
+        accesses,
+        instructions: accesses as f64 * instructions_per_access,
         data_served: memory.served[Requester::Data as usize],
         walk_served: memory.served[Requester::Walk as usize],
         stlb_hits: mmu.stlb_hits,
         tag_served: memory.served[Requester::Tag as usize],
         tag_fills: mmu.tag_fills,
-        exits,
-        kernel,
-        remap,
+        exits: b.exits.since(&a.exits),
+        kernel: b.kernel.since(&a.kernel),
+        remap: b.remap.since(&a.remap),
+    }
+}
+
+/// The report's `sample_method` and `sample` for what the sampling did.
+fn sample_report(
+    sampled: &Sampled,
+    simulated: u64,
+    total: u64,
+    cycles_per_access_to_seconds: f64,
+    ghz: f64,
+) -> (String, SampleReport) {
+    let ci = sampling::mean_ci(&sampled.window_costs).map(|c| c.half_width);
+    let mut report = SampleReport {
+        warmup_end: sampled.end.name().to_string(),
+        converged: sampled.end == WarmupEnd::Converged,
+        warmup_accesses: sampled.warmup,
+        discarded_samples: sampled.discarded,
+        warmup_cap: 0,
+        warmup_window_accesses: 0,
+        tolerance: None,
+        window_accesses: 0,
+        windows: sampled.window_costs.len() as u64,
+        warmup_cycles_per_access: sampled.warmup_costs.clone(),
+        window_cycles_per_access: sampled.window_costs.clone(),
+        confidence: sampling::CONFIDENCE,
+        cycles_per_access_ci: ci,
+        seconds_ci: ci.map(|h| h * cycles_per_access_to_seconds),
+        ns_per_access_ci: ci.map(|h| h / ghz),
     };
+    let method = match sampled.plan {
+        SamplePlan::Whole => format!(
+            "every one of the {total} measured accesses (and every operation) simulated from a cold start after set-up; no warm-up, so no interval"
+        ),
+        SamplePlan::Windowed {
+            warmup_window,
+            window,
+            cap,
+            steady,
+            ..
+        } => {
+            report.warmup_cap = cap;
+            report.warmup_window_accesses = warmup_window;
+            report.window_accesses = window;
+            report.tolerance = steady.map(|s| s.tolerance);
+            let warm = match steady {
+                Some(s) => format!(
+                    "warm-up in windows of {warmup_window} accesses until the mean cycles per access of the last {b} windows is within {tol}% of the {b} before, and again for a sample whose windows still trend (at most {cap} accesses)",
+                    b = sampling::BLOCK,
+                    tol = s.tolerance * 100.0
+                ),
+                None => format!("a fixed warm-up of {cap} accesses"),
+            };
+            format!(
+                "{warm}; then {simulated} measured accesses in {n} windows, {conf}% Student-t interval over the windows{extra}",
+                n = report.windows,
+                conf = sampling::CONFIDENCE * 100.0,
+                extra = if simulated < total {
+                    format!("; time extrapolated to {total} accesses")
+                } else {
+                    String::new()
+                }
+            )
+        }
+    };
+    (method, report)
+}
+
+fn report<W: Workload>(
+    sys: &System,
+    config: &RunConfig,
+    w: &W,
+    iv: Interval,
+    sampled: &Sampled,
+    simulated: u64,
+    total: u64,
+) -> RunReport {
+    let profile = &config.profile;
+    let mmu = iv.after.mmu.since(&iv.before.mmu);
+    let exits = iv.after.exits.since(&iv.before.exits);
+    let kernel = iv.after.kernel.since(&iv.before.kernel);
+    let remap = iv.after.remap.since(&iv.before.remap);
+    let events = interval_events(
+        &iv.before,
+        &iv.after,
+        simulated,
+        w.instructions_per_access(),
+    );
     let breakdown = profile.cycles(&events, w.dependent_accesses());
     let per_access = |x: f64| {
         if simulated == 0 {
@@ -475,6 +763,8 @@ fn report<W: Workload>(
         breakdown.total
     };
     let ghz = profile.machine.frequency_ghz;
+    let (sample_method, sample) =
+        sample_report(sampled, simulated, total, total as f64 / (ghz * 1e9), ghz);
 
     let setup_exits = iv.after_setup.exits.since(&iv.start.exits);
     let kernel_now = sys.kernel().counters();
@@ -526,8 +816,10 @@ fn report<W: Workload>(
         seed: config.seed,
         pretouch: config.pretouch,
         accesses_simulated: simulated,
-        accesses_warmup: warmup,
+        accesses_warmup: sampled.warmup,
         accesses_total: total,
+        sample_method,
+        sample,
         extrapolated,
         cycles,
         seconds: cycles / (ghz * 1e9),

@@ -82,8 +82,11 @@ pub struct WorkloadEntry {
 pub struct Sample {
     /// Measured accesses to simulate (0: all), as `vmlab run --accesses`.
     pub accesses: u64,
-    /// Warm-up accesses, as `vmlab run --warmup`.
+    /// The most warm-up accesses, as `vmlab run --warmup`.
     pub warmup: u64,
+    /// Relative tolerance of the steady-state test, as `vmlab run --tolerance`.
+    #[serde(default = "default_tolerance")]
+    pub tolerance: f64,
 }
 
 /// The `--quick` variant of an experiment.
@@ -92,8 +95,11 @@ pub struct Sample {
 pub struct Quick {
     /// Measured accesses to simulate (0: all).
     pub accesses: u64,
-    /// Warm-up accesses.
+    /// The most warm-up accesses.
     pub warmup: u64,
+    /// Relative tolerance of the steady-state test: looser than the full variant's.
+    #[serde(default = "default_quick_tolerance")]
+    pub tolerance: f64,
     /// Workload parameters to set in every spec whose workload has them (e.g. forks = "10").
     #[serde(default)]
     pub set: BTreeMap<String, String>,
@@ -172,6 +178,25 @@ impl Metric {
         }
     }
 
+    /// The half-width of the value's 95% confidence interval over the run's windows, for
+    /// the metrics that have one.
+    pub fn ci(self, r: &RunReport) -> Option<f64> {
+        match self {
+            Metric::Seconds => r.sample.seconds_ci,
+            Metric::NsPerAccess => r.sample.ns_per_access_ci,
+            Metric::CyclesPerAccess => r.sample.cycles_per_access_ci,
+            _ => None,
+        }
+    }
+
+    /// A value and its interval formatted for a table cell (the value alone without one).
+    pub fn format_ci(self, v: f64, ci: Option<f64>) -> String {
+        match ci {
+            Some(ci) => crate::stats::format_ci(v, ci, 2),
+            None => self.format(v),
+        }
+    }
+
     /// The value for one run (`native`: native's time in the same group).
     pub fn value(self, r: &RunReport, native_seconds: Option<f64>) -> Option<f64> {
         match self {
@@ -204,6 +229,14 @@ fn lmbench_iters(workload: &str) -> Option<u64> {
         WorkloadConfig::Lmbench(c) => Some(c.iters),
         _ => None,
     }
+}
+
+fn default_tolerance() -> f64 {
+    crate::engine::sampling::DEFAULT_TOLERANCE
+}
+
+fn default_quick_tolerance() -> f64 {
+    crate::engine::sampling::QUICK_TOLERANCE
 }
 
 fn default_machine() -> String {

@@ -57,8 +57,10 @@ pub struct Plan {
     pub jobs: Vec<Job>,
     /// Measured accesses each run simulates (0: all).
     pub accesses: u64,
-    /// Warm-up accesses of each run.
+    /// The most warm-up accesses of each run (it stops at steady state).
     pub warmup: u64,
+    /// Relative tolerance of each run's steady-state test.
+    pub tolerance: f64,
     /// Which dimensions vary (and so name a row).
     pub varies: Varies,
 }
@@ -131,11 +133,16 @@ impl Experiment {
         if self.workloads.is_empty() {
             return Err(err("no [[workloads]]".into()));
         }
-        let (accesses, warmup) = if quick {
-            (self.quick.accesses, self.quick.warmup)
+        let (accesses, warmup, tolerance) = if quick {
+            (self.quick.accesses, self.quick.warmup, self.quick.tolerance)
         } else {
-            (self.sample.accesses, self.sample.warmup)
+            (
+                self.sample.accesses,
+                self.sample.warmup,
+                self.sample.tolerance,
+            )
         };
+        crate::engine::sampling::validate(accesses, warmup, tolerance).map_err(|e| err(e.0))?;
         let mut jobs = Vec::new();
         let mut labels = Vec::new();
         for (entry, w) in self.workloads.iter().enumerate() {
@@ -204,6 +211,7 @@ impl Experiment {
             jobs,
             accesses,
             warmup,
+            tolerance,
             varies,
         })
     }
@@ -241,21 +249,28 @@ impl Plan {
             fragmentation: 0.0,
             accesses: self.accesses,
             warmup: self.warmup,
+            tolerance: self.tolerance,
+            fixed_warmup: false,
             seed: self.seed,
             pretouch: false,
         }
     }
 
-    /// The sample, in words: "sample of N measured accesses after M warm-up accesses per run".
+    /// The sample method, in words: what every run is asked to do (what each did, the
+    /// warm-up it used, is in its report; [`warmup_summary`](crate::lab::report::warmup_summary)
+    /// sums it up).
     pub fn sample_text(&self) -> String {
         if self.accesses == 0 {
-            "every operation simulated".to_string()
-        } else {
-            format!(
-                "sample of {} measured accesses after {} warm-up accesses per run",
-                self.accesses, self.warmup
-            )
+            return "every operation simulated, from cold".to_string();
         }
+        format!(
+            "{} measured accesses per run in {} windows, after a warm-up to steady state (tolerance {}%{}, at most {} accesses)",
+            self.accesses,
+            crate::engine::sampling::WINDOWS,
+            self.tolerance * 100.0,
+            if self.quick { ", --quick's looser one" } else { "" },
+            self.warmup
+        )
     }
 }
 

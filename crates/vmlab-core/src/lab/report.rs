@@ -60,12 +60,52 @@ pub fn groups(rows: &[Row]) -> Vec<&GroupKey> {
     out
 }
 
+/// The warm-ups the runs of `rows` used, in words: "warm-up used: 4M to 16M accesses;
+/// converged in 5 runs, cap in 1", or what was done instead.
+pub fn warmup_summary(rows: &[Row]) -> String {
+    let reports = runs(rows);
+    let mut ends: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &reports {
+        *ends.entry(r.sample.warmup_end.as_str()).or_default() += 1;
+    }
+    let whole = ends.remove("none").unwrap_or(0);
+    let mut parts = Vec::new();
+    let warmed: Vec<u64> = reports
+        .iter()
+        .filter(|r| r.sample.warmup_end != "none")
+        .map(|r| r.accesses_warmup)
+        .collect();
+    if let (Some(lo), Some(hi)) = (warmed.iter().min(), warmed.iter().max()) {
+        let how: Vec<String> = ends.iter().map(|(e, n)| format!("{e} in {n}")).collect();
+        parts.push(format!(
+            "warm-up used {} to {} accesses ({})",
+            lo,
+            hi,
+            how.join(", ")
+        ));
+    }
+    if whole > 0 {
+        parts.push(format!(
+            "{whole} run(s) simulated their whole workload from cold, with no warm-up"
+        ));
+    }
+    parts.join("; ")
+}
+
 /// `metric` of the run of `paging` in `group`, if it ran and the metric applies.
 pub fn value(rows: &[Row], group: &GroupKey, paging: Paging, metric: Metric) -> Option<f64> {
     let row = rows
         .iter()
         .find(|r| &r.job.group == group && r.job.paging == paging)?;
     metric.value(row.report.as_ref()?, row.native_seconds)
+}
+
+/// The half-width of the interval of `metric` of the run of `paging` in `group`, if any.
+pub fn ci(rows: &[Row], group: &GroupKey, paging: Paging, metric: Metric) -> Option<f64> {
+    let row = rows
+        .iter()
+        .find(|r| &r.job.group == group && r.job.paging == paging)?;
+    metric.ci(row.report.as_ref()?)
 }
 
 /// Whether the plan skips `paging` in `group`.
@@ -134,8 +174,14 @@ pub struct ExperimentReport {
     pub seed: u64,
     /// Measured accesses per run (0: all).
     pub accesses: u64,
-    /// Warm-up accesses per run.
+    /// The most warm-up accesses per run (each run's report gives the warm-up it used).
     pub warmup: u64,
+    /// Relative tolerance of each run's steady-state test.
+    pub tolerance: f64,
+    /// The sample method, in words (each run's `sample_method` says what it did).
+    pub sample_method: String,
+    /// The warm-ups the runs used, in words.
+    pub warmup_used: String,
     /// The schemes, in the table's order.
     pub schemes: Vec<String>,
     /// Combinations not run, with the reason.
@@ -158,6 +204,9 @@ impl ExperimentReport {
             seed: exp.seed,
             accesses: plan.accesses,
             warmup: plan.warmup,
+            tolerance: plan.tolerance,
+            sample_method: plan.sample_text(),
+            warmup_used: warmup_summary(rows),
             schemes: plan.schemes.iter().map(|p| p.name().to_string()).collect(),
             skipped: rows
                 .iter()
@@ -212,6 +261,10 @@ pub fn csv(exp: &Experiment, rows: &[Row]) -> Result<String, LabError> {
         "page_faults",
         "accesses_simulated",
         "extrapolated",
+        "accesses_warmup",
+        "warmup_end",
+        "seconds_ci",
+        "ns_per_access_ci",
     ])
     .map_err(fail)?;
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
@@ -240,6 +293,13 @@ pub fn csv(exp: &Experiment, rows: &[Row]) -> Result<String, LabError> {
             r.page_faults.to_string(),
             r.accesses_simulated.to_string(),
             r.extrapolated.to_string(),
+            r.accesses_warmup.to_string(),
+            r.sample.warmup_end.clone(),
+            opt(r.sample.seconds_ci),
+            opt(r
+                .sample
+                .ns_per_access_ci
+                .filter(|_| r.accesses_simulated > 0)),
         ])
         .map_err(fail)?;
     }

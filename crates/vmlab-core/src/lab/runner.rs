@@ -67,6 +67,8 @@ fn run_config(plan: &Plan, job: &Job, profile: &Profile) -> RunConfig {
         fragmentation: 0.0,
         accesses: plan.accesses,
         warmup: plan.warmup,
+        tolerance: plan.tolerance,
+        fixed_warmup: false,
         seed: plan.seed,
         pretouch: false,
         pipeline: Pipeline::default(),

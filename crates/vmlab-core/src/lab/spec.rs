@@ -4,7 +4,7 @@
 
 use crate::addr::PageSize;
 use crate::cost::Profile;
-use crate::engine::{self, Pipeline, ProgressFn, RunConfig};
+use crate::engine::{self, sampling, Pipeline, ProgressFn, RunConfig};
 use crate::lab::LabError;
 use crate::scheme::Paging;
 use crate::stats::RunReport;
@@ -36,9 +36,15 @@ pub struct RunSpec {
     /// Measured accesses to simulate (0: all).
     #[serde(default = "default_accesses")]
     pub accesses: u64,
-    /// Warm-up accesses before measuring.
+    /// The most warm-up accesses before measuring (exactly this many with `fixed_warmup`).
     #[serde(default = "default_warmup")]
     pub warmup: u64,
+    /// Relative tolerance of the warm-up's steady-state test.
+    #[serde(default = "default_tolerance")]
+    pub tolerance: f64,
+    /// Run exactly `warmup` warm-up accesses, with no steady-state test.
+    #[serde(default)]
+    pub fixed_warmup: bool,
     /// Seed of the workload's random numbers (and of host fragmentation).
     #[serde(default = "default_seed")]
     pub seed: u64,
@@ -64,7 +70,14 @@ fn default_accesses() -> u64 {
 }
 
 fn default_warmup() -> u64 {
-    2_000_000
+    DEFAULT_WARMUP_CAP
+}
+
+/// `vmlab run`'s default cap on warm-up accesses (docs/model.md says why).
+pub const DEFAULT_WARMUP_CAP: u64 = 50_000_000;
+
+fn default_tolerance() -> f64 {
+    sampling::DEFAULT_TOLERANCE
 }
 
 fn default_seed() -> u64 {
@@ -83,6 +96,8 @@ impl RunSpec {
             fragmentation: 0.0,
             accesses: default_accesses(),
             warmup: default_warmup(),
+            tolerance: default_tolerance(),
+            fixed_warmup: false,
             seed: default_seed(),
             pretouch: false,
         }
@@ -116,6 +131,8 @@ impl RunSpec {
             fragmentation: self.fragmentation,
             accesses: self.accesses,
             warmup: self.warmup,
+            tolerance: self.tolerance,
+            fixed_warmup: self.fixed_warmup,
             seed: self.seed,
             pretouch: self.pretouch,
             pipeline: Pipeline::default(),

@@ -3,7 +3,8 @@
 //!
 //! Event counts are exact and cover the simulated sample of the measured phase
 //! (`accesses_simulated` accesses after `accesses_warmup` warm-up accesses); `cycles` and
-//! `seconds` are the cost model's, extrapolated to `accesses_total` when `extrapolated`.
+//! `seconds` are the cost model's, extrapolated to `accesses_total` when `extrapolated`, with
+//! the half-width of their confidence interval over the sample's windows under `sample`.
 //! Set-up (mapping and first touch of the buffer) is reported apart, under `setup`.
 //!
 //! Every report type is `Deserialize` too, so a report written as JSON reads back into the
@@ -59,6 +60,46 @@ pub struct SetupReport {
     pub backed_bytes: BTreeMap<String, u64>,
 }
 
+/// How a run sampled its workload: the warm-up it actually ran and why it stopped, the
+/// measured windows, and the confidence interval over them (`engine::sampling`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SampleReport {
+    /// Why the warm-up ended: `converged` (the steady-state test passed), `cap` (it ran
+    /// `warmup_cap` accesses without converging), `workload` (the workload had no more
+    /// accesses to spare before the sample), `fixed` (a fixed warm-up) or `none` (the whole
+    /// workload was simulated from cold, with no warm-up).
+    pub warmup_end: String,
+    /// True when the steady-state test passed.
+    pub converged: bool,
+    /// Warm-up accesses run (as `accesses_warmup`), discarded samples included.
+    pub warmup_accesses: u64,
+    /// Samples measured, found still trending (their windows' cost drifted by more than the
+    /// tolerance, significantly), and counted as warm-up before measuring again.
+    pub discarded_samples: u64,
+    /// The most warm-up accesses the run was allowed (`--warmup`, lowered to what the
+    /// workload leaves before the sample).
+    pub warmup_cap: u64,
+    /// Accesses per warm-up window (0 without a warm-up).
+    pub warmup_window_accesses: u64,
+    /// Relative tolerance of the steady-state test (none for a fixed or no warm-up).
+    pub tolerance: Option<f64>,
+    /// Accesses per measured window (0 when the whole workload was simulated).
+    pub window_accesses: u64,
+    /// Measured windows.
+    pub windows: u64,
+    /// Cycles per access of each warm-up window, in order (discarded samples not included).
+    pub warmup_cycles_per_access: Vec<f64>,
+    /// Cycles per access of each measured window, in order.
+    pub window_cycles_per_access: Vec<f64>,
+    /// Confidence level of the intervals (0.95).
+    pub confidence: f64,
+    /// Half-width of the interval of `cycles_per_access` (Student t over the windows), and
+    /// the same in `seconds` and `ns_per_access`; none without windows.
+    pub cycles_per_access_ci: Option<f64>,
+    pub seconds_ci: Option<f64>,
+    pub ns_per_access_ci: Option<f64>,
+}
+
 /// One run of one workload under one paging scheme.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
@@ -72,8 +113,13 @@ pub struct RunReport {
     /// All guest memory was backed before set-up (`--pretouch`).
     pub pretouch: bool,
     pub accesses_simulated: u64,
+    /// Warm-up accesses actually run (see `sample` for why the warm-up ended).
     pub accesses_warmup: u64,
     pub accesses_total: u64,
+    /// How the run sampled its workload, in one sentence (for provenance).
+    pub sample_method: String,
+    /// The sample in numbers: warm-up used and why it ended, windows, interval.
+    pub sample: SampleReport,
     /// True when `cycles` and `seconds` were scaled from the sample to `accesses_total`.
     pub extrapolated: bool,
     pub cycles: f64,
@@ -163,4 +209,28 @@ pub fn exits_by_reason(exits: &ExitCounters) -> BTreeMap<String, u64> {
         .iter()
         .map(|(r, n)| (r.name().to_string(), n))
         .collect()
+}
+
+/// `value ± half_width` with the half-width to two significant digits and the value to the
+/// same decimal place (`35.7339 ± 0.0029`, `35.73 ± 0.20`); a zero half-width prints as
+/// `± 0` after `fallback_decimals` decimals.
+pub fn format_ci(value: f64, half_width: f64, fallback_decimals: usize) -> String {
+    if !(half_width.is_finite() && half_width > 0.0) {
+        return format!("{value:.fallback_decimals$} ± 0");
+    }
+    let decimals = (1 - half_width.log10().floor() as i64).clamp(0, 12) as usize;
+    format!("{value:.decimals$} ± {half_width:.decimals$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_ci;
+
+    #[test]
+    fn intervals_print_to_two_significant_digits() {
+        assert_eq!(format_ci(35.73391, 0.002946, 3), "35.7339 ± 0.0029");
+        assert_eq!(format_ci(35.7312, 0.2012, 3), "35.73 ± 0.20");
+        assert_eq!(format_ci(1234.5, 31.0, 3), "1234 ± 31");
+        assert_eq!(format_ci(1.5, 0.0, 3), "1.500 ± 0");
+    }
 }

@@ -19,6 +19,8 @@ fn main() {
         "hello" => {}
         "ids" => ids(),
         "probe" => probe(&args[2], args.get(3).and_then(|s| s.parse().ok()).unwrap_or(0)),
+        "scmrights" => received_directory(&args[2]),
+        "hostproc" => host_processes(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0)),
         "fileread" | "mmapread" => println!("{:.1}", bandwidth(op, n)),
         _ => match latency(op, n) {
             Some(us) => println!("{us:.3}"),
@@ -324,6 +326,7 @@ fn probe(outside: &str, host_pid: i32) {
     let base = std::path::Path::new(outside).file_name().and_then(|n| n.to_str()).unwrap_or("");
     report("stdin-dirfd", read_at(0, base));
     report("read-direct", secret.is_some_and(|s| String::from_utf8_lossy(&s).contains("vmlab-secret")));
+    datagrams(outside, host_pid, &report);
     let ups = "../".repeat(20);
     let rel = format!("{ups}{}", outside.trim_start_matches('/'));
     report("dotdot", read_at(c::AT_FDCWD, &rel));
@@ -378,4 +381,109 @@ fn probe(outside: &str, host_pid: i32) {
         let target = cstr(&rel);
         report("unlink-outside", c::unlink(target.as_ptr()) == 0);
     }
+}
+
+/// Datagrams to sockets outside the root: the test binds outside.sock next to the secret file
+/// and an abstract name with the host pid; by absolute path, `..` and sendmsg, and to the
+/// abstract name. Run early: natively the probe's later attempts (seccomp strict mode) end it.
+fn datagrams(outside: &str, host_pid: i32, report: &dyn Fn(&str, bool)) {
+    // SAFETY: socket calls with valid pointers to local values.
+    unsafe {
+        let dir = std::path::Path::new(outside).parent().and_then(|d| d.to_str()).unwrap_or("/");
+        let unix = |path: &[u8]| {
+            let mut addr: c::sockaddr_un = std::mem::zeroed();
+            addr.sun_family = c::AF_UNIX as u16;
+            for (i, b) in path.iter().take(107).enumerate() {
+                addr.sun_path[i] = *b as c::c_char;
+            }
+            (addr, (2 + path.len().min(107)) as u32)
+        };
+        let d = c::socket(c::AF_UNIX, c::SOCK_DGRAM, 0);
+        let send_to = |path: &[u8]| {
+            let (addr, len) = unix(path);
+            c::sendto(d, b"x".as_ptr().cast(), 1, 0, (&addr as *const c::sockaddr_un).cast(), len) == 1
+        };
+        let abs_sock = format!("{dir}/outside.sock");
+        let up_sock = format!("{}{}", "../".repeat(8), abs_sock.trim_start_matches('/'));
+        report("sendto-unix-outside", send_to(abs_sock.as_bytes()) || send_to(up_sock.as_bytes()));
+        let (mut addr, len) = unix(abs_sock.as_bytes());
+        let mut iov = c::iovec { iov_base: b"x".as_ptr() as *mut c::c_void, iov_len: 1 };
+        let mut msg: c::msghdr = std::mem::zeroed();
+        msg.msg_name = (&mut addr as *mut c::sockaddr_un).cast();
+        msg.msg_namelen = len;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        report("sendmsg-unix-outside", c::sendmsg(d, &msg, 0) == 1);
+        let name = format!("\0vmlab-probe-{host_pid}");
+        report("sendto-abstract", send_to(name.as_bytes()));
+    }
+}
+
+/// Reaches for a host process outside the guest through /proc (whatever the root: with
+/// `--root /` its /proc is the host's) and by signal: each must be refused.
+fn host_processes(host_pid: i32) {
+    let report = |name: &str, ok: bool| {
+        let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        println!("{name} {} {e}", if ok { "ESCAPED" } else { "refused" });
+    };
+    report("proc-hostpid-environ", std::fs::read(format!("/proc/{host_pid}/environ")).is_ok());
+    report(
+        "proc-hostpid-mem",
+        std::fs::OpenOptions::new().read(true).write(true).open(format!("/proc/{host_pid}/mem")).is_ok(),
+    );
+    report("proc-hostpid-cwd", std::fs::read_dir(format!("/proc/{host_pid}/cwd")).is_ok());
+    // SAFETY: kill has no memory arguments; signal 0 only checks.
+    report("kill-host", host_pid > 0 && unsafe { c::kill(host_pid, 0) } == 0);
+}
+
+/// Receives a descriptor with SCM_RIGHTS on stdin (a socket; the test sends the directory that
+/// holds the secret file, outside the root) and reads the secret through it, directly and by
+/// `..` from it: both must be refused.
+fn received_directory(outside: &str) {
+    let mut byte = [0u8; 1];
+    let mut iov = c::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+    let mut space = [0u64; 8];
+    // SAFETY: an all-zero msghdr is valid; it points at live local buffers.
+    let mut msg: c::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = space.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&space);
+    // SAFETY: as above.
+    let fd = unsafe {
+        if c::recvmsg(0, &mut msg, 0) < 1 {
+            -1
+        } else {
+            let cmsg = c::CMSG_FIRSTHDR(&msg);
+            if cmsg.is_null() || (*cmsg).cmsg_type != c::SCM_RIGHTS {
+                -1
+            } else {
+                std::ptr::read_unaligned(c::CMSG_DATA(cmsg) as *const i32)
+            }
+        }
+    };
+    println!("received {}", fd >= 0);
+    let base = std::path::Path::new(outside);
+    let name = base.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let dir = base.parent().and_then(|d| d.file_name()).and_then(|n| n.to_str()).unwrap_or("");
+    let read_at = |path: &str| -> bool {
+        let p = cstr(path);
+        // SAFETY: a valid C string; the descriptor is closed below.
+        let f = unsafe { c::openat(fd, p.as_ptr(), c::O_RDONLY) };
+        if f < 0 {
+            return false;
+        }
+        let mut buf = [0u8; 64];
+        // SAFETY: `buf` is live; `f` is ours.
+        let k = unsafe { c::read(f, buf.as_mut_ptr().cast(), buf.len()) };
+        // SAFETY: ours.
+        unsafe { c::close(f) };
+        k > 0 && buf[..k as usize].starts_with(b"vmlab-secret")
+    };
+    let report = |what: &str, ok: bool| {
+        let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        println!("{what} {} {e}", if ok { "ESCAPED" } else { "refused" });
+    };
+    report("scm-rights-dirfd", read_at(name));
+    report("scm-rights-dotdot", read_at(&format!("../{dir}/{name}")));
 }

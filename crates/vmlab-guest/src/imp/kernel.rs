@@ -441,7 +441,9 @@ impl Kernel {
                     Err(_) => Decision::Emulate(neg(c::EBADF)),
                 };
             }
-            c::SYS_bind | c::SYS_connect => return self.sockaddr(tid, tgid, call, scratch),
+            c::SYS_bind | c::SYS_connect | c::SYS_sendto | c::SYS_sendmsg | c::SYS_sendmmsg => {
+                return self.sockaddr(tid, tgid, call, scratch)
+            }
             _ => {}
         }
         let specs = calls::path_args(call.nr);
@@ -510,45 +512,98 @@ impl Kernel {
         Decision::Forward { args: Some(args), post }
     }
 
-    /// bind/connect: an AF_UNIX path is contained in the root; abstract names are refused.
+    /// bind/connect/sendto/sendmsg: an AF_UNIX path is contained in the root; abstract names
+    /// are refused. sendmmsg with AF_UNIX destinations is refused (ENOTSUP) under a root.
     fn sockaddr(&mut self, tid: i32, tgid: i32, call: &Call, scratch: Option<u64>) -> Decision {
         let a = call.args;
-        let len = (a[2] as usize).min(std::mem::size_of::<c::sockaddr_un>());
-        let Ok(addr) = mem::read(tid, a[1], len) else {
-            return Decision::Forward { args: None, post: Post::None };
+        let unchanged = Decision::Forward { args: None, post: Post::None };
+        let (ptr, len) = match call.nr {
+            c::SYS_sendto => (a[4], a[5]),
+            c::SYS_sendmsg => match read_msg_name(tid, a[1]) {
+                Some(name) => name,
+                None => return unchanged,
+            },
+            c::SYS_sendmmsg => {
+                // Every message's destination, up to the kernel's UIO_MAXIOV (1024) messages.
+                for i in 0..a[2].min(1024) {
+                    let Some((p, l)) = read_msg_name(tid, a[1] + i * 64) else { break };
+                    if matches!(self.unix_dest(tid, tgid, p, l, true), Ok(Some(_)) | Err(_)) {
+                        return Decision::Emulate(neg(c::ENOTSUP));
+                    }
+                }
+                return unchanged;
+            }
+            _ => (a[1], a[2]),
         };
-        if len < 3 || u16::from_ne_bytes([addr[0], addr[1]]) != c::AF_UNIX as u16 {
-            return Decision::Forward { args: None, post: Post::None };
-        }
-        let path = &addr[2..];
-        if path[0] == 0 {
-            return Decision::Emulate(neg(c::EPERM));
-        }
-        let path = &path[..path.iter().position(|&b| b == 0).unwrap_or(path.len())];
-        let to_host = |g: i32| self.to_host.get(&g).copied();
-        let who = Who { tid, tgid, host_pid: &to_host };
-        let root = self.root.as_ref().expect("rooted");
-        let host = match root.resolve(&who, Base::Cwd, path, call.nr == c::SYS_connect) {
-            Ok(h) => h,
+        let new = match self.unix_dest(tid, tgid, ptr, len, call.nr != c::SYS_bind) {
+            Ok(Some(new)) => new,
+            Ok(None) => return unchanged,
             Err(e) => return Decision::Emulate(neg(e)),
         };
-        if host.len() >= 108 {
-            return Decision::Emulate(neg(c::ENAMETOOLONG));
-        }
         let Some(scratch) = scratch else {
             return Decision::NeedScratch;
         };
-        let mut new = addr[..2].to_vec();
-        new.extend_from_slice(&host);
-        new.push(0);
+        // The rewritten address, then (sendmsg) a copy of the msghdr that names it.
         let at = scratch + 2 * 4096;
         if let Err(e) = mem::write(tid, at, &new) {
             return Decision::Emulate(neg(e));
         }
         let mut args = a;
-        args[1] = at;
-        args[2] = new.len() as u64;
+        match call.nr {
+            c::SYS_sendto => {
+                args[4] = at;
+                args[5] = new.len() as u64;
+            }
+            c::SYS_sendmsg => {
+                let Ok(mut hdr) = mem::read(tid, a[1], MSGHDR_LEN) else {
+                    return Decision::Emulate(neg(c::EFAULT));
+                };
+                hdr[..8].copy_from_slice(&at.to_ne_bytes());
+                hdr[8..12].copy_from_slice(&(new.len() as u32).to_ne_bytes());
+                let hdr_at = at + 256;
+                if let Err(e) = mem::write(tid, hdr_at, &hdr) {
+                    return Decision::Emulate(neg(e));
+                }
+                args[1] = hdr_at;
+            }
+            _ => {
+                args[1] = at;
+                args[2] = new.len() as u64;
+            }
+        }
         Decision::Forward { args: Some(args), post: Post::None }
+    }
+
+    /// The host form of the socket address at `ptr` (`len` bytes) if it is an AF_UNIX path
+    /// (resolved in the root; `follow`: its last component may be a symbolic link), None if it
+    /// is something else, or an errno: EPERM for an abstract name.
+    fn unix_dest(&mut self, tid: i32, tgid: i32, ptr: u64, len: u64, follow: bool) -> Result<Option<Vec<u8>>, i32> {
+        let len = (len as usize).min(std::mem::size_of::<c::sockaddr_un>());
+        if ptr == 0 || len < 3 {
+            return Ok(None);
+        }
+        let Ok(addr) = mem::read(tid, ptr, len) else {
+            return Ok(None);
+        };
+        if u16::from_ne_bytes([addr[0], addr[1]]) != c::AF_UNIX as u16 {
+            return Ok(None);
+        }
+        let path = &addr[2..];
+        if path[0] == 0 {
+            return Err(c::EPERM);
+        }
+        let path = &path[..path.iter().position(|&b| b == 0).unwrap_or(path.len())];
+        let to_host = |g: i32| self.to_host.get(&g).copied();
+        let who = Who { tid, tgid, host_pid: &to_host };
+        let root = self.root.as_ref().expect("rooted");
+        let host = root.resolve(&who, Base::Cwd, path, follow)?;
+        if host.len() >= 108 {
+            return Err(c::ENAMETOOLONG);
+        }
+        let mut new = addr[..2].to_vec();
+        new.extend_from_slice(&host);
+        new.push(0);
+        Ok(Some(new))
     }
 
     /// The result the guest sees of a forwarded call that returned `ret` on the host.
@@ -587,6 +642,17 @@ impl Kernel {
             _ => ret,
         }
     }
+}
+
+/// struct msghdr's size on x86-64.
+const MSGHDR_LEN: usize = 56;
+
+/// The destination (msg_name, msg_namelen) of the msghdr at `at` in thread `tid`, if readable.
+pub(crate) fn read_msg_name(tid: i32, at: u64) -> Option<(u64, u64)> {
+    let hdr = mem::read(tid, at, 12).ok()?;
+    let name = u64::from_ne_bytes(hdr[..8].try_into().ok()?);
+    let len = u32::from_ne_bytes(hdr[8..12].try_into().ok()?);
+    Some((name, len as u64))
 }
 
 /// The error a call the guest may not make fails with, if `call` is one: the calls the

@@ -4,7 +4,9 @@ mod kernel;
 mod mem;
 mod notify;
 mod path;
+mod sigsys;
 mod strace;
+mod stub;
 mod trace;
 
 use crate::{calls, Config, GuestError, Mechanism, Outcome};
@@ -13,6 +15,7 @@ use libc as c;
 use seccompiler::{sock_filter, BpfProgram, SeccompAction, SeccompFilter, TargetArch};
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -49,6 +52,7 @@ fn trap(m: Mechanism) -> Box<dyn Trap> {
         Mechanism::Sysemu => Box::new(Style::Sysemu),
         Mechanism::SeccompTrace => Box::new(Style::SeccompTrace),
         Mechanism::SeccompNotify => Box::new(notify::Notify),
+        Mechanism::Sigsys => Box::new(sigsys::Sigsys),
     }
 }
 
@@ -56,6 +60,13 @@ fn trap(m: Mechanism) -> Box<dyn Trap> {
 fn seccomp_action_available(action: u32) -> bool {
     // SAFETY: SECCOMP_GET_ACTION_AVAIL reads one u32 through the pointer, which is live.
     unsafe { c::syscall(c::SYS_seccomp, c::SECCOMP_GET_ACTION_AVAIL, 0, &action as *const u32) == 0 }
+}
+
+/// Whether the host kernel has futex_waitv (Linux 5.16).
+fn futex_waitv_available() -> bool {
+    // SAFETY: zero waiters with null pointers: the kernel answers EINVAL if it has the call.
+    let r = unsafe { c::syscall(449, 0usize, 0u32, 0u32, 0usize, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(c::ENOSYS)
 }
 
 pub(crate) fn check_host(m: Mechanism) -> Result<(), GuestError> {
@@ -79,6 +90,12 @@ pub(crate) fn check_host(m: Mechanism) -> Result<(), GuestError> {
         }
         Mechanism::SeccompNotify => {
             need(seccomp_action_available(c::SECCOMP_RET_USER_NOTIF), "seccomp SECCOMP_RET_USER_NOTIF")
+        }
+        Mechanism::Sigsys => {
+            need(ptrace_ok, "ptrace (to put the stub into each new program)")?;
+            need(seccomp_action_available(c::SECCOMP_RET_TRAP), "seccomp SECCOMP_RET_TRAP")?;
+            need(seccomp_action_available(c::SECCOMP_RET_USER_NOTIF), "seccomp SECCOMP_RET_USER_NOTIF")?;
+            need(futex_waitv_available(), "futex_waitv (Linux 5.16)")
         }
     }
 }
@@ -200,8 +217,72 @@ pub(crate) fn install_filter(prog: &[sock_filter], flags: c::c_ulong) -> i64 {
     }
 }
 
+/// A Landlock ruleset (ABI 6, Linux 6.12) that scopes signals, and under a root abstract
+/// AF_UNIX sockets, to the guest's domain; entering any Landlock domain also confines ptrace-mode
+/// access (/proc/PID/mem, cwd, root, fd, ...) to processes inside it, so even with `--root /` a
+/// guest cannot act on a host process through /proc. Under a root (`root`) it also handles every
+/// file-system access right Landlock has and grants them all beneath the root only: whatever the
+/// guest kernel's path handling misses (a path raced between check and use, a directory
+/// descriptor received from outside, chroot's `..` from such a descriptor), the host refuses
+/// to open, create, remove or rename anything outside the root. None where the host lacks
+/// Landlock ABI 6: the guest kernel's own checks remain.
+fn host_scope(root: Option<&Path>) -> Option<OwnedFd> {
+    const LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1;
+    const LANDLOCK_SCOPE_SIGNAL: u64 = 2;
+    const LANDLOCK_RULE_PATH_BENEATH: u32 = 1;
+    // SAFETY: a null attribute with the VERSION flag only asks for the ABI version.
+    let abi = unsafe { c::syscall(c::SYS_landlock_create_ruleset, 0usize, 0usize, 1u32) };
+    if abi < 6 {
+        return None;
+    }
+    // Every access right of ABI 5 and later: execute ... refer, truncate, ioctl_dev.
+    let fs_rights: u64 = if root.is_some() { (1 << 16) - 1 } else { 0 };
+    let scoped = LANDLOCK_SCOPE_SIGNAL | if root.is_some() { LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET } else { 0 };
+    let attr: [u64; 3] = [fs_rights, 0, scoped];
+    // SAFETY: the attribute is 24 live bytes, struct landlock_ruleset_attr's layout.
+    let fd = unsafe { c::syscall(c::SYS_landlock_create_ruleset, attr.as_ptr(), 24usize, 0u32) } as i32;
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a new descriptor, owned here.
+    let ruleset = unsafe { OwnedFd::from_raw_fd(fd) };
+    if let Some(root) = root {
+        let dir = std::fs::File::open(root).ok()?;
+        // struct landlock_path_beneath_attr (packed): allowed_access u64, parent_fd s32.
+        let mut rule = [0u8; 12];
+        rule[..8].copy_from_slice(&fs_rights.to_ne_bytes());
+        rule[8..].copy_from_slice(&dir.as_raw_fd().to_ne_bytes());
+        // SAFETY: the rule is 12 live bytes in the kernel's layout.
+        let r = unsafe {
+            c::syscall(c::SYS_landlock_add_rule, ruleset.as_raw_fd(), LANDLOCK_RULE_PATH_BENEATH, rule.as_ptr(), 0u32)
+        };
+        if r != 0 {
+            return None;
+        }
+        // The host kernel opens a program's ELF interpreter by its host path when the ptrace
+        // mechanisms exec it (they rewrite only the program's path): read and execute it only.
+        const EXECUTE_READ: u64 = 1 | (1 << 2);
+        if let Ok(interp) = std::fs::File::open("/lib64/ld-linux-x86-64.so.2") {
+            rule[..8].copy_from_slice(&EXECUTE_READ.to_ne_bytes());
+            rule[8..].copy_from_slice(&interp.as_raw_fd().to_ne_bytes());
+            // SAFETY: as above.
+            unsafe {
+                c::syscall(
+                    c::SYS_landlock_add_rule,
+                    ruleset.as_raw_fd(),
+                    LANDLOCK_RULE_PATH_BENEATH,
+                    rule.as_ptr(),
+                    0u32,
+                )
+            };
+        }
+    }
+    Some(ruleset)
+}
+
 /// Everything the child needs, prepared before fork (the child may not allocate).
 pub(crate) struct Exec {
+    scope: Option<OwnedFd>,
     argv: Vec<CString>,
     ptrs: Vec<*const c::c_char>,
     /// The root to enter, unless it is `/`.
@@ -227,7 +308,20 @@ impl Exec {
             )
         };
         let fail = format!("vmlab guest: cannot execute {}\n", argv[0].to_string_lossy()).into_bytes();
-        Ok(Exec { argv, ptrs, root, fail })
+        let scope = host_scope((config.root != Path::new("/")).then_some(config.root.as_path()));
+        Ok(Exec { scope, argv, ptrs, root, fail })
+    }
+
+    /// In the child: enter the Landlock domain that keeps the guest away from host processes
+    /// (sets no_new_privs, which Landlock requires). Async-signal-safe.
+    pub(crate) fn confine(&self) {
+        if let Some(scope) = &self.scope {
+            // SAFETY: integer arguments only.
+            unsafe {
+                c::prctl(c::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                c::syscall(c::SYS_landlock_restrict_self, scope.as_raw_fd(), 0u32);
+            }
+        }
     }
 
     /// In the child: enter the root, close inherited descriptors above stderr. Before any
@@ -263,6 +357,7 @@ pub(crate) fn launch(config: &Config, argv: &[OsString], how: Launch) -> Result<
         return Err(GuestError::Host(format!("fork: {}", std::io::Error::last_os_error())));
     }
     if pid == 0 {
+        exec.confine();
         exec.prepare();
         // SAFETY: async-signal-safe calls in the child.
         unsafe {

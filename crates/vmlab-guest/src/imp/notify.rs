@@ -15,7 +15,7 @@
 //! (Linux 6.6), which lets the host switch directly between the guest and the supervisor
 //! thread.
 
-use super::kernel::{refusal, Call, Kernel};
+use super::kernel::{read_msg_name, refusal, Call, Kernel};
 use super::{filter, strace, Exec, Trap, INTERRUPT};
 use crate::{Config, GuestError, Outcome};
 use libc as c;
@@ -35,88 +35,18 @@ const MARK: u32 = 0x4e4f;
 /// SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (Linux 6.6).
 const SYNC_WAKE_UP: u64 = 1;
 
-fn io_err(what: &str) -> GuestError {
+pub(crate) fn io_err(what: &str) -> GuestError {
     GuestError::Host(format!("{what}: {}", std::io::Error::last_os_error()))
 }
 
 impl Trap for Notify {
     fn run(&self, config: &Config, kernel: &mut Kernel, argv: &[OsString]) -> Result<Outcome, GuestError> {
-        let rooted = kernel.root.is_some();
-        if rooted {
-            if super::path::is_procfs(&config.root.join("proc")) {
-                return Err(GuestError::Usage(
-                    "seccomp-notify contains the guest with chroot, which a procfs inside the root would undo; use another mechanism".into(),
-                ));
-            }
-            for fd in 0..3 {
-                // SAFETY: an all-zero stat is valid; fstat gets a valid out-pointer.
-                let mut st: c::stat = unsafe { std::mem::zeroed() };
-                // SAFETY: as above.
-                if unsafe { c::fstat(fd, &mut st) } == 0 && st.st_mode & c::S_IFMT == c::S_IFDIR {
-                    return Err(GuestError::Usage(format!("descriptor {fd} is a directory outside the guest root")));
-                }
-            }
-        }
-        let mut prog = filter(kernel, config.strace, SeccompAction::Trace(MARK))?;
-        for insn in prog.iter_mut() {
-            if insn.code == (c::BPF_RET | c::BPF_K) as u16 && insn.k == c::SECCOMP_RET_TRACE | MARK {
-                insn.k = c::SECCOMP_RET_USER_NOTIF;
-            }
-        }
-        let exec = Exec::new(config, argv)?;
-        let root = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(config.root.as_os_str()))
-            .map_err(|_| GuestError::Usage("root has a NUL byte".into()))?;
-        let (to_child, from_parent) = pipe()?;
-        // SAFETY: clone without CLONE_VM is fork into a new pid namespace; the child makes
-        // only async-signal-safe calls before exec.
-        let pid = unsafe { c::syscall(c::SYS_clone, (c::CLONE_NEWPID | c::SIGCHLD) as c::c_ulong, 0, 0, 0, 0) } as i32;
-        if pid < 0 {
-            return Err(io_err("clone(CLONE_NEWPID)"));
-        }
-        if pid == 0 {
-            // SAFETY: async-signal-safe system calls on live buffers, in the child.
-            unsafe {
-                // Its own process group, so that kill(0, sig) reaches guest processes only; the
-                // foreground group of the terminal, if there is one.
-                c::setpgid(0, 0);
-                if c::isatty(0) == 1 {
-                    let mut set: c::sigset_t = std::mem::zeroed();
-                    c::sigemptyset(&mut set);
-                    c::sigaddset(&mut set, c::SIGTTOU);
-                    c::sigprocmask(c::SIG_BLOCK, &set, std::ptr::null_mut());
-                    c::tcsetpgrp(0, c::getpid());
-                    c::sigprocmask(c::SIG_UNBLOCK, &set, std::ptr::null_mut());
-                }
-                if rooted && (c::chroot(root.as_ptr()) != 0 || c::chdir(c"/".as_ptr()) != 0) {
-                    c::_exit(126);
-                }
-                // The guest kernel finds the listener in /proc/PID/fd: from here on every call
-                // may be trapped, and only the supervisor thread, not yet started, answers.
-                let fd = super::install_filter(&prog, c::SECCOMP_FILTER_FLAG_NEW_LISTENER) as i32;
-                if fd < 0 {
-                    c::_exit(126);
-                }
-                let mut ack = 0u8;
-                c::read(from_parent.as_raw_fd(), (&mut ack as *mut u8).cast(), 1);
-                c::close(fd);
-                c::syscall(c::SYS_close_range, 3u32, u32::MAX, 0u32);
-            }
-            exec.exec();
-        }
-        drop(from_parent);
-        let Some(child_fd) = find_listener(pid) else {
-            reap(pid);
-            return Err(GuestError::Host("guest pid 1 could not install its seccomp filter".into()));
-        };
-        let listener = take_fd(pid, child_fd).inspect_err(|_| reap(pid))?;
-        // SAFETY: the ioctl reads one u64 through the pointer; failure (an older kernel) is fine.
-        unsafe { c::ioctl(listener.as_raw_fd(), c::SECCOMP_IOCTL_NOTIF_SET_FLAGS, &SYNC_WAKE_UP) };
+        let started = start(config, kernel, argv, None)?;
         let done = AtomicBool::new(false);
         let status = std::thread::scope(|s| {
-            let handler = s.spawn(|| serve(kernel, &listener, &done));
-            // SAFETY: writes one byte from a live buffer.
-            unsafe { c::write(to_child.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
-            let status = wait_init(pid);
+            let handler = s.spawn(|| serve(kernel, &started.listener, &done));
+            started.release();
+            let status = wait_init(started.pid);
             take_terminal_back();
             done.store(true, Ordering::SeqCst);
             let _ = handler.join();
@@ -124,6 +54,117 @@ impl Trap for Notify {
         });
         Ok(Outcome { status, trapped: kernel.trapped })
     }
+}
+
+/// Guest pid 1, started and held before exec until [`Started::release`].
+pub(crate) struct Started {
+    /// Its host pid.
+    pub(crate) pid: i32,
+    /// The seccomp notification descriptor of its filter.
+    pub(crate) listener: OwnedFd,
+    to_child: OwnedFd,
+}
+
+impl Started {
+    /// Lets guest pid 1 go on to exec its program: its calls now need the listener served.
+    pub(crate) fn release(&self) {
+        // SAFETY: writes one byte from a live buffer.
+        unsafe { c::write(self.to_child.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+    }
+}
+
+/// Starts guest pid 1 in a new pid namespace, chrooted into the guest root, with `first` (if
+/// given) and then the notify filter installed, and takes its notification descriptor.
+pub(crate) fn start(
+    config: &Config,
+    kernel: &Kernel,
+    argv: &[OsString],
+    first: Option<&[seccompiler::sock_filter]>,
+) -> Result<Started, GuestError> {
+    let rooted = kernel.root.is_some();
+    if rooted {
+        if super::path::is_procfs(&config.root.join("proc")) {
+            return Err(GuestError::Usage(format!(
+                "{} contains the guest with chroot, which a procfs inside the root would undo; use another mechanism",
+                config.mechanism
+            )));
+        }
+        for fd in 0..3 {
+            // SAFETY: an all-zero stat is valid; fstat gets a valid out-pointer.
+            let mut st: c::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: as above.
+            if unsafe { c::fstat(fd, &mut st) } == 0 && st.st_mode & c::S_IFMT == c::S_IFDIR {
+                return Err(GuestError::Usage(format!("descriptor {fd} is a directory outside the guest root")));
+            }
+        }
+    }
+    let prog = notify_filter(kernel, config.strace)?;
+    let exec = Exec::new(config, argv)?;
+    let root = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(config.root.as_os_str()))
+        .map_err(|_| GuestError::Usage("root has a NUL byte".into()))?;
+    let (to_child, from_parent) = pipe()?;
+    // SAFETY: clone without CLONE_VM is fork into a new pid namespace; the child makes
+    // only async-signal-safe calls before exec.
+    let pid = unsafe { c::syscall(c::SYS_clone, (c::CLONE_NEWPID | c::SIGCHLD) as c::c_ulong, 0, 0, 0, 0) } as i32;
+    if pid < 0 {
+        return Err(io_err("clone(CLONE_NEWPID)"));
+    }
+    if pid == 0 {
+        // SAFETY: async-signal-safe system calls on live buffers, in the child.
+        unsafe {
+            // Its own process group, so that kill(0, sig) reaches guest processes only; the
+            // foreground group of the terminal, if there is one.
+            c::setpgid(0, 0);
+            if c::isatty(0) == 1 {
+                let mut set: c::sigset_t = std::mem::zeroed();
+                c::sigemptyset(&mut set);
+                c::sigaddset(&mut set, c::SIGTTOU);
+                c::sigprocmask(c::SIG_BLOCK, &set, std::ptr::null_mut());
+                c::tcsetpgrp(0, c::getpid());
+                c::sigprocmask(c::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            }
+            if rooted && (c::chroot(root.as_ptr()) != 0 || c::chdir(c"/".as_ptr()) != 0) {
+                c::_exit(126);
+            }
+            exec.confine();
+            if let Some(first) = first {
+                if super::install_filter(first, 0) != 0 {
+                    c::_exit(126);
+                }
+            }
+            // The guest kernel finds the listener in /proc/PID/fd: from here on every call
+            // may be trapped, and only the supervisor thread, not yet started, answers.
+            let fd = super::install_filter(&prog, c::SECCOMP_FILTER_FLAG_NEW_LISTENER) as i32;
+            if fd < 0 {
+                c::_exit(126);
+            }
+            let mut ack = 0u8;
+            c::read(from_parent.as_raw_fd(), (&mut ack as *mut u8).cast(), 1);
+            c::close(fd);
+            c::syscall(c::SYS_close_range, 3u32, u32::MAX, 0u32);
+        }
+        exec.exec();
+    }
+    drop(from_parent);
+    let Some(child_fd) = find_listener(pid) else {
+        reap(pid);
+        return Err(GuestError::Host("guest pid 1 could not install its seccomp filter".into()));
+    };
+    let listener = take_fd(pid, child_fd).inspect_err(|_| reap(pid))?;
+    // SAFETY: the ioctl reads one u64 through the pointer; failure (an older kernel) is fine.
+    unsafe { c::ioctl(listener.as_raw_fd(), c::SECCOMP_IOCTL_NOTIF_SET_FLAGS, &SYNC_WAKE_UP) };
+    Ok(Started { pid, listener, to_child })
+}
+
+/// The notify filter: SECCOMP_RET_USER_NOTIF for every call the guest kernel must see.
+fn notify_filter(kernel: &Kernel, all: bool) -> Result<Vec<seccompiler::sock_filter>, GuestError> {
+    let mut prog = filter(kernel, all, SeccompAction::Trace(MARK))?;
+    for insn in prog.iter_mut() {
+        if insn.code == (c::BPF_RET | c::BPF_K) as u16 && insn.k == c::SECCOMP_RET_TRACE | MARK {
+            insn.k = c::SECCOMP_RET_USER_NOTIF;
+        }
+    }
+    Ok(prog)
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd), GuestError> {
@@ -157,7 +198,7 @@ fn find_listener(pid: i32) -> Option<i32> {
     None
 }
 
-fn reap(pid: i32) {
+pub(crate) fn reap(pid: i32) {
     // SAFETY: kill and waitpid with a null status pointer have no other memory arguments.
     unsafe {
         c::kill(pid, c::SIGKILL);
@@ -166,7 +207,7 @@ fn reap(pid: i32) {
 }
 
 /// Copies descriptor `fd` of process `pid` into the guest kernel (pidfd_getfd).
-fn take_fd(pid: i32, fd: i32) -> Result<OwnedFd, GuestError> {
+pub(crate) fn take_fd(pid: i32, fd: i32) -> Result<OwnedFd, GuestError> {
     // SAFETY: pidfd_open and pidfd_getfd take integers only.
     let pidfd = unsafe { c::syscall(c::SYS_pidfd_open, pid, 0) } as i32;
     if pidfd < 0 {
@@ -184,7 +225,7 @@ fn take_fd(pid: i32, fd: i32) -> Result<OwnedFd, GuestError> {
 }
 
 /// Makes the guest kernel's process group the terminal's foreground group again.
-fn take_terminal_back() {
+pub(crate) fn take_terminal_back() {
     // SAFETY: plain calls on descriptor 0 and a local signal set; SIGTTOU is blocked so that a
     // background group may set the foreground group.
     unsafe {
@@ -227,7 +268,7 @@ fn wait_init(pid: i32) -> i32 {
 }
 
 /// A host thread's ids in the guest's pid namespace: (tid, tgid, parent's tgid).
-fn ns_ids(tid: i32) -> Option<(i32, i32, i32)> {
+pub(crate) fn ns_ids(tid: i32) -> Option<(i32, i32, i32)> {
     let text = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
     let last = |name: &str| -> Option<i32> {
         text.lines().find_map(|l| l.strip_prefix(name))?.split_whitespace().last()?.parse().ok()
@@ -243,14 +284,24 @@ fn ns_ids(tid: i32) -> Option<(i32, i32, i32)> {
     Some((last("NSpid:")?, ns_tgid, ns_parent))
 }
 
-/// Whether bind/connect `call` names an abstract AF_UNIX socket, which chroot does not contain.
-/// Checked in the guest's memory before the call runs: a guest thread could change the
-/// address in between (see docs/guest.md).
+/// Whether bind/connect/sendto/sendmsg/sendmmsg `call` names an abstract AF_UNIX socket,
+/// which chroot does not contain. Checked in the guest's memory before the call runs: a guest
+/// thread could change the address in between (see docs/guest.md).
 fn abstract_unix(tid: i32, call: &Call) -> bool {
-    let Ok(addr) = super::mem::read(tid, call.args[1], 3) else {
-        return false;
+    let a = call.args;
+    let is_abstract = |ptr: u64, len: u64| {
+        let Ok(addr) = super::mem::read(tid, ptr, 3) else {
+            return false;
+        };
+        u16::from_ne_bytes([addr[0], addr[1]]) == c::AF_UNIX as u16 && len > 2 && addr[2] == 0
     };
-    u16::from_ne_bytes([addr[0], addr[1]]) == c::AF_UNIX as u16 && call.args[2] > 2 && addr[2] == 0
+    let named = |at: u64| read_msg_name(tid, at).is_some_and(|(p, l)| p != 0 && is_abstract(p, l));
+    match call.nr {
+        c::SYS_sendto => a[4] != 0 && is_abstract(a[4], a[5]),
+        c::SYS_sendmsg => named(a[1]),
+        c::SYS_sendmmsg => (0..a[2].min(1024)).any(|i| named(a[1] + i * 64)),
+        _ => is_abstract(a[1], a[2]),
+    }
 }
 
 /// The supervisor thread: receives notifications until the guest is gone.
@@ -278,52 +329,66 @@ fn serve(kernel: &mut Kernel, listener: &OwnedFd, done: &AtomicBool) {
         }
         let tid = req.pid as i32;
         let call = Call { nr: req.data.nr as i64, args: req.data.args };
-        kernel.trapped += 1;
-        let known = ids.get(&tid).copied().or_else(|| ns_ids(tid));
-        if let Some(v) = known {
-            ids.insert(tid, v);
-        }
-        let (ns_tid, ns_tgid, ns_parent) = known.unwrap_or((0, 0, 0));
-        let result: Option<i64> = match call.nr {
-            c::SYS_getpid => Some(ns_tgid as i64),
-            c::SYS_gettid => Some(ns_tid as i64),
-            c::SYS_getppid => Some(ns_parent as i64),
-            c::SYS_bind | c::SYS_connect if kernel.root.is_some() && abstract_unix(tid, &call) => {
-                Some(-(c::EPERM as i64))
-            }
-            _ => match refusal(&call) {
-                Some(e) => Some(e),
-                None => match kernel.identity(tid, tid, &call) {
-                    Some(super::kernel::Decision::Emulate(r)) => Some(r),
-                    _ => None,
-                },
-            },
-        };
-        if matches!(call.nr, c::SYS_exit | c::SYS_exit_group) {
-            ids.remove(&tid);
-        }
-        let line = kernel.strace.then(|| {
-            let l = strace::call_line(kernel, tid, &call);
-            // The guest kernel's own ids are host-based; show the guest's.
-            match l.find(']') {
-                Some(end) => format!("[pid {ns_tid}{}", &l[end..]),
-                None => l,
-            }
-        });
-        let mut resp = c::seccomp_notif_resp { id: req.id, val: 0, error: 0, flags: 0 };
-        match result {
-            Some(r) if r < 0 => resp.error = r as i32,
-            Some(r) => resp.val = r,
-            None => resp.flags = c::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
-        }
-        if let Some(line) = line {
-            match result {
-                Some(r) => strace::print(&line, r),
-                None => strace::print_unfinished(&line),
-            }
-        }
+        let resp = answer(kernel, &mut ids, req.id, tid, &call);
         // SAFETY: SEND reads one seccomp_notif_resp through the pointer. It fails harmlessly
         // (ENOENT) if the guest thread died meanwhile.
         unsafe { c::ioctl(fd, c::SECCOMP_IOCTL_NOTIF_SEND, &resp) };
     }
+}
+
+/// What the guest kernel answers to notified call `call` of host thread `tid` (notification
+/// `id`): its result, or continue; prints it with `--strace`. `ids` caches each thread's ids in
+/// the guest's pid namespace.
+pub(crate) fn answer(
+    kernel: &mut Kernel,
+    ids: &mut HashMap<i32, (i32, i32, i32)>,
+    id: u64,
+    tid: i32,
+    call: &Call,
+) -> c::seccomp_notif_resp {
+    kernel.trapped += 1;
+    let known = ids.get(&tid).copied().or_else(|| ns_ids(tid));
+    if let Some(v) = known {
+        ids.insert(tid, v);
+    }
+    let (ns_tid, ns_tgid, ns_parent) = known.unwrap_or((0, 0, 0));
+    let result: Option<i64> = match call.nr {
+        c::SYS_getpid => Some(ns_tgid as i64),
+        c::SYS_gettid => Some(ns_tid as i64),
+        c::SYS_getppid => Some(ns_parent as i64),
+        c::SYS_bind | c::SYS_connect | c::SYS_sendto | c::SYS_sendmsg | c::SYS_sendmmsg
+            if kernel.root.is_some() && abstract_unix(tid, call) =>
+        {
+            Some(-(c::EPERM as i64))
+        }
+        _ => match refusal(call) {
+            Some(e) => Some(e),
+            None => match kernel.identity(tid, tid, call) {
+                Some(super::kernel::Decision::Emulate(r)) => Some(r),
+                _ => None,
+            },
+        },
+    };
+    if matches!(call.nr, c::SYS_exit | c::SYS_exit_group) {
+        ids.remove(&tid);
+    }
+    if kernel.strace {
+        let line = strace::call_line(kernel, tid, call);
+        // The guest kernel's own ids are host-based; show the guest's.
+        let line = match line.find(']') {
+            Some(end) => format!("[pid {ns_tid}{}", &line[end..]),
+            None => line,
+        };
+        match result {
+            Some(r) => strace::print(&line, r),
+            None => strace::print_unfinished(&line),
+        }
+    }
+    let mut resp = c::seccomp_notif_resp { id, val: 0, error: 0, flags: 0 };
+    match result {
+        Some(r) if r < 0 => resp.error = r as i32,
+        Some(r) => resp.val = r,
+        None => resp.flags = c::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+    }
+    resp
 }

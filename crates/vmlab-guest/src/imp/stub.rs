@@ -1,0 +1,263 @@
+//! The `sigsys` stub: a SIGSYS handler that runs inside each guest process, copied there by the
+//! guest kernel at every exec.
+//!
+//! It is position-independent machine code (assembled into this binary between two symbols and
+//! copied byte for byte) that uses no libc, no thread-local storage and no stack beyond the
+//! signal frame. On a SIGSYS from the seccomp filter it hands the call to the guest kernel
+//! through its process's *channel*, a shared page, and puts the answer in the interrupted
+//! context's `rax`:
+//!
+//! 1. the channel's address is in the stub's data page; the data page is wiped in a forked
+//!    child (MADV_WIPEONFORK), so a process without one makes its own: memfd_create, ftruncate,
+//!    mmap shared, then registers it with a `prctl(REGISTER, fd, address)` that the notify filter
+//!    sends to the guest kernel (which takes the descriptor from the process and maps it too);
+//! 2. it takes the channel's lock (threads of one process share it), writes the call number and
+//!    arguments, sets the state to REQUEST and wakes the guest kernel (futex);
+//! 3. it waits (futex) for the state REPLY, copies the result, frees the channel and the lock.
+//!
+//! rt_sigprocmask and rt_sigaction(SIGSYS) are trapped too and answered by the stub alone:
+//! the host kills a thread whose SIGSYS is blocked (or not handled) when the filter traps, so
+//! the stub keeps SIGSYS out of the mask the interrupted context gets back at sigreturn and does
+//! not let the guest replace the handler (C libraries block every signal around vfork and reset
+//! every handler in the child).
+//!
+//! Every system call it makes (memfd_create, ftruncate, mmap, close, futex, rt_sigreturn) is
+//! one any guest code may make; the only one the guest kernel acts on is the registration, which
+//! it accepts only from the stub's code page and only for the calling process. So the stub needs
+//! no privilege, and a guest that rewrites it, replaces the handler or forges a channel can lie
+//! only to itself: the calls trapped this way are the ones the guest kernel answers entirely by
+//! itself (ids, uname), never ones it runs on the host.
+
+use std::arch::global_asm;
+
+/// Where the guest kernel maps the stub in every guest process (code page, then data page).
+pub(crate) const BASE: u64 = 0x3e5a_0000_0000;
+/// The stub's code page and data page, in bytes.
+pub(crate) const LEN: u64 = 0x2000;
+/// The data page: the channel's address (u64) at offset 0; the injector's scratch after it.
+pub(crate) const DATA: u64 = BASE + 0x1000;
+/// The `prctl` option with which the stub registers its process's channel.
+pub(crate) const REGISTER: u64 = 0x766d_6c62;
+
+/// Channel layout (shared with the guest kernel): lock u32 (the stub's own), state u32, nr u64,
+/// 6 args, result.
+pub(crate) const CH_STATE: usize = 4;
+pub(crate) const CH_NR: usize = 8;
+pub(crate) const CH_ARGS: usize = 16;
+pub(crate) const CH_RESULT: usize = 64;
+/// Channel states (idle is 0).
+pub(crate) const REQUEST: u32 = 1;
+pub(crate) const REPLY: u32 = 2;
+
+// ucontext_t on x86-64: uc_mcontext.gregs starts at byte 40; R8=0 R9=1 R10=2 RDI=8 RSI=9
+// RDX=12 RAX=13. siginfo_t's si_syscall (SIGSYS) is at byte 24.
+global_asm!(
+    ".pushsection .text.vmlab_stub,\"ax\",@progbits",
+    ".p2align 4",
+    ".globl vmlab_stub_start",
+    "vmlab_stub_start:",
+    "    mov r12, rsi",
+    "    mov r13, rdx",
+    "    lea r14, [rip + vmlab_stub_start]",
+    "    add r14, 0x1000",
+    // The signal-mask calls are answered here, in the process, on the mask the interrupted
+    // context gets back at sigreturn (uc_sigmask, byte 296): SIGSYS must never be blocked.
+    "    mov eax, [r12 + 24]",
+    "    cmp eax, 14",
+    "    je 20f",
+    "    cmp eax, 13",
+    "    je 10f",
+    "    mov r15, [r14]",
+    "    test r15, r15",
+    "    jnz 3f",
+    // No channel in this process yet: make and register one.
+    "    lea rdi, [rip + 9f]",
+    "    mov esi, 1",
+    "    mov eax, 319",
+    "    syscall",
+    "    test rax, rax",
+    "    js 8f",
+    "    mov rbx, rax",
+    "    mov rdi, rbx",
+    "    mov esi, 4096",
+    "    mov eax, 77",
+    "    syscall",
+    "    test rax, rax",
+    "    jnz 7f",
+    "    xor edi, edi",
+    "    mov esi, 4096",
+    "    mov edx, 3",
+    "    mov r10d, 1",
+    "    mov r8, rbx",
+    "    xor r9d, r9d",
+    "    mov eax, 9",
+    "    syscall",
+    "    cmp rax, -4095",
+    "    jae 7f",
+    "    mov r15, rax",
+    "    mov edi, 0x766d6c62",
+    "    mov rsi, rbx",
+    "    mov rdx, r15",
+    "    xor r10d, r10d",
+    "    xor r8d, r8d",
+    "    mov eax, 157",
+    "    syscall",
+    "    mov rbp, rax",
+    "    mov rdi, rbx",
+    "    mov eax, 3",
+    "    syscall",
+    "    test rbp, rbp",
+    "    jnz 8f",
+    "    mov [r14], r15",
+    // Take the lock (0 -> 1), waiting on it while another thread holds it.
+    "3:",
+    "    xor eax, eax",
+    "    mov ecx, 1",
+    "    lock cmpxchg [r15], ecx",
+    "    jz 4f",
+    "    mov rdi, r15",
+    "    xor esi, esi",
+    "    mov edx, 1",
+    "    xor r10d, r10d",
+    "    mov eax, 202",
+    "    syscall",
+    "    jmp 3b",
+    "4:",
+    "    mov eax, [r12 + 24]",
+    "    mov [r15 + 8], rax",
+    "    mov rax, [r13 + 104]",
+    "    mov [r15 + 16], rax",
+    "    mov rax, [r13 + 112]",
+    "    mov [r15 + 24], rax",
+    "    mov rax, [r13 + 136]",
+    "    mov [r15 + 32], rax",
+    "    mov rax, [r13 + 56]",
+    "    mov [r15 + 40], rax",
+    "    mov rax, [r13 + 40]",
+    "    mov [r15 + 48], rax",
+    "    mov rax, [r13 + 48]",
+    "    mov [r15 + 56], rax",
+    "    mov dword ptr [r15 + 4], 1",
+    "    lea rdi, [r15 + 4]",
+    "    mov esi, 1",
+    "    mov edx, 1",
+    "    mov eax, 202",
+    "    syscall",
+    // Wait for the reply.
+    "5:",
+    "    cmp dword ptr [r15 + 4], 2",
+    "    je 6f",
+    "    lea rdi, [r15 + 4]",
+    "    xor esi, esi",
+    "    mov edx, 1",
+    "    xor r10d, r10d",
+    "    mov eax, 202",
+    "    syscall",
+    "    jmp 5b",
+    "6:",
+    "    mov rax, [r15 + 64]",
+    "    mov [r13 + 144], rax",
+    "    mov dword ptr [r15 + 4], 0",
+    "    mov dword ptr [r15], 0",
+    "    mov rdi, r15",
+    "    mov esi, 1",
+    "    mov edx, 1",
+    "    mov eax, 202",
+    "    syscall",
+    "    ret",
+    // Failure: close the descriptor if there is one, and fail the call with ENOSYS.
+    "7:",
+    "    mov rdi, rbx",
+    "    mov eax, 3",
+    "    syscall",
+    "8:",
+    "    mov qword ptr [r13 + 144], -38",
+    "    ret",
+    // rt_sigaction(SIGSYS, act, oldact): the guest's own SIGSYS disposition is not installed;
+    // it reads back as SIG_DFL.
+    "10:",
+    "    mov rdi, [r13 + 136]",
+    "    test rdi, rdi",
+    "    jz 11f",
+    "    xor eax, eax",
+    "    mov [rdi], rax",
+    "    mov [rdi + 8], rax",
+    "    mov [rdi + 16], rax",
+    "    mov [rdi + 24], rax",
+    "11:",
+    "    mov qword ptr [r13 + 144], 0",
+    "    ret",
+    // rt_sigprocmask(how, set, oldset, size).
+    "20:",
+    "    cmp qword ptr [r13 + 56], 8",
+    "    jne 29f",
+    "    mov r8, [r13 + 296]",
+    "    mov rsi, [r13 + 112]",
+    "    mov rcx, [r13 + 104]",
+    "    test rsi, rsi",
+    "    jz 21f",
+    "    mov r9, [rsi]",
+    "21:",
+    "    mov rdi, [r13 + 136]",
+    "    test rdi, rdi",
+    "    jz 22f",
+    "    mov [rdi], r8",
+    "22:",
+    "    test rsi, rsi",
+    "    jz 28f",
+    "    cmp rcx, 0",
+    "    je 23f",
+    "    cmp rcx, 1",
+    "    je 24f",
+    "    cmp rcx, 2",
+    "    je 25f",
+    "    jmp 29f",
+    "23:",
+    "    or r8, r9",
+    "    jmp 26f",
+    "24:",
+    "    not r9",
+    "    and r8, r9",
+    "    jmp 26f",
+    "25:",
+    "    mov r8, r9",
+    "26:",
+    // Never SIGSYS (bit 30), SIGKILL (8) or SIGSTOP (18).
+    "    mov rcx, 0xffffffffbffbfeff",
+    "    and r8, rcx",
+    "    mov [r13 + 296], r8",
+    "28:",
+    "    mov qword ptr [r13 + 144], 0",
+    "    ret",
+    "29:",
+    "    mov qword ptr [r13 + 144], -22",
+    "    ret",
+    ".globl vmlab_stub_restorer",
+    "vmlab_stub_restorer:",
+    "    mov eax, 15",
+    "    syscall",
+    "9:",
+    "    .asciz \"vmlab-sigsys\"",
+    ".globl vmlab_stub_end",
+    "vmlab_stub_end:",
+    ".popsection",
+);
+
+extern "C" {
+    static vmlab_stub_start: u8;
+    static vmlab_stub_restorer: u8;
+    static vmlab_stub_end: u8;
+}
+
+/// The stub's machine code, and the offset of its signal restorer (rt_sigreturn) in it.
+pub(crate) fn code() -> (&'static [u8], u64) {
+    // SAFETY: the three symbols are labels in one contiguous section of this binary, in this
+    // order; the bytes between them are the assembled stub, read-only.
+    unsafe {
+        let start = std::ptr::addr_of!(vmlab_stub_start);
+        let end = std::ptr::addr_of!(vmlab_stub_end);
+        let restorer = std::ptr::addr_of!(vmlab_stub_restorer);
+        let len = end as usize - start as usize;
+        (std::slice::from_raw_parts(start, len), (restorer as usize - start as usize) as u64)
+    }
+}
