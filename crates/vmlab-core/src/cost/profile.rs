@@ -24,8 +24,10 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 /// Profiles built into the binary, by name; `profiles/NAME.toml` in the repository.
-pub const BUILTIN: &[(&str, &str)] =
-    &[("skylake", include_str!("../../../../profiles/skylake.toml"))];
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("skylake", include_str!("../../../../profiles/skylake.toml")),
+    ("desktop", include_str!("../../../../profiles/desktop.toml")),
+];
 
 /// The default machine.
 pub const DEFAULT_PROFILE: &str = "skylake";
@@ -886,7 +888,7 @@ mod tests {
         for (line, key) in [
             ("l2 = 14", "latency.l2"),
             ("ept_violation = 2500", "exits.ept_violation"),
-            ("fork = 159800", "kernel.fork"),
+            ("fork = 147000", "kernel.fork"),
             ("mlp = 10", "core.mlp"),
             ("host_remap = 3500", "virt.host_remap"),
         ] {
