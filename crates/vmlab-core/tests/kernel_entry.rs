@@ -180,3 +180,15 @@ fn an_exiting_childs_shadowed_tables_trap_as_its_upper_entries_are_cleared() {
     // table is unsynced by the zap of its one entry.
     assert_eq!(sys.exits().get(ExitReason::WriteProtect) - wp_before, 1 + 3);
 }
+
+#[test]
+fn a_timer_tick_is_an_entry_and_a_return() {
+    // Natively nothing traps; under shadow with KPTI the two CR3 writes exit.
+    for (kpti, exits) in [(false, vec![]), (true, vec![("cr3_load", 2)])] {
+        let mut sys = warm(kpti, 1);
+        sys.mmap(va(100), PAGE, true).unwrap();
+        let before = sys.kernel().counters().interrupts;
+        assert_eq!(exits_of(&mut sys, |s| s.timer_tick().unwrap()), exits);
+        assert_eq!(sys.kernel().counters().interrupts, before + 1);
+    }
+}
