@@ -13,13 +13,14 @@ const REGION: u64 = 0x40_0000_0000;
 const PAGE: u64 = 4096;
 
 fn system(paging: Paging, guest_pages: PageSize, pcid: bool) -> System {
-    system_with(paging, guest_pages, pcid, None)
+    system_with(paging, guest_pages, pcid, false, None)
 }
 
 fn system_with(
     paging: Paging,
     guest_pages: PageSize,
     pcid: bool,
+    kpti: bool,
     shadow: Option<ShadowConfig>,
 ) -> System {
     let profile = Profile::builtin("skylake").unwrap();
@@ -30,6 +31,7 @@ fn system_with(
         guest_memory: 4 << 30,
         guest_pages,
         pcid,
+        kpti,
         shadow,
         tag_reads: false,
         backing: BackingConfig {
@@ -328,19 +330,36 @@ fn check_same(systems: &mut [System]) -> Result<(), TestCaseError> {
         let other_pids: Vec<u32> = other.kernel().processes().map(|p| p.pid).collect();
         prop_assert_eq!(&pids, &other_pids);
         prop_assert_eq!(current, other.kernel().current());
-        prop_assert_eq!(frames, other.kernel().frames_in_use());
+        // Page-table isolation adds a user top-level table per process; PV runs without it.
+        if other.kernel().config().kpti == systems[0].kernel().config().kpti {
+            prop_assert_eq!(frames, other.kernel().frames_in_use());
+        }
     }
     for &pid in &pids {
         for page in 0..PAGES {
             let a = systems[0].kernel_lookup(pid, va(page));
+            let kpti = systems[0].kernel().config().kpti;
             for other in systems.iter_mut() {
                 let b = other.kernel_lookup(pid, va(page));
-                prop_assert_eq!(a, b, "{:?}: pid {} page {}", other.paging(), pid, page);
+                if other.kernel().config().kpti == kpti {
+                    prop_assert_eq!(a, b, "{:?}: pid {} page {}", other.paging(), pid, page);
+                } else {
+                    // PV runs without KPTI's user tables, so its frame numbers differ.
+                    prop_assert_eq!(
+                        a.map(|(_, size, w)| (size, w)),
+                        b.map(|(_, size, w)| (size, w)),
+                        "{:?}: pid {} page {}",
+                        other.paging(),
+                        pid,
+                        page
+                    );
+                }
             }
             if pid != current {
                 continue;
             }
             for sys in systems.iter_mut() {
+                let a = sys.kernel_lookup(pid, va(page));
                 // TLB coherence: whatever the TLBs hold for the running process agrees with
                 // its tables (same frame, no write permission the tables do not give).
                 if let Some((hpa, perms)) = sys.mmu().cached_translation(va(page)) {
@@ -391,13 +410,14 @@ proptest! {
     fn every_step_translates_the_same_under_every_scheme(
         steps in proptest::collection::vec(step(), 1..40),
         pcid in any::<bool>(),
+        kpti in any::<bool>(),
         unsync in any::<bool>(),
         bypass_not_present in any::<bool>(),
         budget_pages in prop_oneof![Just(64usize), Just(100_000)],
     ) {
         let shadow = ShadowConfig { unsync, bypass_not_present, budget_pages };
-        let mut systems: Vec<System> = Paging::ALL.iter().map(|&p| system_with(p, PageSize::Size4K, pcid, Some(shadow))).collect();
-        let baseline = systems[0].kernel().frames_in_use();
+        let mut systems: Vec<System> = Paging::ALL.iter().map(|&p| system_with(p, PageSize::Size4K, pcid, kpti, Some(shadow))).collect();
+        let baselines: Vec<u64> = systems.iter().map(|s| s.kernel().frames_in_use()).collect();
         for sys in systems.iter_mut() {
             sys.mmap(va(0), PAGES * PAGE, true).unwrap();
         }
@@ -408,8 +428,9 @@ proptest! {
             }
             check_same(&mut systems)?;
         }
-        // Tear everything down: one process and its top-level table remain, like at boot.
-        for sys in systems.iter_mut() {
+        // Tear everything down: one process and its top-level table (two with KPTI) remain,
+        // like at boot.
+        for (sys, &baseline) in systems.iter_mut().zip(&baselines) {
             let keep = sys.kernel().current();
             let others: Vec<u32> = sys.kernel().processes().map(|p| p.pid).filter(|&p| p != keep).collect();
             for pid in others {
@@ -418,7 +439,7 @@ proptest! {
             }
             sys.munmap(va(0), PAGES * PAGE).unwrap();
             prop_assert_eq!(sys.kernel().frames_in_use(), baseline);
-            prop_assert_eq!(sys.kernel().counters().table_pages, 1);
+            prop_assert_eq!(sys.kernel().counters().table_pages, 1 + sys.kernel().config().kpti as u64, "{:?}", sys.paging());
         }
     }
 }

@@ -149,6 +149,7 @@ pub fn system_config(paging: Paging, profile: &Profile) -> SystemConfig {
         guest_memory: profile.machine.guest_memory,
         guest_pages: PageSize::Size4K,
         pcid: profile.kernel.pcid,
+        kpti: profile.kernel.kpti,
         tag_reads: profile.tags.check_cost == TagCheckCost::PerFrame,
         shadow: Some(ShadowConfig {
             unsync: profile.virt.shadow_unsync,

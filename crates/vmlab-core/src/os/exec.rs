@@ -73,6 +73,7 @@ impl Kernel {
         let pgd = self.alloc_table(pv, self.config.levels)?;
         let devirt = self.take_tpt_mark(program.name);
         pv.mm_created(pgd, devirt)?;
+        self.pti_alloc_user_pgd(pv, pgd, devirt)?;
         let current = self.current;
         let process = self.proc_mut(current)?;
         process.devirt = devirt;
@@ -81,6 +82,10 @@ impl Kernel {
         let pcid = process.pcid;
         pv.write_cr3(pgd, pcid, true)?;
         self.counters.tlb_flushes += 1;
+        // A new mm on this PCID: the user side is flushed on the way out (switch_mm's
+        // invalidate_user_asid).
+        self.invalidate_user_pcid();
+        self.use_kernel_half(pv, &crate::os::kernel_half::KernelRegion::ALL)?;
         self.destroy_mm(pv, old_pgd, &old_vmas)?;
         self.counters.execs += 1;
         Ok(())

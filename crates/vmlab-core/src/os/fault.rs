@@ -101,8 +101,7 @@ impl Kernel {
         };
         pv.set_entry(leaf.slot.level, leaf.slot.table, leaf.slot.index, entry)?;
         // The read-only translation may be cached.
-        pv.invlpg(leaf.va)?;
-        self.counters.invlpgs += 1;
+        self.flush_tlb_one_user(pv, leaf.va)?;
         Ok(())
     }
 
@@ -122,7 +121,11 @@ impl Kernel {
                 tables::next_table(entry)
             } else {
                 let next = self.alloc_table(pv, upper - 1)?;
-                pv.set_entry(upper, table, index, X86::table(next.addr().raw()))?;
+                let entry = X86::table(next.addr().raw());
+                pv.set_entry(upper, table, index, entry)?;
+                if upper == self.config.levels {
+                    self.pti_mirror(pv, table, index, entry)?;
+                }
                 next
             };
         }

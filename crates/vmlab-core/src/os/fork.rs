@@ -19,6 +19,7 @@ impl Kernel {
         let child_pgd = self.alloc_table(pv, self.config.levels)?;
         // Translation Pass-Through is not inherited across fork.
         pv.mm_created(child_pgd, false)?;
+        self.pti_alloc_user_pgd(pv, child_pgd, false)?;
         let levels = self.config.levels;
         let mut copied = Vec::new();
         pv.lazy_mmu_begin()?;
@@ -53,8 +54,7 @@ impl Kernel {
         self.counters.fork_table_pages += self.counters.table_pages - tables_before + 1;
         self.counters.ptes_copied += copied.len() as u64;
         if !copied.is_empty() {
-            pv.flush_tlb()?;
-            self.counters.tlb_flushes += 1;
+            self.flush_tlb_local(pv)?;
         }
         self.procs.push(Some(Process {
             pid: child_pid,

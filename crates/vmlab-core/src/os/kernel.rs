@@ -10,6 +10,7 @@ use crate::os::frames::PhysMemory;
 use crate::os::mm::{Vma, VmaList};
 use crate::os::pvops::PvOps;
 use crate::os::tables::{self, LeafEntry};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Transparent huge pages for anonymous memory (`/sys/kernel/mm/transparent_hugepage/enabled`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +28,9 @@ pub struct KernelConfig {
     pub thp: ThpPolicy,
     /// Tag TLB entries with a PCID per address space, so a context switch need not flush.
     pub pcid: bool,
+    /// Kernel page-table isolation: a user top-level table per address space, switched to
+    /// and from on every kernel entry and exit (see `os::pti`, `os::entry`).
+    pub kpti: bool,
     /// The program the first process runs (as if exec'd at boot).
     pub program: &'static str,
     /// Translation Pass-Through's mark (the artifact's `/sys/kernel/mm/devirt/task_name`):
@@ -93,6 +97,18 @@ pub struct KernelCounters {
     /// Single-page TLB invalidations and full flushes the kernel issued.
     pub invlpgs: u64,
     pub tlb_flushes: u64,
+    /// INVPCIDs of one user page (page-table isolation with PCIDs).
+    #[serde(default)]
+    pub invpcids: u64,
+    /// Kernel entries (system calls, exceptions, interrupts), each with a return.
+    #[serde(default)]
+    pub kernel_entries: u64,
+    /// Of which interrupts (timer ticks).
+    #[serde(default)]
+    pub interrupts: u64,
+    /// CR3 writes of kernel entries and exits (page-table isolation).
+    #[serde(default)]
+    pub cr3_writes: u64,
     /// Page-table pages in use now, and the most ever.
     pub table_pages: u64,
     pub table_pages_peak: u64,
@@ -120,6 +136,10 @@ impl KernelCounters {
             madvises: self.madvises - earlier.madvises,
             invlpgs: self.invlpgs - earlier.invlpgs,
             tlb_flushes: self.tlb_flushes - earlier.tlb_flushes,
+            invpcids: self.invpcids - earlier.invpcids,
+            kernel_entries: self.kernel_entries - earlier.kernel_entries,
+            interrupts: self.interrupts - earlier.interrupts,
+            cr3_writes: self.cr3_writes - earlier.cr3_writes,
             table_pages: self.table_pages,
             table_pages_peak: self.table_pages_peak,
         }
@@ -151,6 +171,11 @@ pub struct Kernel {
     pub(super) counters: KernelCounters,
     /// TPT's mark, until an exec of that program uses it.
     pub(super) tpt_task: Option<&'static str>,
+    /// Page-table isolation: the user top-level table of each address space, by kernel table.
+    pub(super) user_pgds: FxHashMap<u64, Gfn>,
+    /// Page-table isolation: user PCIDs to flush at the next return to user mode
+    /// (Linux's per-CPU `user_pcid_flush_mask`).
+    pub(super) user_pcid_flush: FxHashSet<u16>,
 }
 
 impl Kernel {
@@ -163,10 +188,13 @@ impl Kernel {
             current: 0,
             counters: KernelCounters::default(),
             tpt_task: config.tpt_task,
+            user_pgds: FxHashMap::default(),
+            user_pcid_flush: FxHashSet::default(),
         };
         let pgd = kernel.alloc_table(pv, config.levels)?;
         let devirt = kernel.take_tpt_mark(config.program);
         pv.mm_created(pgd, devirt)?;
+        kernel.pti_alloc_user_pgd(pv, pgd, devirt)?;
         kernel.procs.push(Some(Process {
             pid: 0,
             parent: None,
@@ -176,6 +204,8 @@ impl Kernel {
             devirt,
         }));
         pv.write_cr3(pgd, kernel.pcid_for(0), true)?;
+        // Process 0 starts in user mode.
+        kernel.leave(pv)?;
         Ok(kernel)
     }
 
@@ -252,8 +282,11 @@ impl Kernel {
     }
 
     pub(super) fn pcid_for(&self, pid: Pid) -> u16 {
-        // PCIDs are 12 bits and 0 means "none"; wrap-around reuse is flushed at exit.
-        if self.config.pcid {
+        // PCIDs are 12 bits and 0 means "none"; wrap-around reuse is flushed at exit. Under
+        // page-table isolation bit 11 tells the user PCID from the kernel's.
+        if self.config.pcid && self.config.kpti {
+            (pid % 2047) as u16 + 1
+        } else if self.config.pcid {
             (pid % 4095) as u16 + 1
         } else {
             0
@@ -271,6 +304,8 @@ impl Kernel {
         if !self.config.pcid {
             self.counters.tlb_flushes += 1;
         }
+        // The scheduler goes on in the kernel, on the next process's tables.
+        self.use_kernel_half(pv, &crate::os::kernel_half::KernelRegion::ALL)?;
         self.current = pid;
         self.counters.context_switches += 1;
         Ok(())
@@ -406,13 +441,11 @@ impl Kernel {
             return Ok(());
         }
         if pages > FLUSH_CEILING_PAGES {
-            pv.flush_tlb()?;
-            self.counters.tlb_flushes += 1;
+            self.flush_tlb_local(pv)?;
         } else {
             for page in 0..pages {
-                pv.invlpg(Gva::new(start.raw() + page * crate::addr::PAGE_SIZE))?;
+                self.flush_tlb_one_user(pv, Gva::new(start.raw() + page * crate::addr::PAGE_SIZE))?;
             }
-            self.counters.invlpgs += pages;
         }
         Ok(())
     }

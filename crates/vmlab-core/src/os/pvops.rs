@@ -49,6 +49,16 @@ pub trait PvOps {
     fn invlpg(&mut self, va: Gva) -> PvResult;
     /// Flush the current address space's translations.
     fn flush_tlb(&mut self) -> PvResult;
+    /// INVPCID of one address: invalidate `va` in the address space tagged `pcid` (Linux's
+    /// flush of a user page under page-table isolation, `native_flush_tlb_one_user`).
+    fn invpcid_addr(&mut self, pcid: u16, va: Gva) -> PvResult;
+    /// The kernel uses top-level entry `index` of the loaded root (its own half of the
+    /// address space: text, stacks, the direct map). The kernel's own accesses are not
+    /// simulated; a backend that builds the tables the hardware walks may have to link the
+    /// entry first (a new shadow root).
+    fn kernel_access(&mut self, _index: usize) -> PvResult {
+        Ok(())
+    }
     /// A new address space with top-level table `pgd`; `devirt` when its process runs with
     /// Translation Pass-Through (its tables get host-address copies). Most backends ignore it.
     fn mm_created(&mut self, _pgd: Gfn, _devirt: bool) -> PvResult {

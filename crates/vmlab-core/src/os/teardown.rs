@@ -77,8 +77,7 @@ impl Kernel {
         let before = self.counters.table_pages;
         self.free_unused(pv, &vmas, pgd, levels, 0, start.raw(), end.raw())?;
         if self.counters.table_pages != before {
-            pv.flush_tlb()?;
-            self.counters.tlb_flushes += 1;
+            self.flush_tlb_local(pv)?;
         }
         Ok(())
     }
@@ -107,8 +106,7 @@ impl Kernel {
             let child = tables::next_table(entry);
             // As Linux's free_pgtables: a table goes when no mapping is left in its span.
             if !vmas.overlaps(Gva::new(lo), Gva::new(lo + span)) {
-                pv.get_and_clear(level, table, index as usize)?;
-                self.free_subtree(pv, child, level - 1)?;
+                self.free_entry(pv, table, level, index as usize, child)?;
             } else {
                 self.free_unused(pv, vmas, child, level - 1, lo, start, end)?;
             }
@@ -116,22 +114,43 @@ impl Kernel {
         Ok(())
     }
 
-    /// Free a table page and every table below it (their leaves must be zapped already).
-    pub(super) fn free_subtree<P: PvOps + ?Sized>(
+    /// Free the table `child` that entry `index` of `table` (at `level`) points to, as
+    /// Linux's free_pgd_range does it: the tables below first, then the entry is cleared
+    /// (`pmd_clear`, `pud_clear`, `p4d_clear`: a write to `table`) and the page freed.
+    fn free_entry<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        table: Gfn,
+        level: u8,
+        index: usize,
+        child: Gfn,
+    ) -> Result<(), OsError> {
+        self.free_children(pv, child, level - 1)?;
+        pv.get_and_clear(level, table, index)?;
+        if level == self.config.levels {
+            self.pti_mirror(pv, table, index, 0)?;
+        }
+        self.free_table(pv, level - 1, child)
+    }
+
+    /// Free every table below `table` (their leaves must be zapped already), clearing the
+    /// entries that point at them.
+    fn free_children<P: PvOps + ?Sized>(
         &mut self,
         pv: &mut P,
         table: Gfn,
         level: u8,
     ) -> Result<(), OsError> {
-        if level > 1 {
-            for index in 0..512 {
-                let entry = pv.read_entry(table, index)?;
-                if X86::is_present(entry) && !tables::is_leaf(entry, level) {
-                    self.free_subtree(pv, tables::next_table(entry), level - 1)?;
-                }
+        if level == 1 {
+            return Ok(());
+        }
+        for index in 0..512 {
+            let entry = pv.read_entry(table, index)?;
+            if X86::is_present(entry) && !tables::is_leaf(entry, level) {
+                self.free_entry(pv, table, level, index, tables::next_table(entry))?;
             }
         }
-        self.free_table(pv, level, table)
+        Ok(())
     }
 
     /// Tear down an address space that no CPU runs any more: its pages and its tables.
@@ -143,7 +162,13 @@ impl Kernel {
     ) -> Result<(), OsError> {
         let ranges: Vec<(Gva, Gva)> = vmas.iter().map(|v| (v.start, v.end)).collect();
         self.zap_leaves(pv, pgd, &ranges)?;
-        self.free_subtree(pv, pgd, self.config.levels)
+        // exit_mmap -> free_pgtables over the whole user range: every upper-level entry is
+        // cleared as its table goes; then the top-level table itself (pgd_free).
+        pv.lazy_mmu_begin()?;
+        self.free_children(pv, pgd, self.config.levels)?;
+        pv.lazy_mmu_end()?;
+        self.free_table(pv, self.config.levels, pgd)?;
+        self.pti_free_user_pgd(pv, pgd)
     }
 
     /// The current process exits; `next` runs after it (the parent collecting it, say).
@@ -154,8 +179,7 @@ impl Kernel {
         }
         self.proc(next)?;
         // Drop the dying address space's translations (its PCID may be reused later).
-        pv.flush_tlb()?;
-        self.counters.tlb_flushes += 1;
+        self.flush_tlb_local(pv)?;
         self.switch_to(pv, next)?;
         let dead = self.procs[pid as usize]
             .take()

@@ -127,6 +127,9 @@ pub struct SystemConfig {
     pub guest_pages: PageSize,
     /// Give each address space a PCID so context switches need not flush the TLB.
     pub pcid: bool,
+    /// Kernel page-table isolation in the (guest) kernel; ignored under PV, where Linux
+    /// turns it off.
+    pub kpti: bool,
     /// Options of the shadow MMU; `None` is KVM's defaults.
     pub shadow: Option<ShadowConfig>,
     /// TPT: read memory-tag entries through the cache hierarchy on every check.
@@ -223,7 +226,7 @@ pub trait Scheme: Sized {
         write: bool,
     ) -> Result<(), SimError> {
         self.kernel_entry(kernel);
-        Ok(self.with_pvops(machine, |pv| kernel.handle_page_fault(pv, va, write))?)
+        Ok(self.with_pvops(machine, |pv| kernel.page_fault(pv, va, write))?)
     }
 
     /// The host moves the page backing guest frame `gfn` (migration, compaction).

@@ -128,4 +128,9 @@ impl PvOps for NestedPvOps<'_> {
         self.mmu.flush_current();
         Ok(())
     }
+
+    fn invpcid_addr(&mut self, pcid: u16, va: Gva) -> PvResult {
+        self.mmu.invlpg_tag(va, pcid as u64);
+        Ok(())
+    }
 }

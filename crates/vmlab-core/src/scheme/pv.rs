@@ -139,6 +139,14 @@ impl PvOps for PvPvOps<'_> {
         Ok(())
     }
 
+    /// Linux turns page-table isolation off in Xen PV guests (arch/x86/mm/pti.c,
+    /// pti_check_boottime_disable), so it never issues this; as a hypercall if it did.
+    fn invpcid_addr(&mut self, pcid: u16, va: Gva) -> PvResult {
+        self.mmu.invlpg_tag(va, pcid as u64);
+        hypercall(self.vm);
+        Ok(())
+    }
+
     fn lazy_mmu_begin(&mut self) -> PvResult {
         self.batch.begin();
         Ok(())

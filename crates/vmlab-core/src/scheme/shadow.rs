@@ -74,7 +74,7 @@ impl Scheme for Shadow {
         };
         match self.shadow.page_fault(&mut ctx, va, write)? {
             Ok(()) => Ok(()),
-            Err(_) => Ok(self.with_pvops(m, |pv| kernel.handle_page_fault(pv, va, write))?),
+            Err(_) => Ok(self.with_pvops(m, |pv| kernel.page_fault(pv, va, write))?),
         }
     }
 }
@@ -184,6 +184,18 @@ impl PvOps for ShadowPvOps<'_> {
     fn flush_tlb(&mut self) -> PvResult {
         let (mut ctx, shadow) = self.ctx();
         shadow.flush(&mut ctx);
+        Ok(())
+    }
+
+    fn invpcid_addr(&mut self, pcid: u16, va: Gva) -> PvResult {
+        let (mut ctx, shadow) = self.ctx();
+        shadow.invpcid_addr(&mut ctx, pcid, va);
+        Ok(())
+    }
+
+    fn kernel_access(&mut self, index: usize) -> PvResult {
+        let (mut ctx, shadow) = self.ctx();
+        shadow.kernel_access(&mut ctx, index);
         Ok(())
     }
 }

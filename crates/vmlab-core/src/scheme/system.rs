@@ -13,7 +13,7 @@ use crate::hw::cache::MemoryHierarchy;
 use crate::hw::frames::HostMemory;
 use crate::hw::x86::mmu::Mmu;
 use crate::hw::x86::walker::{Dimension, Fault, FaultKind};
-use crate::os::{Kernel, KernelConfig, OsError, Pid, Program, PvOps, ThpPolicy};
+use crate::os::{EntryKind, Kernel, KernelConfig, OsError, Pid, Program, PvOps, ThpPolicy};
 
 /// The simulated machine with its software stack.
 pub struct System {
@@ -70,6 +70,9 @@ impl System {
                 ThpPolicy::Never
             },
             pcid: config.pcid,
+            // Linux turns page-table isolation off in Xen PV guests (arch/x86/mm/pti.c,
+            // pti_check_boottime_disable).
+            kpti: config.kpti && config.paging != Paging::Pv,
             program: config.program,
             tpt_task: config.tpt_task.filter(|_| config.paging.is_tpt()),
         };
@@ -263,51 +266,52 @@ impl System {
 
     /// mmap in the running process.
     pub fn mmap(&mut self, start: Gva, len: u64, writable: bool) -> Result<(), SimError> {
-        self.kernel_entry();
-        Ok(self.kernel.mmap(start, len, writable)?)
+        self.syscall(|k, _| k.mmap(start, len, writable))
     }
 
     /// munmap in the running process.
     pub fn munmap(&mut self, start: Gva, len: u64) -> Result<(), SimError> {
-        self.kernel_entry();
-        self.with_pvops(|k, pv| k.munmap(pv, start, len))
+        self.syscall(|k, pv| k.munmap(pv, start, len))
     }
 
     /// mprotect in the running process.
     pub fn mprotect(&mut self, start: Gva, len: u64, writable: bool) -> Result<(), SimError> {
-        self.kernel_entry();
-        self.with_pvops(|k, pv| k.mprotect(pv, start, len, writable))
+        self.syscall(|k, pv| k.mprotect(pv, start, len, writable))
     }
 
     /// madvise(MADV_DONTNEED) in the running process.
     pub fn madvise_dontneed(&mut self, start: Gva, len: u64) -> Result<(), SimError> {
-        self.kernel_entry();
-        self.with_pvops(|k, pv| k.madvise_dontneed(pv, start, len))
+        self.syscall(|k, pv| k.madvise_dontneed(pv, start, len))
     }
 
     /// The running process forks; returns the child's pid.
     pub fn fork(&mut self) -> Result<Pid, SimError> {
-        self.kernel_entry();
-        self.with_pvops(|k, pv| k.fork(pv))
+        self.syscall(|k, pv| k.fork(pv))
     }
 
-    /// Context switch to `pid`.
+    /// Context switch to `pid` (the running process blocks in a system call; `pid` returns
+    /// from its own).
     pub fn switch_to(&mut self, pid: Pid) -> Result<(), SimError> {
-        self.kernel_entry();
-        self.with_pvops(|k, pv| k.switch_to(pv, pid))
+        self.syscall(|k, pv| k.switch_to(pv, pid))
     }
 
     /// The running process exits and `next` runs.
     pub fn exit(&mut self, next: Pid) -> Result<(), SimError> {
-        self.kernel_entry();
-        self.with_pvops(|k, pv| k.exit(pv, next))
+        self.syscall(|k, pv| k.exit(pv, next))
+    }
+
+    /// A timer interrupt while the running process computes: entry and return.
+    pub fn timer_tick(&mut self) -> Result<(), SimError> {
+        self.with_pvops(|k, pv| {
+            k.enter(pv, EntryKind::Interrupt)?;
+            k.leave(pv)
+        })
     }
 
     /// The running process execs `program`, then starts: it reads its text and writes its
     /// data and stack, page by page, through the MMU.
     pub fn exec(&mut self, program: &Program) -> Result<(), SimError> {
-        self.kernel_entry();
-        self.with_pvops(|k, pv| k.exec(pv, program))?;
+        self.syscall(|k, pv| k.exec(pv, program))?;
         for region in program.image {
             for offset in (0..region.len).step_by(crate::addr::PAGE_SIZE as usize) {
                 self.access(Gva::new(region.start.raw() + offset), region.writable)?;
@@ -394,9 +398,19 @@ impl System {
         }
     }
 
-    /// The running process enters the kernel (a system call) and will return.
-    fn kernel_entry(&mut self) {
-        dispatch!(&mut self.scheme, s => s.kernel_entry(&self.kernel))
+    /// A system call of the running process: the scheme's cost of the round trip, then
+    /// entry, `f`, and the return to whichever process runs afterwards (`os::entry`).
+    fn syscall<R>(
+        &mut self,
+        f: impl FnOnce(&mut Kernel, &mut dyn PvOps) -> Result<R, OsError>,
+    ) -> Result<R, SimError> {
+        dispatch!(&mut self.scheme, s => s.kernel_entry(&self.kernel));
+        self.with_pvops(|k, pv| {
+            k.enter(pv, EntryKind::Syscall)?;
+            let out = f(k, pv)?;
+            k.leave(pv)?;
+            Ok(out)
+        })
     }
 
     /// Run kernel code with this scheme's pv-ops backend.

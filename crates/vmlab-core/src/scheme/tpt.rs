@@ -165,6 +165,11 @@ impl PvOps for TptPvOps<'_> {
         Ok(())
     }
 
+    fn invpcid_addr(&mut self, pcid: u16, va: Gva) -> PvResult {
+        self.mmu.invlpg_tag(va, pcid as u64);
+        Ok(())
+    }
+
     fn mm_created(&mut self, pgd: Gfn, devirt: bool) -> PvResult {
         if devirt {
             self.direct.add_root(self.mem, pgd)?;

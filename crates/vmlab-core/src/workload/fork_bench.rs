@@ -15,9 +15,10 @@
 //! user mode before `_exit`, and [`Op::Exit`] back to the parent, pid 0. A real child that
 //! exits at once takes 16 page faults on this machine (`fork_child_page_faults` in
 //! `probes/results-2026-11-22b.json`), copy-on-write writes to its stack and libc's data: the
-//! model's child writes 4 stack pages and 12 data pages and reads a page of text. The parent makes no data
-//! accesses in the measured phase, so [`Workload::measured_accesses_total`] is 0 and the
-//! engine runs all of it.
+//! model's child writes 4 stack pages and 12 data pages and reads a page of text. After each
+//! fork the parent writes a stack page and a libc data page before waitpid (2 faults,
+//! measured: [`PARENT_RUNS`]). These page touches are ops, not counted data accesses, so
+//! [`Workload::measured_accesses_total`] is 0 and the engine runs all of it.
 
 use super::{Op, Prologue, Workload};
 use crate::addr::Gva;
@@ -64,6 +65,24 @@ pub(super) const IMAGE_SETUP: [Op; 6] = [
     Op::TouchPages {
         start: STACK,
         len: STACK_LEN,
+        write: true,
+    },
+];
+
+/// What the parent does in user mode right after fork returns, before it blocks in waitpid
+/// (Linux runs the parent first: `sysctl_sched_child_runs_first` is 0): it writes the top of
+/// its stack and a page of libc's data (the fork wrapper's lock and atfork state), both
+/// write-protected by the fork, so each is copied again. Two faults per fork, measured:
+/// `fork_parent_page_faults` in `probes/results-2026-11-24.json`.
+pub(super) const PARENT_RUNS: [Op; 2] = [
+    Op::TouchPages {
+        start: Gva::new(STACK.raw() + STACK_LEN - PAGE),
+        len: PAGE,
+        write: true,
+    },
+    Op::TouchPages {
+        start: Gva::new(DATA.raw() + DATA_LEN - PAGE),
+        len: PAGE,
         write: true,
     },
 ];
@@ -165,7 +184,8 @@ impl Workload for ForkBench {
 }
 
 /// The loop of `fork-bench` and lmbench's `lat_proc fork` and `exec`: `iters` times,
-/// process 0 forks, the child runs (the parent waits in waitpid): it returns from fork in
+/// process 0 forks and writes its stack and libc data ([`PARENT_RUNS`]), the child runs (the
+/// parent waits in waitpid): it returns from fork in
 /// user mode, writing its stack and reading a page of text, optionally execs, and exits,
 /// and the parent runs again. The k-th child (from 1) is pid k: nothing else forks. The
 /// parent must have mapped [`IMAGE_SETUP`].
@@ -174,8 +194,8 @@ pub(super) struct ForkLoop {
     iters: u64,
     /// Rounds finished.
     done: u64,
-    /// Position in the current round: 0 fork, 1 switch, 2..=4 the child's run
-    /// ([`CHILD_RUNS`]), 5 exec (if `exec`), then exit.
+    /// Position in the current round: 0 fork, 1..=2 the parent's run ([`PARENT_RUNS`]),
+    /// 3 switch, 4..=6 the child's run ([`CHILD_RUNS`]), 7 exec (if `exec`), then exit.
     step: u8,
     exec: bool,
 }
@@ -200,9 +220,10 @@ impl ForkLoop {
         let child = u32::try_from(self.done + 1).unwrap_or(u32::MAX);
         let op = match (self.step, self.exec) {
             (0, _) => Op::Fork,
-            (1, _) => Op::Switch { pid: child },
-            (2..=4, _) => CHILD_RUNS[self.step as usize - 2],
-            (5, true) => Op::Exec,
+            (1..=2, _) => PARENT_RUNS[self.step as usize - 1],
+            (3, _) => Op::Switch { pid: child },
+            (4..=6, _) => CHILD_RUNS[self.step as usize - 4],
+            (7, true) => Op::Exec,
             _ => Op::Exit { next: 0 },
         };
         if let Op::Exit { .. } = op {
@@ -220,7 +241,7 @@ pub(crate) mod tests {
     use super::super::BUFFER_BASE;
     use super::*;
 
-    pub(in crate::workload) use super::CHILD_RUNS;
+    pub(in crate::workload) use super::{CHILD_RUNS, PARENT_RUNS};
 
     fn drain(w: &mut impl Workload) -> Vec<Op> {
         let ops: Vec<Op> = std::iter::from_fn(|| w.next_op()).collect();
@@ -250,7 +271,9 @@ pub(crate) mod tests {
             Op::StartMeasurement,
         ]);
         for pid in 1..=2 {
-            expected.extend([Op::Fork, Op::Switch { pid }]);
+            expected.push(Op::Fork);
+            expected.extend(PARENT_RUNS);
+            expected.push(Op::Switch { pid });
             expected.extend(CHILD_RUNS);
             expected.push(Op::Exit { next: 0 });
         }
@@ -268,7 +291,7 @@ pub(crate) mod tests {
         let ops = drain(&mut ForkBench::new(c, 0));
         assert_eq!(
             ops.len(),
-            IMAGE_SETUP.len() + 3 + (3 + CHILD_RUNS.len()) * 1000
+            IMAGE_SETUP.len() + 3 + (3 + PARENT_RUNS.len() + CHILD_RUNS.len()) * 1000
         );
         let pids: Vec<u32> = ops
             .iter()
@@ -287,7 +310,9 @@ pub(crate) mod tests {
         let ops: Vec<Op> = std::iter::from_fn(|| l.next()).collect();
         let mut expected = Vec::new();
         for pid in 1..=2 {
-            expected.extend([Op::Fork, Op::Switch { pid }]);
+            expected.push(Op::Fork);
+            expected.extend(PARENT_RUNS);
+            expected.push(Op::Switch { pid });
             expected.extend(CHILD_RUNS);
             expected.extend([Op::Exec, Op::Exit { next: 0 }]);
         }

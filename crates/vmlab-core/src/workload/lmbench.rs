@@ -674,7 +674,9 @@ mod tests {
         let mut expected = IMAGE_SETUP.to_vec();
         expected.push(Op::StartMeasurement);
         for pid in 1..=2 {
-            expected.extend([Op::Fork, Op::Switch { pid }]);
+            expected.push(Op::Fork);
+            expected.extend(crate::workload::fork_bench::tests::PARENT_RUNS);
+            expected.push(Op::Switch { pid });
             expected.extend(crate::workload::fork_bench::tests::CHILD_RUNS);
             expected.push(Op::Exit { next: 0 });
         }
@@ -689,7 +691,9 @@ mod tests {
         let mut expected = IMAGE_SETUP.to_vec();
         expected.push(Op::StartMeasurement);
         for pid in 1..=2 {
-            expected.extend([Op::Fork, Op::Switch { pid }]);
+            expected.push(Op::Fork);
+            expected.extend(crate::workload::fork_bench::tests::PARENT_RUNS);
+            expected.push(Op::Switch { pid });
             expected.extend(crate::workload::fork_bench::tests::CHILD_RUNS);
             expected.extend([Op::Exec, Op::Exit { next: 0 }]);
         }

@@ -87,6 +87,8 @@ pub struct Setup {
     pub seed: u64,
     /// The shadow MMU's options (None: KVM's defaults).
     pub shadow: Option<ShadowConfig>,
+    /// Kernel page-table isolation (off unless a test asks).
+    pub kpti: bool,
     /// TPT's mark; the first process runs program "test".
     pub tpt_task: Option<&'static str>,
     pub tlb: TlbConfig,
@@ -107,6 +109,7 @@ impl Setup {
             fragmentation: 0.0,
             seed: 1,
             shadow: None,
+            kpti: false,
             tpt_task: Some("test"),
             tlb: TlbConfig::all_disabled(),
             memory: memory_disabled(),
@@ -131,6 +134,7 @@ impl Setup {
             guest_memory: self.guest_memory,
             guest_pages: self.guest_pages,
             pcid: true,
+            kpti: self.kpti,
             shadow: self.shadow,
             tag_reads: false,
             backing: BackingConfig {

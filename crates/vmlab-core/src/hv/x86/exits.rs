@@ -61,6 +61,9 @@ exit_reasons! {
     Cr3Load => "cr3_load",
     /// Shadow paging: a trapped INVLPG.
     Invlpg => "invlpg",
+    /// Shadow paging: a trapped INVPCID (with EPT off KVM sets "INVLPG exiting", which makes
+    /// INVPCID exit too); Linux under KPTI flushes a user page with it.
+    Invpcid => "invpcid",
     /// The TPT prototype: a hypercall switching a TPT process between its host-address
     /// tables and the kernel's nested paging.
     TptSwitch => "tpt_switch",

@@ -13,7 +13,16 @@
 //! - **Unsync**: with the option on, a write to a guest leaf table (level 1) unsyncs its
 //!   shadow pages instead of emulating every write; they are resynchronized at INVLPG (one
 //!   entry) or at a TLB flush or CR3 load (every unsync page).
-//! - **CR3 loads** trap; the current root and 3 previous ones are cached by guest root frame.
+//! - **CR3 loads** trap; the current root and 3 previous ones are cached by guest root frame
+//!   (KVM_MMU_NUM_PREV_ROOTS, mmu.c fast_pgd_switch). A load that keeps the TLB (PCID's
+//!   no-flush bit) only switches roots; one that flushes makes KVM resynchronise every unsync
+//!   page (x86.c kvm_set_cr3 -> kvm_invalidate_pcid -> KVM_REQ_MMU_SYNC).
+//! - **INVLPG** syncs the address in every cached root (mmu.c kvm_mmu_invlpg, all roots);
+//!   **INVPCID** of one address in the roots of that PCID (kvm_mmu_invpcid_gva).
+//! - **The kernel half**: every guest top-level table links the kernel's shared tables; the
+//!   shadow pages below are shared by all roots (same guest frames), but each new shadow root
+//!   starts empty, so the first kernel use of each top-level entry through it is a shadow
+//!   fault that links it ([`ShadowMmu::kernel_access`]).
 //! - **Shadow page faults**: the hypervisor walks the guest tables in software (setting the
 //!   guest's A and D bits as hardware would), and either installs shadow entries, creating
 //!   missing shadow levels, or finds that the guest's own tables deny the access, which is the
@@ -55,7 +64,9 @@ impl ShadowConfig {
     pub fn kvm_default(guest_frames: u64) -> ShadowConfig {
         ShadowConfig {
             unsync: true,
-            bypass_not_present: true,
+            // Current KVM with EPT off intercepts every #PF (vmx.c update_exception_bitmap);
+            // the error-code filtering (bypass_guest_pf) went in Linux 3.1.
+            bypass_not_present: false,
             budget_pages: ((guest_frames / 50) as usize).max(64),
         }
     }
@@ -93,6 +104,8 @@ pub struct ShadowStats {
     pub syncs: u64,
     pub flood_unshadows: u64,
     pub budget_zaps: u64,
+    /// Kernel-half top-level entries linked into new roots (one shadow fault each).
+    pub kernel_links: u64,
 }
 
 /// A guest fault found by the hypervisor's walk of the guest tables: the guest handles it.
@@ -123,8 +136,11 @@ pub struct ShadowMmu {
     /// frame has one or two (a COW-shared page), kept inline: a 4 GiB guest has a million
     /// entries, and a heap vector each made allocation a quarter of shadow paging's set-up.
     rmap: FxHashMap<u64, SmallVec<[u64; 2]>>,
-    /// Cached roots by guest root frame, most recent first (current + 3 previous).
-    roots: Vec<(u64, SpId)>,
+    /// Cached roots by guest root frame, most recent first (current + 3 previous), with the
+    /// PCID each was loaded with.
+    roots: Vec<(u64, SpId, u16)>,
+    /// The kernel-half top-level entries each root has linked (one bit per entry).
+    kernel_links: FxHashMap<SpId, [u64; 8]>,
     /// The guest's current root frame and PCID.
     current: Option<(Gfn, u16)>,
     clock: u64,
@@ -152,6 +168,7 @@ impl ShadowMmu {
             by_gfn: FxHashMap::default(),
             rmap: FxHashMap::default(),
             roots: Vec::new(),
+            kernel_links: FxHashMap::default(),
             current: None,
             clock: 0,
             stats: ShadowStats::default(),
@@ -182,7 +199,8 @@ impl ShadowMmu {
         self.pages[id as usize].as_mut().expect("live shadow page")
     }
 
-    /// The guest loads CR3: a trapped exit that switches to the root shadowing `pgd`.
+    /// The guest loads CR3: a trapped exit that switches to the root shadowing `pgd`. With
+    /// `flush` (no PCID no-flush bit), KVM resynchronises every unsync page and flushes.
     pub fn load_cr3(
         &mut self,
         ctx: &mut Ctx,
@@ -192,7 +210,7 @@ impl ShadowMmu {
     ) -> Result<(), HvError> {
         ctx.vm.record_exit(ExitReason::Cr3Load);
         self.current = Some((pgd, pcid));
-        let root = match self.roots.iter().position(|&(g, _)| g == pgd.raw()) {
+        let root = match self.roots.iter().position(|&(g, _, _)| g == pgd.raw()) {
             Some(at) => self.roots.remove(at).1,
             None => self.get_or_create(
                 ctx,
@@ -203,9 +221,11 @@ impl ShadowMmu {
                 },
             )?,
         };
-        self.roots.insert(0, (pgd.raw(), root));
+        self.roots.insert(0, (pgd.raw(), root, pcid));
         self.roots.truncate(ROOT_CACHE);
-        self.sync_all(ctx);
+        if flush {
+            self.sync_all(ctx);
+        }
         ctx.mmu.set_root(
             Root::OneD {
                 cr3: self.sp(root).hfn.addr(),
@@ -223,15 +243,61 @@ impl ShadowMmu {
         ctx.mmu.flush_current();
     }
 
-    /// A trapped INVLPG: sync the one shadow entry for `va` if its page is unsync.
+    /// A trapped INVLPG: sync the shadow entry for `va` in every cached root if its page is
+    /// unsync (INVLPG also drops global translations, so KVM syncs all roots).
     pub fn invlpg(&mut self, ctx: &mut Ctx, va: Gva) {
         ctx.vm.record_exit(ExitReason::Invlpg);
-        if let Some((id, index)) = self.leaf_slot(ctx.mem, va) {
-            if self.sp(id).unsync {
-                self.sync_entry(ctx, id, index);
+        self.sync_addr(ctx, va, None);
+        ctx.mmu.invlpg(va);
+    }
+
+    /// A trapped INVPCID of one address in `pcid` (Linux's flush of a user page under KPTI):
+    /// sync the entry for `va` in the cached roots loaded with that PCID.
+    pub fn invpcid_addr(&mut self, ctx: &mut Ctx, pcid: u16, va: Gva) {
+        ctx.vm.record_exit(ExitReason::Invpcid);
+        self.sync_addr(ctx, va, Some(pcid));
+        ctx.mmu.invlpg_tag(va, pcid as u64);
+    }
+
+    /// Sync the unsync leaf entries mapping `va` under the cached roots (of `pcid`, if given).
+    fn sync_addr(&mut self, ctx: &mut Ctx, va: Gva, pcid: Option<u16>) {
+        let roots: SmallVec<[SpId; 4]> = self
+            .roots
+            .iter()
+            .filter(|&&(_, _, p)| pcid.is_none_or(|want| want == p))
+            .map(|&(_, id, _)| id)
+            .collect();
+        let mut done: SmallVec<[SpId; 4]> = SmallVec::new();
+        for root in roots {
+            if let Some((id, index)) = self.leaf_slot_from(ctx.mem, root, va) {
+                if self.sp(id).unsync && !done.contains(&id) {
+                    self.sync_entry(ctx, id, index);
+                }
+                done.push(id);
             }
         }
-        ctx.mmu.invlpg(va);
+    }
+
+    /// The guest kernel uses top-level entry `index` (its half of the address space) through
+    /// the current root: the first use through a root is a shadow fault that links the entry
+    /// to the kernel's shared shadow tables (KVM's FNAME(fetch) finds the lower shadow pages by
+    /// guest frame, already built for other roots). Returns whether it faulted.
+    pub fn kernel_access(&mut self, ctx: &mut Ctx, index: usize) -> bool {
+        let Some((pgd, _)) = self.current else {
+            return false;
+        };
+        let Some(root) = self.root_id(pgd) else {
+            return false;
+        };
+        let links = self.kernel_links.entry(root).or_default();
+        let (word, bit) = (index / 64 % 8, 1u64 << (index % 64));
+        if links[word] & bit != 0 {
+            return false;
+        }
+        links[word] |= bit;
+        ctx.vm.record_exit(ExitReason::ShadowFault);
+        self.stats.kernel_links += 1;
+        true
     }
 
     /// The guest stored `entry` at `index` of its table page `table` (already in guest memory).
@@ -702,7 +768,8 @@ impl ShadowMmu {
                 self.by_gfn.remove(&gfn.raw());
             }
         }
-        self.roots.retain(|&(_, r)| r != id);
+        self.roots.retain(|&(_, r, _)| r != id);
+        self.kernel_links.remove(&id);
         self.pages[id as usize] = None;
         self.free_ids.push(id);
         self.live -= 1;
@@ -711,7 +778,7 @@ impl ShadowMmu {
 
     /// Zap the least recently used page that is not a cached root; false if none.
     fn zap_oldest(&mut self, ctx: &mut Ctx) -> bool {
-        let roots: Vec<SpId> = self.roots.iter().map(|&(_, r)| r).collect();
+        let roots: Vec<SpId> = self.roots.iter().map(|&(_, r, _)| r).collect();
         let victim = self
             .pages
             .iter()
@@ -734,8 +801,8 @@ impl ShadowMmu {
     fn root_id(&self, pgd: Gfn) -> Option<SpId> {
         self.roots
             .iter()
-            .find(|&&(g, _)| g == pgd.raw())
-            .map(|&(_, id)| id)
+            .find(|&&(g, _, _)| g == pgd.raw())
+            .map(|&(_, id, _)| id)
     }
 
     /// After zaps: if the current root went, build a new one and load it (KVM reloads the
@@ -755,7 +822,7 @@ impl ShadowMmu {
                 direct: false,
             },
         )?;
-        self.roots.insert(0, (pgd.raw(), root));
+        self.roots.insert(0, (pgd.raw(), root, pcid));
         self.roots.truncate(ROOT_CACHE);
         ctx.mmu.set_root(
             Root::OneD {
@@ -767,10 +834,9 @@ impl ShadowMmu {
         Ok(())
     }
 
-    /// The level-1 shadow page and index that map `va` under the current root, if any.
-    fn leaf_slot(&self, mem: &HostMemory, va: Gva) -> Option<(SpId, usize)> {
-        let (pgd, _) = self.current?;
-        let mut id = self.root_id(pgd)?;
+    /// The level-1 shadow page and index that map `va` under the root `root`, if any.
+    fn leaf_slot_from(&self, mem: &HostMemory, root: SpId, va: Gva) -> Option<(SpId, usize)> {
+        let mut id = root;
         let mut walk = Cursor::new(&self.mode, self.sp(id).hfn, va.raw());
         while walk.level() > 1 {
             let spte = mem.read_u64(self.spte_addr(id, walk.index()));

@@ -814,9 +814,15 @@ impl Mmu {
     /// INVLPG: drop the translations of `va` of the current tag at every page size, and the
     /// paging-structure cache entries covering it.
     pub fn invlpg(&mut self, va: Gva) {
+        self.invlpg_tag(va, self.tag);
+    }
+
+    /// Invalidate the translation of one page in the address space tagged `tag` (INVPCID
+    /// of one address).
+    pub fn invlpg_tag(&mut self, va: Gva, tag: u64) {
         self.lookahead.forget_leaf_tables();
         for size in TlbSize::ALL {
-            let key = tlb_key(va.raw(), size, self.tag);
+            let key = tlb_key(va.raw(), size, tag);
             self.l1[size.index()].invalidate(key);
             if size == TlbSize::G1 {
                 &mut self.stlb_1g
@@ -825,7 +831,7 @@ impl Mmu {
             }
             .invalidate(key);
         }
-        self.guest_caches.invalidate_addr(va.raw(), self.tag);
+        self.guest_caches.invalidate_addr(va.raw(), tag);
     }
 
     /// Flush the running context's translations (a full non-global TLB flush).
