@@ -13,7 +13,8 @@
  * trampoline hands %rbp to the callback. The SPR array's offset is found once by
  * searching env for the e500v2 PVR with TLB0CFG (512 entries, 4-way) at its
  * architected distance; the GPRs are the struct's first member, checked on every
- * phase marker by a magic value in r3.
+ * phase marker by a magic value in r3. Callbacks that read registers are registered
+ * with QEMU_PLUGIN_CB_R_REGS so TCG writes its cached guest registers back first.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -152,7 +153,7 @@ static void put_blob(const char *path)
 }
 
 /* Every record starts with its tag and the instructions retired since the previous one. */
-static void record_head(uint8_t tag)
+static void record_head_raw(uint8_t tag)
 {
     put_u8(tag);
     put_varint(insns_user - last_user);
@@ -161,6 +162,37 @@ static void record_head(uint8_t tag)
     last_kernel = insns_kernel;
     n_records++;
 }
+
+/* Kernel loads and stores between two other records are grouped by (pc, 4 KiB page,
+ * direction, size) in order of first occurrence, each group written once with its first
+ * address and a repeat count: loops over a page become one record. */
+struct mem_group { uint64_t pc, vaddr, paddr; uint32_t count; uint8_t tag; };
+#define MAX_GROUPS 64
+static struct mem_group groups[MAX_GROUPS];
+static int n_groups;
+static void put_pc(uint64_t pc);
+
+static void flush_groups(void)
+{
+    for (int i = 0; i < n_groups; i++) {
+        struct mem_group *g = &groups[i];
+        record_head_raw(g->tag);
+        put_pc(g->pc);
+        put_signed((int64_t)(g->vaddr - last_vaddr));
+        last_vaddr = g->vaddr;
+        /* Zero for the kernel's linear map (virtual KERNEL_BASE + x = physical x). */
+        put_signed((int64_t)(g->paddr - (uint32_t)(g->vaddr - KERNEL_BASE)));
+        put_varint(g->count);
+    }
+    n_groups = 0;
+}
+
+static void record_head(uint8_t tag)
+{
+    flush_groups();
+    record_head_raw(tag);
+}
+
 static void put_pc(uint64_t pc)
 {
     put_signed((int64_t)(pc - last_pc));
@@ -188,7 +220,7 @@ static void find_sprs(void *env)
 }
 
 /* Called by the trampolines below with QEMU's env pointer as third argument. */
-struct priv_site { uint64_t pc; uint32_t word; };
+struct priv_site { uint64_t pc; uint32_t word; bool gprs_known; };
 
 __attribute__((used)) void on_priv(unsigned vcpu, void *udata, void *env)
 {
@@ -198,6 +230,7 @@ __attribute__((used)) void on_priv(unsigned vcpu, void *udata, void *env)
     unsigned rs = (w >> 21) & 31, ra = (w >> 16) & 31, rb = (w >> 11) & 31;
     uint32_t vals[5];
     int n = 0;
+    bool unknown = false;
     find_sprs(env);
     if (op == 19 && xo == 50) {                 /* rfi: where it returns to */
         vals[n++] = spr(env, SPR_SRR0);
@@ -206,9 +239,17 @@ __attribute__((used)) void on_priv(unsigned vcpu, void *udata, void *env)
         vals[n++] = spr(env, SPR_CSRR0);
         vals[n++] = spr(env, SPR_CSRR1);
     } else if (op == 31 && (xo == 146 || xo == 467 || xo == 131)) { /* mtmsr, mtspr, wrtee */
-        vals[n++] = gpr(env, rs);
+        if (s->gprs_known) {
+            vals[n++] = gpr(env, rs);
+        } else {
+            unknown = true;
+        }
     } else if (op == 31 && (xo == 914 || xo == 786)) { /* tlbsx, tlbivax: effective address */
-        vals[n++] = (ra ? gpr(env, ra) : 0) + gpr(env, rb);
+        if (s->gprs_known) {
+            vals[n++] = (ra ? gpr(env, ra) : 0) + gpr(env, rb);
+        } else {
+            unknown = true;
+        }
     } else if (op == 31 && xo == 978) {         /* tlbwe: the MAS registers it writes */
         vals[n++] = spr(env, SPR_MAS0);
         vals[n++] = spr(env, SPR_MAS1);
@@ -219,7 +260,7 @@ __attribute__((used)) void on_priv(unsigned vcpu, void *udata, void *env)
     record_head(TAG_PRIV);
     put_pc(s->pc);
     put_u32le(w);
-    put_u8(n);
+    put_u8(n | (unknown ? 0x80 : 0));
     for (int i = 0; i < n; i++) {
         put_varint(vals[i]);
     }
@@ -227,9 +268,10 @@ __attribute__((used)) void on_priv(unsigned vcpu, void *udata, void *env)
 
 __attribute__((used)) void on_user_sc(unsigned vcpu, void *udata, void *env)
 {
+    struct priv_site *s = udata;
     record_head(TAG_USER_SC);
-    put_pc((uintptr_t)udata);
-    put_varint(gpr(env, 0));
+    put_pc(s->pc);
+    put_varint(s->gprs_known ? gpr(env, 0) : 0xFFFFFFFFu);
 }
 
 __attribute__((used)) void on_vector(unsigned vcpu, void *udata, void *env)
@@ -255,10 +297,12 @@ __attribute__((used)) void on_branch_to_vector(unsigned vcpu, void *udata, void 
 
 __attribute__((used)) void on_mark(unsigned vcpu, void *udata, void *env)
 {
+    struct priv_site *s = udata;
     uint32_t r3 = gpr(env, 3);
-    if ((r3 & 0xFFFF0000u) != MARK_MAGIC) {
-        fprintf(stderr, "e500rec: phase marker at %#lx without the magic in r3 (%#x)\n",
-                (unsigned long)(uintptr_t)udata, r3);
+    if (!s->gprs_known || (r3 & 0xFFFF0000u) != MARK_MAGIC) {
+        fprintf(stderr, "e500rec: phase marker at %#lx without the magic in r3 (%#x); "
+                "markers must start a translation block (see userland/phases.h)\n",
+                (unsigned long)s->pc, r3);
         exit(1);
     }
     record_head(TAG_MARK);
@@ -277,16 +321,26 @@ __attribute__((used)) void on_first_user(unsigned vcpu, void *udata, void *env)
 
 static void on_mem(unsigned vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata)
 {
-    struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
-    uint64_t paddr = hw ? qemu_plugin_hwaddr_phys_addr(hw) : 0;
+    uint64_t pc = (uintptr_t)udata;
     uint8_t tag = TAG_MEM | (qemu_plugin_mem_is_store(info) ? 0x08 : 0) |
                   (qemu_plugin_mem_size_shift(info) & 3);
-    record_head(tag);
-    put_pc((uintptr_t)udata);
-    put_signed((int64_t)(vaddr - last_vaddr));
-    last_vaddr = vaddr;
-    /* Zero for the kernel's linear map (virtual KERNEL_BASE + x = physical x). */
-    put_signed((int64_t)(paddr - (uint32_t)(vaddr - KERNEL_BASE)));
+    for (int i = n_groups - 1; i >= 0; i--) {
+        struct mem_group *g = &groups[i];
+        if (g->pc == pc && g->tag == tag && (g->vaddr >> 12) == (vaddr >> 12)) {
+            g->count++;
+            return;
+        }
+    }
+    if (n_groups == MAX_GROUPS) {
+        flush_groups();
+    }
+    struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
+    struct mem_group *g = &groups[n_groups++];
+    g->pc = pc;
+    g->vaddr = vaddr;
+    g->paddr = hw ? qemu_plugin_hwaddr_phys_addr(hw) : 0;
+    g->count = 1;
+    g->tag = tag;
 }
 
 /* Trampolines: pass %rbp (QEMU's env pointer at a direct call from generated code). */
@@ -337,50 +391,83 @@ static struct vector *vector_at(uint64_t pc)
     return NULL;
 }
 
+/* QEMU 7.2 calls plugin callbacks without writing TCG's cached guest registers back to
+ * env, so a GPR read in a callback is only current if no instruction since the start of
+ * the TB, or since the last D-form load/store (TCG syncs registers before every memory
+ * op), may have written it. Conservatively, an instruction may write the registers named
+ * in its bits 6-10 and 11-15; lmw (opcode 46) may write any. */
+static uint32_t may_write(uint32_t w)
+{
+    unsigned op = w >> 26;
+    if (op == 46) {
+        return 0xFFFFFFFFu;
+    }
+    return 1u << ((w >> 21) & 31) | 1u << ((w >> 16) & 31);
+}
+static bool is_dform_mem(uint32_t w)
+{
+    unsigned op = w >> 26;
+    return op >= 32 && op <= 55;
+}
+
+static struct priv_site *site(uint64_t pc, uint32_t w, bool known)
+{
+    struct priv_site *s = malloc(sizeof *s);
+    s->pc = pc;
+    s->word = w;
+    s->gprs_known = known;
+    return s;
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     size_t n = qemu_plugin_tb_n_insns(tb);
+    uint32_t dirty = 0;
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         uint64_t pc = qemu_plugin_insn_vaddr(insn);
         const uint8_t *d = qemu_plugin_insn_data(insn);
         uint32_t w = (uint32_t)d[0] << 24 | d[1] << 16 | d[2] << 8 | d[3];
         bool kernel = is_kernel(pc);
+        if (is_dform_mem(w)) {
+            dirty = 0;
+        }
+        uint32_t read = 1u << ((w >> 21) & 31) | 1u << ((w >> 16) & 31) | 1u << ((w >> 11) & 31);
+        bool known = (dirty & read) == 0;
+        dirty |= may_write(w);
         qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64,
                                                    kernel ? &insns_kernel : &insns_user, 1);
         if (!kernel && !boot_end_seen && i == 0) {
-            qemu_plugin_register_vcpu_insn_exec_cb(insn, tr_first_user, QEMU_PLUGIN_CB_NO_REGS,
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, tr_first_user, QEMU_PLUGIN_CB_R_REGS,
                                                    (void *)(uintptr_t)pc);
         }
         if (w == MARK_WORD) {
-            qemu_plugin_register_vcpu_insn_exec_cb(insn, tr_mark, QEMU_PLUGIN_CB_NO_REGS,
-                                                   (void *)(uintptr_t)pc);
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, tr_mark, QEMU_PLUGIN_CB_R_REGS,
+                                                   site(pc, w, known));
         }
         if (!kernel) {
             if ((w & 0xFC000002u) == 0x44000002u) { /* sc */
-                qemu_plugin_register_vcpu_insn_exec_cb(insn, tr_user_sc, QEMU_PLUGIN_CB_NO_REGS,
-                                                       (void *)(uintptr_t)pc);
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, tr_user_sc, QEMU_PLUGIN_CB_R_REGS,
+                                                       site(pc, w, known));
             }
             continue;
         }
         struct vector *v = vector_at(pc);
         if (v) {
-            qemu_plugin_register_vcpu_insn_exec_cb(insn, tr_vector, QEMU_PLUGIN_CB_NO_REGS, v);
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, tr_vector, QEMU_PLUGIN_CB_R_REGS, v);
         }
         if ((w >> 26) == 18 && (w & 3) == 0) {  /* b: relative, no link */
             int32_t off = (int32_t)(w << 6) >> 6 & ~3;
             uint64_t target = (uint32_t)(pc + off);
             if (vector_at(target)) {
                 qemu_plugin_register_vcpu_insn_exec_cb(insn, tr_branch_to_vector,
-                                                       QEMU_PLUGIN_CB_NO_REGS,
+                                                       QEMU_PLUGIN_CB_R_REGS,
                                                        (void *)(uintptr_t)target);
             }
         }
         if (is_privileged(w)) {
-            struct priv_site *s = malloc(sizeof *s);
-            s->pc = pc;
-            s->word = w;
-            qemu_plugin_register_vcpu_insn_exec_cb(insn, tr_priv, QEMU_PLUGIN_CB_NO_REGS, s);
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, tr_priv, QEMU_PLUGIN_CB_R_REGS,
+                                                   site(pc, w, known));
         }
         qemu_plugin_register_vcpu_mem_cb(insn, on_mem, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
                                          (void *)(uintptr_t)pc);
@@ -389,6 +476,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 static void at_exit(qemu_plugin_id_t id, void *p)
 {
+    flush_groups();
     put_u8(TAG_END);
     put_varint(n_records);
     put_varint(insns_user);
@@ -453,7 +541,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
                                            int argc, char **argv)
 {
     const char *path = NULL, *map = NULL, *phases = NULL, *meta = NULL;
-    const char *level = "12";
+    const char *level = "19";
     for (int i = 0; i < argc; i++) {
         if (!strncmp(argv[i], "out=", 4)) {
             path = argv[i] + 4;

@@ -5,10 +5,12 @@
 #define PHASE_END 0x8000
 #define MARK_MAGIC 0x7E500000u
 
-/* The recorder's marker: `or r27,r27,r27` (a no-op) with MARK_MAGIC | id in r3. */
+/* The recorder's marker: `or r27,r27,r27` (a no-op) with MARK_MAGIC | id in r3. The branch
+ * before it ends QEMU's translation block, so r3 is written back to the vCPU state the
+ * recorder reads when the marker runs. */
 static inline void mark(unsigned id)
 {
     register unsigned r3 __asm__("r3") = MARK_MAGIC | id;
-    __asm__ volatile("or 27,27,27" : : "r"(r3) : "memory");
+    __asm__ volatile("b 1f\n1:\tor 27,27,27" : : "r"(r3) : "memory");
 }
 #endif

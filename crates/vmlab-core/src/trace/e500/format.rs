@@ -127,6 +127,8 @@ pub enum Record {
     /// A privileged instruction executed by the kernel, with the values it used: rfi/rfci
     /// the return address and MSR; mtmsr, mtspr and wrtee the source register; tlbsx and
     /// tlbivax the effective address; tlbwe MAS0, MAS1, MAS2, MAS3 and MAS7. None otherwise.
+    /// Values read from GPRs are missing (and `gprs_unknown` set) when QEMU had not yet
+    /// written the register back to the vCPU state (see docs/e500-trace.md).
     Priv {
         /// Guest virtual address of the instruction.
         pc: u32,
@@ -134,8 +136,11 @@ pub enum Record {
         word: u32,
         /// The values listed above, in that order.
         values: SmallVec<[u32; MAX_PRIV_VALUES]>,
+        /// The GPR-derived values could not be read.
+        gprs_unknown: bool,
     },
-    /// `sc` executed in user mode, with the system call number (r0).
+    /// `sc` executed in user mode, with the system call number (r0; `u32::MAX` when QEMU
+    /// had not yet written r0 back to the vCPU state).
     UserSyscall {
         /// Guest virtual address of the `sc`.
         pc: u32,
@@ -171,7 +176,8 @@ pub enum Record {
         /// Its address.
         pc: u32,
     },
-    /// A load or store executed by a kernel instruction.
+    /// `count` loads or stores by one kernel instruction to one 4 KiB page, with no other
+    /// record between them (the recorder groups them; `vaddr` is the first one's address).
     Mem {
         /// The instruction's address.
         pc: u32,
@@ -183,6 +189,8 @@ pub enum Record {
         store: bool,
         /// log2 of the access size in bytes.
         size_log2: u8,
+        /// How many accesses the record stands for (at least 1).
+        count: u32,
     },
 }
 

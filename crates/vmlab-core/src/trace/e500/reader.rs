@@ -260,7 +260,8 @@ impl<R: Read> Reader<R> {
             TAG_PRIV => {
                 let pc = self.pc()?;
                 let word = self.src.u32le()?;
-                let n = self.src.byte()? as usize;
+                let flags = self.src.byte()?;
+                let n = (flags & 0x7F) as usize;
                 if n > MAX_PRIV_VALUES {
                     return Err(corrupt(at, format!("{n} values in a privileged record")));
                 }
@@ -268,7 +269,12 @@ impl<R: Read> Reader<R> {
                 for _ in 0..n {
                     values.push(self.u32_field("value")?);
                 }
-                Record::Priv { pc, word, values }
+                Record::Priv {
+                    pc,
+                    word,
+                    values,
+                    gprs_unknown: flags & 0x80 != 0,
+                }
             }
             TAG_USER_SC => Record::UserSyscall {
                 pc: self.pc()?,
@@ -299,6 +305,10 @@ impl<R: Read> Reader<R> {
                 self.last_vaddr = vaddr;
                 let off = self.src.signed()?;
                 let paddr = i64::from(vaddr.wrapping_sub(KERNEL_BASE)) + off;
+                let count = self.u32_field("count")?;
+                if count == 0 {
+                    return Err(corrupt(at, "memory record with a count of 0".into()));
+                }
                 Record::Mem {
                     pc,
                     vaddr,
@@ -306,6 +316,7 @@ impl<R: Read> Reader<R> {
                         .map_err(|_| corrupt(at, "negative physical address".into()))?,
                     store: t & TAG_MEM_STORE != 0,
                     size_log2: t & 3,
+                    count,
                 }
             }
             t => return Err(corrupt(at, format!("unknown record tag {t:#04x}"))),

@@ -44,7 +44,9 @@ impl Stats {
         self.user_insns += e.user_insns;
         self.kernel_insns += e.kernel_insns;
         match &e.record {
-            Record::Priv { pc, word, values } => {
+            Record::Priv {
+                pc, word, values, ..
+            } => {
                 let class = classify(*word).unwrap_or(PrivClass::Other);
                 *self.by_class.entry(class).or_default() += 1;
                 *self.by_pc.entry(*pc).or_default() += 1;
@@ -62,14 +64,20 @@ impl Stats {
             Record::Exception {
                 kind, by_branch, ..
             } => *self.exceptions.entry((*kind, *by_branch)).or_default() += 1,
-            Record::Mem { vaddr, store, .. } => {
+            Record::Mem {
+                vaddr,
+                store,
+                count,
+                ..
+            } => {
+                let n = u64::from(*count);
                 if *store {
-                    self.stores += 1;
+                    self.stores += n;
                 } else {
-                    self.loads += 1;
+                    self.loads += n;
                 }
                 if (text.0..text.1).contains(vaddr) {
-                    self.text_accesses += 1;
+                    self.text_accesses += n;
                 }
             }
             Record::Marker { .. } | Record::BootEnd { .. } => {}

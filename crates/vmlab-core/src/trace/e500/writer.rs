@@ -84,10 +84,15 @@ impl<W: Write> Writer<W> {
         self.totals.user_insns += e.user_insns;
         self.totals.kernel_insns += e.kernel_insns;
         match &e.record {
-            Record::Priv { pc, word, values } => {
+            Record::Priv {
+                pc,
+                word,
+                values,
+                gprs_unknown,
+            } => {
                 self.pc(*pc)?;
                 self.put(&word.to_le_bytes())?;
-                self.put(&[values.len() as u8])?;
+                self.put(&[values.len() as u8 | if *gprs_unknown { 0x80 } else { 0 }])?;
                 for v in values {
                     self.varint(u64::from(*v))?;
                 }
@@ -114,12 +119,17 @@ impl<W: Write> Writer<W> {
             Record::Marker { id } => self.varint(u64::from(*id))?,
             Record::BootEnd { pc } => self.pc(*pc)?,
             Record::Mem {
-                pc, vaddr, paddr, ..
+                pc,
+                vaddr,
+                paddr,
+                count,
+                ..
             } => {
                 self.pc(*pc)?;
                 self.signed(i64::from(*vaddr) - i64::from(self.last_vaddr))?;
                 self.last_vaddr = *vaddr;
                 self.signed(*paddr as i64 - i64::from(vaddr.wrapping_sub(KERNEL_BASE)))?;
+                self.varint(u64::from(*count))?;
             }
         }
         Ok(())
