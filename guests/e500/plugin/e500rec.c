@@ -541,7 +541,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
                                            int argc, char **argv)
 {
     const char *path = NULL, *map = NULL, *phases = NULL, *meta = NULL;
-    const char *level = "19";
+    const char *level = "12";
     for (int i = 0; i < argc; i++) {
         if (!strncmp(argv[i], "out=", 4)) {
             path = argv[i] + 4;

@@ -87,6 +87,7 @@ static void find(void)
     long found = walk("/tree", "no-such-file");
     mark(P_find | PHASE_END);
     printf("find: %ld found\n", found);
+    fflush(stdout);
 }
 
 static void handler(int sig)
@@ -143,6 +144,8 @@ static void pipe_rtt(void)
     pid_t pid = fork();
     int token = 0;
     if (pid == 0) {
+        close(ab[1]); /* or the read below never sees end of file */
+        close(ba[0]);
         while (read(ab[0], &token, sizeof token) == sizeof token) {
             write(ba[1], &token, sizeof token);
         }
@@ -246,8 +249,14 @@ int main(void)
     echo_spawn();
     find();
     lmbench_simple();
+    printf("%s done\n", "lmbench_simple");
+    fflush(stdout);
     pipe_rtt();
+    printf("%s done\n", "pipe_rtt");
+    fflush(stdout);
     forks();
+    printf("%s done\n", "forks");
+    fflush(stdout);
     ctx(P_ctx_2p_0k, 2, 0, N_ctx_2p_0k);
     ctx(P_ctx_2p_16k, 2, 16, N_ctx_2p_16k);
     ctx(P_ctx_2p_32k, 2, 32, N_ctx_2p_32k);
