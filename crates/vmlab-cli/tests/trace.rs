@@ -14,17 +14,35 @@ fn committed() -> PathBuf {
 fn info_prints_every_phase_of_the_committed_trace() {
     let path = committed();
     let out = vmlab_ok(&["trace", "info", path.to_str().unwrap()]);
-    for phase in ["boot", "echo_spawn", "find", "null_syscall", "fork_sh", "ctx_16p_32k"] {
+    for phase in [
+        "boot",
+        "echo_spawn",
+        "find",
+        "null_syscall",
+        "fork_sh",
+        "ctx_16p_32k",
+    ] {
         assert!(out.contains(phase), "no row for {phase}:\n{out}");
     }
-    let json: serde_json::Value =
-        serde_json::from_str(&vmlab_ok(&["trace", "info", "--json", path.to_str().unwrap()]))
-            .expect("--json prints one JSON value");
+    let json: serde_json::Value = serde_json::from_str(&vmlab_ok(&[
+        "trace",
+        "info",
+        "--json",
+        path.to_str().unwrap(),
+    ]))
+    .expect("--json prints one JSON value");
     let phases = json["phases"].as_array().unwrap();
-    assert_eq!(phases.len(), 3 + 20, "total, boot, between and the 20 benchmarks");
+    assert_eq!(
+        phases.len(),
+        3 + 20,
+        "total, boot, between and the 20 benchmarks"
+    );
     assert_eq!(phases[0]["phase"], "total");
     // The whole run's privileged executions are the sum over boot, between and the phases.
-    let sum: u64 = phases[1..].iter().map(|p| p["privileged"].as_u64().unwrap()).sum();
+    let sum: u64 = phases[1..]
+        .iter()
+        .map(|p| p["privileged"].as_u64().unwrap())
+        .sum();
     assert_eq!(sum, phases[0]["privileged"].as_u64().unwrap());
 }
 
@@ -46,7 +64,11 @@ fn broken_traces_are_one_line_errors() {
         assert_eq!(out.code, Some(2), "{}: {}", path.display(), out.stderr);
         assert!(out.stdout.is_empty());
         assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-        assert!(out.stderr.starts_with("error: ") && out.stderr.contains(mention), "{}", out.stderr);
+        assert!(
+            out.stderr.starts_with("error: ") && out.stderr.contains(mention),
+            "{}",
+            out.stderr
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
