@@ -78,7 +78,7 @@ say "5/6 provenance"
 TRACE=$TRACES/e500-linux-6.1.trace.zst
 QEMU_CMD="qemu-system-ppc -M ppce500 -cpu e500v2 -m 256 -display none -nic none -no-reboot
  -icount shift=0,sleep=off -rtc clock=vm -kernel vmlinux -initrd initramfs.cpio.gz
- -append console=ttyS0 -plugin e500rec.so,out=TRACE,map=System.map,phases=phases.txt,meta=meta.txt"
+ -append 'console=ttyS0 norandmaps' -plugin e500rec.so,out=TRACE,map=System.map,phases=phases.txt,meta=meta.txt"
 {
     echo "format=vmlab e500 trace v1"
     echo "command=$(echo $QEMU_CMD)"
@@ -97,7 +97,7 @@ say "6/6 boot and record (QEMU exits when the guest powers off)"
 start=$(date +%s)
 (cd "$BUILD" && timeout 600 qemu-system-ppc -M ppce500 -cpu e500v2 -m 256 -display none \
     -nic none -no-reboot -icount shift=0,sleep=off -rtc clock=vm \
-    -kernel "$KSRC/vmlinux" -initrd initramfs.cpio.gz -append console=ttyS0 \
+    -kernel "$KSRC/vmlinux" -initrd initramfs.cpio.gz -append "console=ttyS0 norandmaps" \
     -plugin "$BUILD/e500rec.so,out=$TRACE,map=$KSRC/System.map,phases=phases.txt,meta=meta.txt" \
     -serial file:"$BUILD/console.log" -monitor none </dev/null) ||
     { say "QEMU failed or timed out: see $BUILD/console.log"; exit 1; }

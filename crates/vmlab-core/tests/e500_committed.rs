@@ -14,7 +14,7 @@ fn committed() -> PathBuf {
 fn committed_trace_counts_are_pinned() {
     let reader = open(&committed()).expect("the committed trace opens");
     let s = Summary::read(reader).expect("the committed trace reads and checks");
-    assert_eq!(s.records, 26_602_820);
+    assert_eq!(s.records, 25_552_570);
     assert_eq!(s.header.kernel_text(), Some((0xC000_0000, 0xC02A_6000)));
     assert_eq!(s.header.phases().len(), 20);
     let rows = s.reports();
@@ -23,42 +23,43 @@ fn committed_trace_counts_are_pinned() {
     let total = row("total");
     assert_eq!(
         (total.user_insns, total.kernel_insns),
-        (5_603_339, 209_369_350)
+        (5_620_868, 203_276_920)
     );
-    assert_eq!(total.privileged, 995_214);
+    assert_eq!(total.privileged, 984_190);
     assert_eq!(
         (total.distinct_pcs, total.pcs_90, total.pcs_99),
-        (915, 132, 334)
+        (914, 131, 335)
     );
-    assert_eq!(total.hardware_exceptions, 43_826);
-    assert_eq!((total.tlb0_writes, total.tlb1_writes), (24_219, 23));
+    assert_eq!(total.hardware_exceptions, 43_715);
+    assert_eq!((total.tlb0_writes, total.tlb1_writes), (24_128, 23));
     assert_eq!(
         (total.kernel_loads, total.kernel_stores),
-        (35_984_376, 22_413_498)
+        (35_288_574, 21_731_710)
     );
     assert_eq!(total.user_syscalls, 14_333);
-    assert_eq!(total.exceptions["data_tlb_miss"], 17_027);
-    assert_eq!(total.exceptions["instruction_tlb_miss"], 9_459);
-    assert_eq!(total.exceptions["data_storage (branch)"], 2_426);
+    assert_eq!(total.exceptions["data_tlb_miss"], 16_920);
+    assert_eq!(total.exceptions["instruction_tlb_miss"], 9_456);
+    assert_eq!(total.exceptions["data_storage (branch)"], 2_407);
 
     // The boot: the kernel alone, mapped by TLB1 entries it writes itself (23 tlbwe to TLB1).
     let boot = row("boot");
-    assert_eq!((boot.user_insns, boot.kernel_insns), (0, 147_125_262));
-    assert_eq!(boot.privileged, 95_763);
+    assert_eq!((boot.user_insns, boot.kernel_insns), (0, 147_084_606));
+    assert_eq!(boot.privileged, 95_704);
     assert_eq!((boot.tlb0_writes, boot.tlb1_writes), (20, 23));
     assert_eq!(boot.hardware_exceptions, 49);
 
-    // null syscall: per write(2) one sc, one system-call exception, ten privileged
-    // instructions (wrteei, mfspr, mtspr three each, one rfi).
+    // null syscall: per write(2) one sc, one system-call exception and ten privileged
+    // instructions (wrteei, mfspr, mtspr three each, one rfi), plus one timer tick.
     let null = row("null_syscall");
     assert_eq!(null.ops, 2000);
     assert_eq!(null.user_syscalls, 2000);
     assert_eq!(null.exceptions["system_call"], 2000);
-    assert_eq!(null.hardware_exceptions, 2000);
-    assert_eq!(null.privileged, 20_000);
-    assert_eq!(null.privileged_by_class["rfi"], 2000);
-    assert_eq!(null.privileged_by_class["wrteei"], 6000);
-    assert_eq!(null.distinct_pcs, 10);
+    assert_eq!(null.exceptions["decrementer"], 1);
+    assert_eq!(null.hardware_exceptions, 2001);
+    assert_eq!(null.privileged, 20_282);
+    assert_eq!(null.privileged_by_class["rfi"], 2001);
+    assert_eq!(null.privileged_by_class["wrteei"], 6100);
+    assert_eq!((null.distinct_pcs, null.pcs_90, null.pcs_99), (72, 10, 12));
 
     // Each phase's counters add up to the whole run's.
     let parts: u64 = rows[1..].iter().map(|r| r.privileged).sum();
