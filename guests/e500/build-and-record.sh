@@ -4,11 +4,12 @@
 # and writes the compressed trace to traces/. Idempotent: every step is skipped when its
 # output is newer than its inputs. Needs root for apt-get (only if packages are missing).
 #
-# Usage: guests/e500/build-and-record.sh [BUILD_DIR]   (default: guests/e500/build)
+# Usage: [TRACES=DIR] guests/e500/build-and-record.sh [BUILD_DIR]
+#        (defaults: guests/e500/traces, guests/e500/build)
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=${1:-$HERE/build}
-TRACES=$HERE/traces
+TRACES=${TRACES:-$HERE/traces}  # where the trace and its provenance go
 JOBS=${JOBS:-2}
 PACKAGES="qemu-system-ppc gcc-powerpc-linux-gnu binutils-powerpc-linux-gnu libc6-dev-powerpc-cross
 linux-source-6.1 bc flex bison libssl-dev libelf-dev cpio make gcc zstd xz-utils"
