@@ -64,7 +64,10 @@ fn info(args: InfoArgs) -> Result<(), CliError> {
 }
 
 fn usage(args: &InfoArgs, e: TraceError) -> CliError {
-    CliError::Usage(UsageError(format!("{}: {e}", args.file.display())))
+    match e {
+        TraceError::Open { .. } => CliError::Usage(UsageError(e.to_string())),
+        e => CliError::Usage(UsageError(format!("{}: {e}", args.file.display()))),
+    }
 }
 
 const CLASSES: [&str; 13] = [
