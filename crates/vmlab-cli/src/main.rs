@@ -10,6 +10,7 @@ mod progress;
 mod reproduce;
 mod run;
 mod table;
+mod trace;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
         args::Command::Reproduce(a) => reproduce::reproduce(a),
         args::Command::Profile(a) => profile::profile(a),
         args::Command::Guest(a) => return guest::guest(a),
+        args::Command::Trace(a) => trace::trace(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

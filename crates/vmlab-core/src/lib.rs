@@ -9,6 +9,7 @@
 //! - [`engine`]: runs a workload through the OS and the machine under one paging scheme.
 //! - [`cost`]: machine profiles and the model that turns events into cycles.
 //! - [`stats`]: counters and the run report.
+//! - [`trace`]: recorded executions of real guests (the e500 Linux guest of `guests/e500/`).
 //!
 //! The library does no I/O besides reading profiles it is pointed at, and never panics on
 //! user input: configuration and workload errors are typed values.
@@ -23,5 +24,6 @@ pub mod lab;
 pub mod os;
 pub mod scheme;
 pub mod stats;
+pub mod trace;
 pub mod units;
 pub mod workload;
