@@ -51,8 +51,8 @@ pub enum Command {
         vmlab reproduce my-experiment.toml         an experiment file of your own (see experiments/)\n\n\
         Each experiment crosses workloads (and sizes), guest and host page sizes and paging schemes;\n\
         every combination is one `vmlab run` with the experiment's sample, run in parallel threads\n\
-        (the results do not depend on how many). The JSON file records the command line and the\n\
-        vmlab version, so a result can be rerun.")]
+        (the results do not depend on how many). The JSON file records its provenance (the vmlab\n\
+        version and git commit, the command line, the profile and its hash, the seed), so a result can be rerun.")]
     Reproduce(ReproduceArgs),
     /// Show a machine profile as the simulator reads it, or list the built-in ones.
     #[command(after_help = "Examples:\n  \
@@ -113,7 +113,7 @@ pub struct RunArgs {
     pub paging: Vec<String>,
     #[command(flatten)]
     pub sim: SimArgs,
-    /// Print one JSON object {"runs": [...]} instead of a table.
+    /// Print one JSON object {"provenance": {...}, "runs": [...]} instead of a table.
     #[arg(long)]
     pub json: bool,
 }
@@ -173,7 +173,8 @@ pub struct ReproduceArgs {
     /// The quick variant: shorter samples and fewer iterations, the same workloads, sizes and schemes.
     #[arg(long)]
     pub quick: bool,
-    /// Print one JSON object {"runs": [...]} (as `vmlab run --json`) instead of the table.
+    /// Print one JSON object {"provenance": {...}, "runs": [...]} (as `vmlab run --json`)
+    /// instead of the table.
     #[arg(long)]
     pub json: bool,
     /// Directory for NAME.csv, NAME.json and NAME.svg [default: results/NAME].

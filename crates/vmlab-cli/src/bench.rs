@@ -12,6 +12,9 @@ use vmlab_core::addr::PageSize;
 use vmlab_core::engine::{self, Phase, RunConfig};
 use vmlab_core::scheme::Paging;
 
+/// The seed of every timed run.
+const SEED: u64 = 1;
+
 pub fn bench(args: BenchArgs) -> Result<(), CliError> {
     let workload = parse_workload(&args.workload)?;
     let profile = load_profile(&args.machine)?;
@@ -31,7 +34,7 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
             fragmentation: 0.0,
             accesses: args.accesses,
             warmup: 0,
-            seed: 1,
+            seed: SEED,
             pretouch: false,
         };
         let mut timings = Vec::new();
@@ -62,8 +65,11 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "bench": rows }))
-                .expect("serializable")
+            serde_json::to_string_pretty(&serde_json::json!({
+                "bench": rows,
+                "provenance": crate::provenance(&profile, SEED),
+            }))
+            .expect("serializable")
         );
     } else {
         let best_of = if args.repeat > 1 {

@@ -13,6 +13,8 @@ mod table;
 
 use clap::Parser;
 use std::process::ExitCode;
+use vmlab_core::cost::Profile;
+use vmlab_core::provenance::{shell_command, Provenance};
 
 /// A user error (bad flag value, unknown workload or profile): one line, exit status 2.
 #[derive(Debug)]
@@ -30,6 +32,12 @@ impl From<UsageError> for CliError {
     fn from(e: UsageError) -> Self {
         CliError::Usage(e)
     }
+}
+
+/// The provenance of a report this process makes on `profile` with `seed`: this build's
+/// version and commit, and this process's command line.
+pub fn provenance(profile: &Profile, seed: u64) -> Provenance {
+    Provenance::new(&shell_command(std::env::args()), profile, seed)
 }
 
 /// Let a closed stdout end the process quietly, as it does other Unix tools (`vmlab list |

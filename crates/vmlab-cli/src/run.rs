@@ -35,8 +35,11 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "runs": reports }))
-                .expect("serializable")
+            serde_json::to_string_pretty(&serde_json::json!({
+                "provenance": crate::provenance(&template.profile, template.seed),
+                "runs": reports,
+            }))
+            .expect("serializable")
         );
     } else {
         print!("{}", table::render(&reports));

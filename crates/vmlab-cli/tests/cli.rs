@@ -843,6 +843,16 @@ fn list_json_has_workloads_schemes_and_profiles() {
 fn bench_json_reports_a_positive_rate_per_scheme() {
     let stdout = vmlab_ok(&["bench", "--json", "-w", TLB_64M, "-n", "20000"]);
     let value: Value = serde_json::from_str(&stdout).expect("bench --json is JSON");
+    let provenance = &value["provenance"];
+    assert_eq!(provenance["vmlab_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(provenance["machine"], "skylake");
+    assert_eq!(provenance["seed"], 1);
+    assert!(
+        provenance["command"]
+            .as_str()
+            .is_some_and(|c| c.ends_with(&format!("bench --json -w {TLB_64M} -n 20000"))),
+        "{provenance}"
+    );
     let rows = value["bench"].as_array().expect("'bench' is an array");
     let names: Vec<&str> = rows.iter().map(|r| r["paging"].as_str().unwrap()).collect();
     assert_eq!(
@@ -874,6 +884,16 @@ fn bench_times_the_chosen_schemes_and_reports_the_best_of_its_repeats() {
         "3",
     ]);
     let value: Value = serde_json::from_str(&stdout).expect("bench --json is JSON");
+    let provenance = &value["provenance"];
+    assert_eq!(provenance["vmlab_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(provenance["machine"], "skylake");
+    assert_eq!(provenance["seed"], 1);
+    assert!(
+        provenance["command"]
+            .as_str()
+            .is_some_and(|c| c.ends_with(&format!("bench --json -w {TLB_64M} -n 20000"))),
+        "{provenance}"
+    );
     let rows = value["bench"].as_array().expect("'bench' is an array");
     let names: Vec<&str> = rows.iter().map(|r| r["paging"].as_str().unwrap()).collect();
     assert_eq!(

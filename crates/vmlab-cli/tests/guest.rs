@@ -11,20 +11,41 @@ const VMLAB: &str = env!("CARGO_BIN_EXE_vmlab");
 fn vmlab_guest_runs_a_program_as_guest_pid_1_and_returns_its_status() {
     for m in ["ptrace", "seccomp-trace"] {
         let out = Command::new(VMLAB)
-            .args(["guest", "--mechanism", m, "--hostname", "lab", "--", "sh", "-c", "echo $$ $(uname -n); exit 3"])
+            .args([
+                "guest",
+                "--mechanism",
+                m,
+                "--hostname",
+                "lab",
+                "--",
+                "sh",
+                "-c",
+                "echo $$ $(uname -n); exit 3",
+            ])
             .output()
             .unwrap();
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "1 lab\n", "{m}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "1 lab\n",
+            "{m}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert_eq!(out.status.code(), Some(3), "{m}");
     }
 }
 
 #[test]
 fn vmlab_guest_count_and_strace_report_on_stderr() {
-    let out = Command::new(VMLAB).args(["guest", "-M", "sysemu", "--count", "--strace", "--", "true"]).output().unwrap();
+    let out = Command::new(VMLAB)
+        .args(["guest", "-M", "sysemu", "--count", "--strace", "--", "true"])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success());
-    assert!(err.contains("[pid 1] execve(\"") && err.contains("system calls trapped (sysemu)"), "{err}");
+    assert!(
+        err.contains("[pid 1] execve(\"") && err.contains("system calls trapped (sysemu)"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@
 //! - [`engine`]: runs a workload through the OS and the machine under one paging scheme.
 //! - [`cost`]: machine profiles and the model that turns events into cycles.
 //! - [`stats`]: counters and the run report.
+//! - [`provenance`]: where a report comes from (version, commit, command, profile, seed).
 //!
 //! The library does no I/O besides reading profiles it is pointed at, and never panics on
 //! user input: configuration and workload errors are typed values.
@@ -21,6 +22,7 @@ pub mod hv;
 pub mod hw;
 pub mod lab;
 pub mod os;
+pub mod provenance;
 pub mod scheme;
 pub mod stats;
 pub mod units;

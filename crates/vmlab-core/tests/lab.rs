@@ -8,6 +8,7 @@ use vmlab_core::lab::runner::Event;
 use vmlab_core::lab::{
     report, run_experiment, run_plan, Experiment, ExperimentReport, LabError, RunSpec,
 };
+use vmlab_core::provenance::Provenance;
 use vmlab_core::stats::RunReport;
 
 /// A small experiment: two sizes, two guest page sizes (tpt skips 2M guest pages on 4K host
@@ -80,13 +81,11 @@ fn an_experiment_run_from_code_matches_its_runs_one_by_one() {
 fn run_specs_and_reports_round_trip_through_json() {
     let exp = Experiment::from_toml(MINI, "mini").expect("valid");
     let outcome = run_experiment(&exp, true, 2, &go).expect("runs");
-    let full = ExperimentReport::new(
-        &exp,
-        &outcome.plan,
-        &outcome.rows,
-        "vmlab reproduce mini --quick",
-    );
+    let profile = outcome.plan.profile().expect("profile loads");
+    let provenance = Provenance::new("vmlab reproduce mini --quick", &profile, exp.seed);
+    let full = ExperimentReport::new(&exp, &outcome.plan, &outcome.rows, provenance.clone());
     assert!(full.quick);
+    assert_eq!(full.provenance, provenance);
     assert_eq!(full.skipped.len(), 2);
     let text = full.to_json().expect("renders");
     let back = ExperimentReport::from_json(&text).expect("reads back");

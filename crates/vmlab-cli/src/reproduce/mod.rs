@@ -56,6 +56,7 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
     });
     progress.finish();
     let rows = rows.map_err(cli_error)?;
+    let provenance = crate::provenance(&profile, plan.seed);
 
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| CliError::Run(format!("cannot create {}: {e}", out_dir.display())))?;
@@ -66,7 +67,7 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
         ),
         (
             out_dir.join(format!("{}.json", exp.name)),
-            ExperimentReport::new(&exp, &plan, &rows, &command_line())
+            ExperimentReport::new(&exp, &plan, &rows, provenance.clone())
                 .to_json()
                 .map_err(cli_error)?,
         ),
@@ -80,7 +81,7 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))?;
     }
     let text = if args.json {
-        report::runs_json(&rows).map_err(cli_error)?
+        report::runs_json(&rows, &provenance).map_err(cli_error)?
     } else {
         let mut text = render(&exp, &plan, &rows) + "\n";
         for (path, _) in &files {
@@ -177,21 +178,4 @@ fn render(exp: &Experiment, plan: &Plan, rows: &[Row]) -> String {
     }
     out.push_str("Every counter of every run is in the JSON file (and in --json).\n");
     out
-}
-
-/// This process's command line, each argument quoted for a POSIX shell where it needs it.
-fn command_line() -> String {
-    std::env::args()
-        .map(|a| {
-            if !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-            {
-                a
-            } else {
-                format!("'{}'", a.replace('\'', r"'\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
