@@ -99,7 +99,9 @@ pub struct ProfileShowArgs {
 #[derive(Args)]
 pub struct RunArgs {
     /// Workload as NAME[:key=value,...], e.g. sysbench-mem:block=4G,mode=rnd, gups:table=1G,
-    /// tlb-bench:size=64M. `vmlab list` shows every workload and parameter.
+    /// tlb-bench:size=64M. Sizes are binary (4K = 4096 bytes, 4G = 4 GiB; 4KiB and 4GiB too;
+    /// 4KB and 4GB are refused as ambiguous). `vmlab list` shows every workload and
+    /// parameter, and the largest footprint the machine holds.
     #[arg(long, short = 'w', value_name = "SPEC")]
     pub workload: String,
     /// Paging schemes to compare, comma-separated: native, nested, shadow, pv, tpt, tpt-prototype.
@@ -187,7 +189,7 @@ pub struct ReproduceArgs {
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Workload to time.
+    /// Workload to time, as `vmlab run --workload` takes it (sizes binary: 4G = 4 GiB).
     #[arg(
         long,
         short = 'w',
@@ -236,6 +238,25 @@ pub fn load_profile(name: &str) -> Result<Profile, UsageError> {
 }
 
 impl SimArgs {
+    /// The flags given that only a hypervisor uses (host backing), as "--host-pages 2m,
+    /// --pretouch", or None.
+    pub fn host_only_flags(&self) -> Option<String> {
+        let mut given = Vec::new();
+        if !self
+            .host_pages
+            .eq_ignore_ascii_case(PageSize::Size4K.name())
+        {
+            given.push(format!("--host-pages {}", self.host_pages));
+        }
+        if self.fragmentation != 0.0 {
+            given.push(format!("--fragmentation {}", self.fragmentation));
+        }
+        if self.pretouch {
+            given.push("--pretouch".to_string());
+        }
+        (!given.is_empty()).then(|| given.join(", "))
+    }
+
     /// The run these options describe for `workload`, validated. Its `paging` is native;
     /// callers comparing schemes set it per run.
     pub fn run_config(&self, workload: WorkloadSpec) -> Result<RunConfig, UsageError> {

@@ -23,9 +23,9 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
     } else {
         parse_schemes(&args.paging)?
     };
-    let mut rows = Vec::new();
-    for paging in schemes {
-        let config = RunConfig {
+    let configs: Vec<RunConfig> = schemes
+        .iter()
+        .map(|&paging| RunConfig {
             workload: workload.clone(),
             paging,
             profile: profile.clone(),
@@ -36,7 +36,21 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
             warmup: 0,
             seed: SEED,
             pretouch: false,
-        };
+        })
+        .collect();
+    // Every run is checked before the first one starts.
+    for config in &configs {
+        engine::check(config).map_err(|msg| {
+            crate::UsageError(format!(
+                "{} under {}: {msg}",
+                workload.canonical(),
+                config.paging.name()
+            ))
+        })?;
+    }
+    let mut rows = Vec::new();
+    for config in configs {
+        let paging = config.paging;
         let mut timings = Vec::new();
         let mut accesses = 0;
         for round in 1..=args.repeat {

@@ -10,8 +10,9 @@ mod progress;
 mod reproduce;
 mod run;
 mod table;
+mod usage;
 
-use clap::Parser;
+use clap::Parser as _;
 use std::process::ExitCode;
 use vmlab_core::cost::Profile;
 use vmlab_core::provenance::{shell_command, Provenance};
@@ -37,7 +38,15 @@ impl From<UsageError> for CliError {
 /// The provenance of a report this process makes on `profile` with `seed`: this build's
 /// version and commit, and this process's command line.
 pub fn provenance(profile: &Profile, seed: u64) -> Provenance {
-    Provenance::new(&shell_command(std::env::args()), profile, seed)
+    Provenance::new(&shell_command(argv()), profile, seed)
+}
+
+/// This process's arguments, program first (not UTF-8 ones made so, as `std::env::args`
+/// would panic on them).
+fn argv() -> Vec<String> {
+    std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
 }
 
 /// Let a closed stdout end the process quietly, as it does other Unix tools (`vmlab list |
@@ -52,7 +61,15 @@ fn restore_default_sigpipe() {
 
 fn main() -> ExitCode {
     restore_default_sigpipe();
-    let cli = args::Cli::parse();
+    let argv = argv();
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help and --version: stdout, status 0
+        Err(e) => {
+            eprintln!("error: {}", usage::one_line(&e, &argv));
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         args::Command::Run(a) => run::run(a),
         args::Command::List(a) => list::list(a),

@@ -191,3 +191,29 @@ fn a_sweep_stops_when_its_callback_says_so() {
         assert_eq!(finished.load(Ordering::Relaxed), 0);
     }
 }
+
+#[test]
+fn a_run_that_cannot_be_done_fails_the_experiment_before_any_run_starts() {
+    // Native and nested could run; host remapping under shadow cannot: nothing runs.
+    let text = MINI
+        .replace(
+            r#"schemes = ["native", "nested", "tpt"]"#,
+            r#"schemes = ["native", "nested", "shadow"]"#,
+        )
+        .replace("tlb-bench:size={size}", "host-remap:size={size}");
+    let exp = Experiment::from_toml(&text, "mini").expect("valid");
+    let events = AtomicUsize::new(0);
+    let count = |_: &Event<'_>| {
+        events.fetch_add(1, Ordering::Relaxed);
+        ControlFlow::Continue(())
+    };
+    let e = run_experiment(&exp, true, 2, &count).expect_err("shadow cannot remap");
+    assert!(e.is_user_error(), "{e}");
+    assert!(
+        e.to_string().contains(
+            "under shadow: host-remap does not run under shadow: it needs one of nested, tpt"
+        ),
+        "{e}"
+    );
+    assert_eq!(events.load(Ordering::Relaxed), 0, "no run started");
+}
