@@ -391,6 +391,19 @@ fn flags_of_host_backing_warn_once_when_native_runs() {
 }
 
 #[test]
+fn the_table_header_gives_the_host_pages_every_run_used() {
+    let tlb = "tlb-bench:size=4M,accesses=100";
+    let header = |paging: &str| {
+        let out = vmlab(&["run", "-w", tlb, "-p", paging, "--host-pages", "2m"]);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        out.stdout.lines().nth(1).unwrap_or("").to_string()
+    };
+    assert!(header("nested,tpt").contains("host pages 2m, seed"));
+    assert!(header("native,nested").contains("host pages 2m (none under native)"));
+    assert!(header("native").contains("host pages none (native)"));
+}
+
+#[test]
 fn missing_profile_file_is_a_usage_error() {
     let path = scratch("no-such-profile.toml");
     let _ = std::fs::remove_file(&path);
