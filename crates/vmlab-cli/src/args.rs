@@ -166,10 +166,11 @@ pub struct ListArgs {
 
 #[derive(Args)]
 pub struct ReproduceArgs {
-    /// Experiment: a built-in name (tpt, pagetable, tlb, lmbench, hugepages) or a path to a .toml file.
+    /// Experiment: a built-in name (tpt, pagetable, tlb, lmbench, hugepages, remap; guest, the
+    /// user-level guest kernel's benchmarks) or a path to a .toml file.
     #[arg(value_name = "NAME", required_unless_present = "list")]
     pub name: Option<String>,
-    /// Describe each built-in experiment in one line, and exit.
+    /// Describe each built-in experiment (or only NAME) in one line, and exit.
     #[arg(long, conflicts_with_all = ["quick", "json", "out", "jobs"])]
     pub list: bool,
     /// The quick variant: shorter samples and fewer iterations, the same workloads, sizes and schemes.

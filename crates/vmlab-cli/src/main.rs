@@ -74,7 +74,9 @@ fn main() -> ExitCode {
         args::Command::Run(a) => run::run(a),
         args::Command::List(a) => list::list(a),
         args::Command::Bench(a) => bench::bench(a),
-        args::Command::Reproduce(a) if a.name.as_deref() == Some("guest") => guest::reproduce(a),
+        args::Command::Reproduce(a) if a.name.as_deref() == Some("guest") && !a.list => {
+            guest::reproduce(a)
+        }
         args::Command::Reproduce(a) => reproduce::reproduce(a),
         args::Command::Profile(a) => profile::profile(a),
         args::Command::Guest(a) => return guest::guest(a),

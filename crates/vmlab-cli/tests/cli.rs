@@ -404,6 +404,33 @@ fn the_table_header_gives_the_host_pages_every_run_used() {
 }
 
 #[test]
+fn reproduce_lists_every_experiment_or_the_one_named() {
+    let all = vmlab_ok(&["reproduce", "--list"]);
+    for name in [
+        "tpt",
+        "pagetable",
+        "tlb",
+        "lmbench",
+        "hugepages",
+        "remap",
+        "guest",
+    ] {
+        assert!(all.contains(&format!("\n  {name} ")), "{name}: {all}");
+    }
+    let one = vmlab_ok(&["reproduce", "tpt", "--list"]);
+    assert_eq!(one.lines().count(), 2, "{one}");
+    assert!(one.contains("\n  tpt "), "{one}");
+    let guest = vmlab_ok(&["reproduce", "guest", "--list"]);
+    assert!(guest.contains("\n  guest "), "{guest}");
+    let help = vmlab_ok(&["reproduce", "--help"]);
+    assert!(help.contains("remap") && help.contains("guest"), "{help}");
+    expect_usage_error(
+        &["reproduce", "nope", "--list"],
+        &["unknown experiment 'nope'"],
+    );
+}
+
+#[test]
 fn missing_profile_file_is_a_usage_error() {
     let path = scratch("no-such-profile.toml");
     let _ = std::fs::remove_file(&path);

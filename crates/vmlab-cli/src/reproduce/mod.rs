@@ -27,7 +27,7 @@ fn cli_error(e: LabError) -> CliError {
 
 pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
     if args.list {
-        return list();
+        return list(args.name.as_deref());
     }
     let Some(name) = args.name.as_deref() else {
         return Err(
@@ -98,11 +98,29 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
     }
 }
 
-/// `--list`: one line per built-in experiment.
-fn list() -> Result<(), CliError> {
+/// `--list`: one line per built-in experiment (only `name`'s, when given).
+fn list(name: Option<&str>) -> Result<(), CliError> {
+    let mut lines: Vec<(String, String)> = Experiment::builtins()
+        .map_err(cli_error)?
+        .into_iter()
+        .map(|e| (e.name, format!("{} [{}]", e.summary, e.duration)))
+        .collect();
+    // `guest` measures the real guest kernel (vmlab-guest), not the simulator.
+    lines.push((
+        "guest".to_string(),
+        "the user-level guest kernel: real programs' system calls under each trap mechanism, measured [minutes; --quick less]".to_string(),
+    ));
+    if let Some(name) = name {
+        lines.retain(|(n, _)| n == name);
+        if lines.is_empty() {
+            // A file, or an unknown name: its own error or line.
+            let e = Experiment::load(name).map_err(cli_error)?;
+            lines.push((e.name, format!("{} [{}]", e.summary, e.duration)));
+        }
+    }
     println!("Experiments (vmlab reproduce NAME [--quick]; experiments/NAME.toml):");
-    for e in Experiment::builtins().map_err(cli_error)? {
-        println!("  {:<10} {} [{}]", e.name, e.summary, e.duration);
+    for (name, text) in lines {
+        println!("  {name:<10} {text}");
     }
     Ok(())
 }
