@@ -51,8 +51,8 @@ pub enum Command {
         vmlab reproduce my-experiment.toml         an experiment file of your own (see experiments/)\n\n\
         Each experiment crosses workloads (and sizes), guest and host page sizes and paging schemes;\n\
         every combination is one `vmlab run` with the experiment's sample, run in parallel threads\n\
-        (the results do not depend on how many). The JSON file records the command line and the\n\
-        vmlab version, so a result can be rerun.")]
+        (the results do not depend on how many). The JSON file records its provenance (the vmlab\n\
+        version and git commit, the command line, the profile and its hash, the seed), so a result can be rerun.")]
     Reproduce(ReproduceArgs),
     /// Show a machine profile as the simulator reads it, or list the built-in ones.
     #[command(after_help = "Examples:\n  \
@@ -102,7 +102,9 @@ pub struct ProfileShowArgs {
 #[derive(Args)]
 pub struct RunArgs {
     /// Workload as NAME[:key=value,...], e.g. sysbench-mem:block=4G,mode=rnd, gups:table=1G,
-    /// tlb-bench:size=64M. `vmlab list` shows every workload and parameter.
+    /// tlb-bench:size=64M. Sizes are binary (4K = 4096 bytes, 4G = 4 GiB; 4KiB and 4GiB too;
+    /// 4KB and 4GB are refused as ambiguous). `vmlab list` shows every workload and
+    /// parameter, and the largest footprint the machine holds.
     #[arg(long, short = 'w', value_name = "SPEC")]
     pub workload: String,
     /// Paging schemes to compare, comma-separated: native, nested, shadow, pv, tpt, tpt-prototype.
@@ -116,7 +118,7 @@ pub struct RunArgs {
     pub paging: Vec<String>,
     #[command(flatten)]
     pub sim: SimArgs,
-    /// Print one JSON object {"runs": [...]} instead of a table.
+    /// Print one JSON object {"provenance": {...}, "runs": [...]} instead of a table.
     #[arg(long)]
     pub json: bool,
 }
@@ -183,16 +185,18 @@ pub struct ListArgs {
 
 #[derive(Args)]
 pub struct ReproduceArgs {
-    /// Experiment: a built-in name (tpt, pagetable, tlb, lmbench, hugepages) or a path to a .toml file.
+    /// Experiment: a built-in name (tpt, pagetable, tlb, lmbench, hugepages, remap; guest, the
+    /// user-level guest kernel's benchmarks) or a path to a .toml file.
     #[arg(value_name = "NAME", required_unless_present = "list")]
     pub name: Option<String>,
-    /// Describe each built-in experiment in one line, and exit.
+    /// Describe each built-in experiment (or only NAME) in one line, and exit.
     #[arg(long, conflicts_with_all = ["quick", "json", "out", "jobs"])]
     pub list: bool,
     /// The quick variant: shorter samples and fewer iterations, the same workloads, sizes and schemes.
     #[arg(long)]
     pub quick: bool,
-    /// Print one JSON object {"runs": [...]} (as `vmlab run --json`) instead of the table.
+    /// Print one JSON object {"provenance": {...}, "runs": [...]} (as `vmlab run --json`)
+    /// instead of the table.
     #[arg(long)]
     pub json: bool,
     /// Directory for NAME.csv, NAME.json and NAME.svg [default: results/NAME].
@@ -205,7 +209,7 @@ pub struct ReproduceArgs {
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Workload to time.
+    /// Workload to time, as `vmlab run --workload` takes it (sizes binary: 4G = 4 GiB).
     #[arg(
         long,
         short = 'w',
@@ -260,6 +264,25 @@ pub fn load_profile(name: &str) -> Result<Profile, UsageError> {
 }
 
 impl SimArgs {
+    /// The flags given that only a hypervisor uses (host backing), as "--host-pages 2m,
+    /// --pretouch", or None.
+    pub fn host_only_flags(&self) -> Option<String> {
+        let mut given = Vec::new();
+        if !self
+            .host_pages
+            .eq_ignore_ascii_case(PageSize::Size4K.name())
+        {
+            given.push(format!("--host-pages {}", self.host_pages));
+        }
+        if self.fragmentation != 0.0 {
+            given.push(format!("--fragmentation {}", self.fragmentation));
+        }
+        if self.pretouch {
+            given.push("--pretouch".to_string());
+        }
+        (!given.is_empty()).then(|| given.join(", "))
+    }
+
     /// The run these options describe for `workload`, validated. Its `paging` is native;
     /// callers comparing schemes set it per run.
     pub fn run_config(&self, workload: WorkloadSpec) -> Result<RunConfig, UsageError> {

@@ -12,6 +12,9 @@ use vmlab_core::addr::PageSize;
 use vmlab_core::engine::{self, sampling, Phase, Pipeline, RunConfig};
 use vmlab_core::scheme::Paging;
 
+/// The seed of every timed run.
+const SEED: u64 = 1;
+
 pub fn bench(args: BenchArgs) -> Result<(), CliError> {
     let workload = parse_workload(&args.workload)?;
     let profile = load_profile(&args.machine)?;
@@ -25,9 +28,9 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
         Some(0) => Pipeline::Immediate,
         Some(n) => Pipeline::with_threads(usize::from(n)).unwrap_or_default(),
     };
-    let mut rows = Vec::new();
-    for paging in schemes {
-        let config = RunConfig {
+    let configs: Vec<RunConfig> = schemes
+        .iter()
+        .map(|&paging| RunConfig {
             workload: workload.clone(),
             paging,
             profile: profile.clone(),
@@ -38,10 +41,24 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
             warmup: 0,
             tolerance: sampling::DEFAULT_TOLERANCE,
             fixed_warmup: true,
-            seed: 1,
+            seed: SEED,
             pretouch: false,
             pipeline,
-        };
+        })
+        .collect();
+    // Every run is checked before the first one starts.
+    for config in &configs {
+        engine::check(config).map_err(|msg| {
+            crate::UsageError(format!(
+                "{} under {}: {msg}",
+                workload.canonical(),
+                config.paging.name()
+            ))
+        })?;
+    }
+    let mut rows = Vec::new();
+    for config in configs {
+        let paging = config.paging;
         let mut timings = Vec::new();
         let mut accesses = 0;
         for round in 1..=args.repeat {
@@ -74,8 +91,11 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "bench": rows }))
-                .expect("serializable")
+            serde_json::to_string_pretty(&serde_json::json!({
+                "bench": rows,
+                "provenance": crate::provenance(&profile, SEED),
+            }))
+            .expect("serializable")
         );
     } else {
         let best_of = if args.repeat > 1 {

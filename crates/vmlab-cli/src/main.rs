@@ -11,9 +11,12 @@ mod reproduce;
 mod run;
 mod table;
 mod trace;
+mod usage;
 
-use clap::Parser;
+use clap::Parser as _;
 use std::process::ExitCode;
+use vmlab_core::cost::Profile;
+use vmlab_core::provenance::{shell_command, Provenance};
 
 /// A user error (bad flag value, unknown workload or profile): one line, exit status 2.
 #[derive(Debug)]
@@ -33,6 +36,20 @@ impl From<UsageError> for CliError {
     }
 }
 
+/// The provenance of a report this process makes on `profile` with `seed`: this build's
+/// version and commit, and this process's command line.
+pub fn provenance(profile: &Profile, seed: u64) -> Provenance {
+    Provenance::new(&shell_command(argv()), profile, seed)
+}
+
+/// This process's arguments, program first (not UTF-8 ones made so, as `std::env::args`
+/// would panic on them).
+fn argv() -> Vec<String> {
+    std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
 /// Let a closed stdout end the process quietly, as it does other Unix tools (`vmlab list |
 /// head`): Rust ignores SIGPIPE, which would turn the write error into a panic.
 fn restore_default_sigpipe() {
@@ -45,12 +62,22 @@ fn restore_default_sigpipe() {
 
 fn main() -> ExitCode {
     restore_default_sigpipe();
-    let cli = args::Cli::parse();
+    let argv = argv();
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help and --version: stdout, status 0
+        Err(e) => {
+            eprintln!("error: {}", usage::one_line(&e, &argv));
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         args::Command::Run(a) => run::run(a),
         args::Command::List(a) => list::list(a),
         args::Command::Bench(a) => bench::bench(a),
-        args::Command::Reproduce(a) if a.name.as_deref() == Some("guest") => guest::reproduce(a),
+        args::Command::Reproduce(a) if a.name.as_deref() == Some("guest") && !a.list => {
+            guest::reproduce(a)
+        }
         args::Command::Reproduce(a) => reproduce::reproduce(a),
         args::Command::Profile(a) => profile::profile(a),
         args::Command::Guest(a) => return guest::guest(a),

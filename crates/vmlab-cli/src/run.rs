@@ -11,12 +11,31 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     let workload = parse_workload(&args.workload)?;
     let schemes = parse_schemes(&args.paging)?;
     let template = args.sim.run_config(workload.clone())?;
-    let mut reports: Vec<RunReport> = Vec::new();
-    for paging in schemes {
-        let config = RunConfig {
+    if schemes.contains(&vmlab_core::scheme::Paging::Native) {
+        if let Some(flags) = args.sim.host_only_flags() {
+            eprintln!("warning: {flags}: host backing, which native paging has not; the native run ignores it");
+        }
+    }
+    let configs: Vec<RunConfig> = schemes
+        .iter()
+        .map(|&paging| RunConfig {
             paging,
             ..template.clone()
-        };
+        })
+        .collect();
+    // Every run is checked before the first one starts.
+    for config in &configs {
+        engine::check(config).map_err(|msg| {
+            crate::UsageError(format!(
+                "{} under {}: {msg}",
+                workload.canonical(),
+                config.paging.name()
+            ))
+        })?;
+    }
+    let mut reports: Vec<RunReport> = Vec::new();
+    for config in configs {
+        let paging = config.paging;
         let mut progress = RunProgress::new(paging.name());
         let report = engine::run(&config, &mut |p| {
             progress.update(p);
@@ -35,8 +54,11 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "runs": reports }))
-                .expect("serializable")
+            serde_json::to_string_pretty(&serde_json::json!({
+                "provenance": crate::provenance(&template.profile, template.seed),
+                "runs": reports,
+            }))
+            .expect("serializable")
         );
     } else {
         print!("{}", table::render(&reports));

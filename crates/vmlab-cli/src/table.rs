@@ -12,7 +12,10 @@ pub fn render(runs: &[RunReport]) -> String {
     let _ = writeln!(
         out,
         "machine   {}, guest pages {}, host pages {}, seed {}",
-        first.machine, first.guest_pages, first.host_pages, first.seed
+        first.machine,
+        first.guest_pages,
+        host_pages(runs),
+        first.seed
     );
     let _ = writeln!(out, "sample    {}\n", sample_line(first));
     let forks = runs.iter().any(|r| r.forks > 0);
@@ -163,6 +166,28 @@ fn millions(n: u64) -> String {
         format!("{m:.1}")
     } else {
         format!("{m}")
+    }
+}
+
+/// The host page size each run used: one size if the virtualized runs share it ("2m, none
+/// under native"), else each run's.
+fn host_pages(runs: &[RunReport]) -> String {
+    let native = runs.iter().any(|r| r.host_pages == "-");
+    let mut sizes: Vec<&str> = runs
+        .iter()
+        .map(|r| r.host_pages.as_str())
+        .filter(|h| *h != "-")
+        .collect();
+    sizes.dedup();
+    match sizes.as_slice() {
+        [] => "none (native)".to_string(),
+        [one] if native => format!("{one} (none under native)"),
+        [one] => one.to_string(),
+        _ => runs
+            .iter()
+            .map(|r| format!("{} {}", r.paging, r.host_pages))
+            .collect::<Vec<_>>()
+            .join(", "),
     }
 }
 

@@ -109,8 +109,8 @@ fn runs(report: &Value) -> &Vec<Value> {
     let obj = report.as_object().expect("report is an object");
     assert_eq!(
         obj.keys().collect::<Vec<_>>(),
-        vec!["runs"],
-        "report has only the key 'runs'"
+        vec!["provenance", "runs"],
+        "report has the keys 'provenance' and 'runs'"
     );
     report["runs"].as_array().expect("'runs' is an array")
 }
@@ -193,6 +193,27 @@ fn invalid_size_suffix_is_rejected() {
     let mut args = vec!["run"];
     args.extend(run_args("sysbench-mem:block=4Q", "native"));
     expect_usage_error(&args, &["4Q", "block"]);
+}
+
+#[test]
+fn sizes_are_binary_and_decimal_looking_units_are_refused() {
+    let mut args = vec!["run"];
+    args.extend(run_args("sysbench-mem:block=4GB", "native"));
+    expect_usage_error(&args, &["\"4GB\"", "block", "ambiguous", "G or GiB"]);
+    let help = vmlab_ok(&["run", "--help"]);
+    assert!(help.contains("4GB are refused as ambiguous"), "{help}");
+    // 4GiB, 4g and 4G are one size.
+    let canonical = |block: &str| {
+        let json = run_json(&[
+            "-w",
+            &format!("tlb-bench:size={block},accesses=100"),
+            "-p",
+            "native",
+        ]);
+        runs(&json)[0]["workload"].as_str().unwrap().to_string()
+    };
+    assert_eq!(canonical("4MiB"), "tlb-bench:size=4M,accesses=100");
+    assert_eq!(canonical("4m"), canonical("4MiB"));
 }
 
 #[test]
@@ -284,6 +305,132 @@ fn footprint_error_after_a_successful_scheme_prints_no_partial_report() {
 }
 
 #[test]
+fn every_scheme_is_checked_before_the_first_runs() {
+    // The issue's examples: each failed only after the schemes before it had run.
+    let cases: [(&[&str], &[&str]); 3] = [
+        (
+            &[
+                "-w",
+                "sysbench-mem:block=4G",
+                "--guest-pages",
+                "2m",
+                "-p",
+                "native,nested,shadow,tpt",
+            ],
+            &["under tpt", "--host-pages 2m"],
+        ),
+        (
+            &["-w", "tpt-isolation-probe", "-p", "native"],
+            &["under native", "pv, tpt, tpt-prototype"],
+        ),
+        (
+            &["-w", "host-remap", "-p", "nested,shadow"],
+            &["under shadow", "nested, tpt"],
+        ),
+    ];
+    for (args, mentions) in cases {
+        // bench has no --guest-pages: it checks the other two.
+        let commands: &[&str] = if args.contains(&"--guest-pages") {
+            &["run"]
+        } else {
+            &["run", "bench"]
+        };
+        for &cmd in commands {
+            let mut all = vec![cmd];
+            all.extend_from_slice(args);
+            expect_usage_error(&all, mentions);
+        }
+    }
+}
+
+#[test]
+fn parser_errors_are_one_line_naming_the_choices() {
+    expect_usage_error(
+        &["frob"],
+        &["'frob'", "valid commands: run, list, bench, reproduce"],
+    );
+    expect_usage_error(&[], &["needs a command", "valid commands: run"]);
+    expect_usage_error(
+        &["run", "-w", "gups", "--pagin", "nested"],
+        &[
+            "'--pagin'",
+            "did you mean '--paging'",
+            "--host-pages",
+            "--seed",
+        ],
+    );
+    expect_usage_error(&["run"], &["--workload", "vmlab run --help"]);
+    expect_usage_error(&["bench", "-r", "0"], &["--repeat", "vmlab bench --help"]);
+    expect_usage_error(&["profile"], &["valid commands: show, list"]);
+}
+
+#[test]
+fn flags_of_host_backing_warn_once_when_native_runs() {
+    let tlb = "tlb-bench:size=4M,accesses=100";
+    let out = vmlab(&[
+        "run",
+        "--json",
+        "-w",
+        tlb,
+        "-p",
+        "native,nested",
+        "--host-pages",
+        "2m",
+        "--pretouch",
+        "--fragmentation",
+        "0.5",
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(
+        out.stderr,
+        "warning: --host-pages 2m, --fragmentation 0.5, --pretouch: host backing, which native paging has not; the native run ignores it\n"
+    );
+    // Without native, or without those flags, nothing to say.
+    vmlab_ok(&["run", "-w", tlb, "-p", "nested", "--host-pages", "2m"]);
+    vmlab_ok(&["run", "-w", tlb, "-p", "native"]);
+}
+
+#[test]
+fn the_table_header_gives_the_host_pages_every_run_used() {
+    let tlb = "tlb-bench:size=4M,accesses=100";
+    let header = |paging: &str| {
+        let out = vmlab(&["run", "-w", tlb, "-p", paging, "--host-pages", "2m"]);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        out.stdout.lines().nth(1).unwrap_or("").to_string()
+    };
+    assert!(header("nested,tpt").contains("host pages 2m, seed"));
+    assert!(header("native,nested").contains("host pages 2m (none under native)"));
+    assert!(header("native").contains("host pages none (native)"));
+}
+
+#[test]
+fn reproduce_lists_every_experiment_or_the_one_named() {
+    let all = vmlab_ok(&["reproduce", "--list"]);
+    for name in [
+        "tpt",
+        "pagetable",
+        "tlb",
+        "lmbench",
+        "hugepages",
+        "remap",
+        "guest",
+    ] {
+        assert!(all.contains(&format!("\n  {name} ")), "{name}: {all}");
+    }
+    let one = vmlab_ok(&["reproduce", "tpt", "--list"]);
+    assert_eq!(one.lines().count(), 2, "{one}");
+    assert!(one.contains("\n  tpt "), "{one}");
+    let guest = vmlab_ok(&["reproduce", "guest", "--list"]);
+    assert!(guest.contains("\n  guest "), "{guest}");
+    let help = vmlab_ok(&["reproduce", "--help"]);
+    assert!(help.contains("remap") && help.contains("guest"), "{help}");
+    expect_usage_error(
+        &["reproduce", "nope", "--list"],
+        &["unknown experiment 'nope'"],
+    );
+}
+
+#[test]
 fn missing_profile_file_is_a_usage_error() {
     let path = scratch("no-such-profile.toml");
     let _ = std::fs::remove_file(&path);
@@ -356,8 +503,8 @@ fn profile_show_prints_toml_that_loads_back_to_the_same_profile() {
     let mut shown_args = vec!["-m", path];
     shown_args.extend(run_args(TLB_64M, "native,shadow"));
     assert_eq!(
-        run_json(&shown_args),
-        run_json(&run_args(TLB_64M, "native,shadow"))
+        run_json(&shown_args)["runs"],
+        run_json(&run_args(TLB_64M, "native,shadow"))["runs"]
     );
 }
 
@@ -964,6 +1111,16 @@ fn list_json_has_workloads_schemes_and_profiles() {
 fn bench_json_reports_a_positive_rate_per_scheme() {
     let stdout = vmlab_ok(&["bench", "--json", "-w", TLB_64M, "-n", "20000"]);
     let value: Value = serde_json::from_str(&stdout).expect("bench --json is JSON");
+    let provenance = &value["provenance"];
+    assert_eq!(provenance["vmlab_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(provenance["machine"], "skylake");
+    assert_eq!(provenance["seed"], 1);
+    assert!(
+        provenance["command"]
+            .as_str()
+            .is_some_and(|c| c.ends_with(&format!("bench --json -w {TLB_64M} -n 20000"))),
+        "{provenance}"
+    );
     let rows = value["bench"].as_array().expect("'bench' is an array");
     let names: Vec<&str> = rows.iter().map(|r| r["paging"].as_str().unwrap()).collect();
     assert_eq!(

@@ -6,10 +6,14 @@
 //! The configurations cover every scheme, guest 2M pages, host 2M and 1G backing,
 //! fragmentation, pretouch, every workload (fork-bench, every lmbench op, host-remap, the TPT
 //! isolation probe) and a non-default seed, at sizes small enough to run in seconds.
+//!
+//! Each report's provenance is checked (version, commit, command, profile and its hash,
+//! seed) and compared too, but for the fields that vary with the build and the machine
+//! (`git_commit`, `command`), which the files hold as "(varies)".
 
 mod common;
 
-use common::vmlab_ok;
+use common::vmlab;
 use std::path::PathBuf;
 
 const ALL: &str = "native,nested,shadow,pv,tpt,tpt-prototype";
@@ -169,6 +173,63 @@ fn golden_path(name: &str) -> PathBuf {
         .join(format!("{name}.json"))
 }
 
+/// Runs `vmlab` and expects success; stderr may hold only warnings (a flag native ignores).
+fn vmlab_run(args: &[&str]) -> String {
+    let out = vmlab(args);
+    assert_eq!(out.code, Some(0), "vmlab {args:?} failed: {}", out.stderr);
+    assert!(
+        out.stderr.lines().all(|l| l.starts_with("warning: ")),
+        "vmlab {args:?} wrote to stderr:\n{}",
+        out.stderr
+    );
+    out.stdout
+}
+
+/// The fields of a report's provenance (at the top level: indented by 4) that vary from build to build and from machine to
+/// machine, for the same simulated results.
+const VARYING: [&str; 2] = ["git_commit", "command"];
+
+/// `output` of `vmlab ARGS` with the varying fields of its provenance replaced by a
+/// placeholder, after checking that the provenance is there and right: this build's
+/// version and commit, the command that ran, the profile's name and hash, and the seed.
+fn comparable(output: &str, args: &[&str]) -> String {
+    let json: serde_json::Value = serde_json::from_str(output).expect("--json prints JSON");
+    let p = &json["provenance"];
+    assert!(p.is_object(), "the report has a provenance");
+    assert_eq!(p["vmlab_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(p["git_commit"], vmlab_core::provenance::GIT_COMMIT);
+    let command = p["command"].as_str().expect("command").to_string();
+    assert!(
+        command.ends_with(&format!(" {}", vmlab_core::provenance::shell_command(args))),
+        "{command}"
+    );
+    let profile = vmlab_core::cost::Profile::builtin("skylake").expect("built-in");
+    assert_eq!(p["machine"], "skylake");
+    assert_eq!(p["machine_fingerprint"], profile.fingerprint_hex());
+    let seed = args
+        .windows(2)
+        .find(|w| w[0] == "--seed")
+        .map_or(1, |w| w[1].parse().expect("a number"));
+    assert_eq!(p["seed"], seed);
+    // Edit the text rather than re-serialize the JSON, whose floats would not round-trip.
+    output
+        .lines()
+        .map(|line| {
+            match VARYING
+                .iter()
+                .find(|k| line.starts_with(&format!("    \"{k}\": ")))
+            {
+                Some(key) => format!(
+                    "    \"{key}\": \"(varies)\"{}",
+                    if line.ends_with(',') { "," } else { "" }
+                ),
+                None => line.to_string(),
+            }
+        })
+        .map(|line| line + "\n")
+        .collect()
+}
+
 #[test]
 fn every_golden_configuration_reproduces_its_committed_json() {
     let update = std::env::var_os("VMLAB_UPDATE_GOLDEN").is_some();
@@ -176,7 +237,7 @@ fn every_golden_configuration_reproduces_its_committed_json() {
     for (name, args) in CONFIGS {
         let mut full = vec!["run", "--json"];
         full.extend_from_slice(args);
-        let got = vmlab_ok(&full);
+        let got = comparable(&vmlab_run(&full), &full);
         let path = golden_path(name);
         if update {
             std::fs::write(&path, &got).expect("golden file written");

@@ -58,8 +58,8 @@ impl Experiment {
         let keys: Vec<&String> = json.as_object().expect("an object").keys().collect();
         assert_eq!(
             keys,
-            ["runs"],
-            "{name}: --json prints {{\"runs\": [...]}} like vmlab run"
+            ["provenance", "runs"],
+            "{name}: --json prints {{\"provenance\": ..., \"runs\": [...]}} like vmlab run"
         );
         let stdout_runs = json["runs"].as_array().expect("runs").clone();
         let file: Value = serde_json::from_str(&read(&dir.join(format!("{name}.json"))))
@@ -89,8 +89,17 @@ impl Experiment {
     fn check_structure(&self, name: &str, schemes: &[&str], expected: usize, skipped: usize) {
         assert_eq!(self.file["experiment"], name);
         assert_eq!(self.file["quick"], true);
-        assert_eq!(self.file["vmlab_version"], env!("CARGO_PKG_VERSION"));
-        let command = self.file["command"].as_str().expect("command");
+        let provenance = &self.file["provenance"];
+        assert_eq!(provenance["vmlab_version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(provenance["machine"], "skylake");
+        assert_eq!(
+            provenance["machine_fingerprint"],
+            vmlab_core::cost::Profile::builtin("skylake")
+                .unwrap()
+                .fingerprint_hex()
+        );
+        assert_eq!(provenance["seed"], 1);
+        let command = provenance["command"].as_str().expect("command");
         assert!(
             command.contains(&format!("reproduce {name} --quick --json --out")),
             "{command}"

@@ -9,6 +9,7 @@
 //! - [`engine`]: runs a workload through the OS and the machine under one paging scheme.
 //! - [`cost`]: machine profiles and the model that turns events into cycles.
 //! - [`stats`]: counters and the run report.
+//! - [`provenance`]: where a report comes from (version, commit, command, profile, seed).
 //! - [`trace`]: recorded executions of real guests (the e500 Linux guest of `guests/e500/`).
 //!
 //! The library does no I/O besides reading profiles it is pointed at, and never panics on
@@ -22,6 +23,7 @@ pub mod hv;
 pub mod hw;
 pub mod lab;
 pub mod os;
+pub mod provenance;
 pub mod scheme;
 pub mod stats;
 pub mod trace;

@@ -1,4 +1,7 @@
 //! Byte sizes as users write them: `4096`, `4K`, `16M`, `4G`, `1T` (binary units).
+//!
+//! A unit is always binary: `G` (or `g`, `GiB`) is 2^30 bytes. `GB` is refused rather than
+//! read either way, since it means 10^9 bytes to some readers and 2^30 to others.
 
 /// Why a size string was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -7,6 +10,8 @@ pub enum SizeError {
         "expected a number with optional K, M, G or T suffix (binary units), e.g. 4K, 16M, 4G"
     )]
     Malformed,
+    #[error("{0}B is ambiguous (decimal or binary?): write {0} or {0}iB, binary units (1G = 2^30 bytes)")]
+    Ambiguous(char),
     #[error("too large: does not fit in 64 bits")]
     Overflow,
 }
@@ -15,8 +20,8 @@ pub enum SizeError {
 const UNITS: [(char, u32); 4] = [('T', 40), ('G', 30), ('M', 20), ('K', 10)];
 
 /// Parses a byte count: decimal digits, then optionally a unit `K`, `M`, `G` or `T`
-/// (any case, always powers of 1024, optionally followed by `B` or `iB`), or a bare `B`.
-/// So `4K`, `4k`, `4KB` and `4KiB` are all 4096.
+/// (any case, always powers of 1024, optionally followed by `iB`), or a bare `B`.
+/// So `4K`, `4k` and `4KiB` are all 4096; `4KB` is refused as ambiguous.
 pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     let digits_end = text
         .find(|c: char| !c.is_ascii_digit())
@@ -25,23 +30,32 @@ pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     if digits.is_empty() {
         return Err(SizeError::Malformed);
     }
-    let shift = suffix_shift(suffix).ok_or(SizeError::Malformed)?;
+    let shift = suffix_shift(suffix)?;
     // Only digits remain, so the one way `parse` can fail is overflow.
     let number: u64 = digits.parse().map_err(|_| SizeError::Overflow)?;
     number.checked_mul(1 << shift).ok_or(SizeError::Overflow)
 }
 
-/// The shift a unit suffix stands for, or None if it is not one.
-fn suffix_shift(suffix: &str) -> Option<u32> {
+/// The shift a unit suffix stands for.
+fn suffix_shift(suffix: &str) -> Result<u32, SizeError> {
     if suffix.is_empty() || suffix.eq_ignore_ascii_case("b") {
-        return Some(0);
+        return Ok(0);
     }
     let mut chars = suffix.chars();
-    let unit = chars.next()?.to_ascii_uppercase();
-    let (_, shift) = UNITS.iter().find(|(u, _)| *u == unit)?;
-    let rest = chars.as_str();
-    let ok = rest.is_empty() || rest.eq_ignore_ascii_case("b") || rest.eq_ignore_ascii_case("ib");
-    ok.then_some(*shift)
+    let unit = chars
+        .next()
+        .ok_or(SizeError::Malformed)?
+        .to_ascii_uppercase();
+    let (_, shift) = UNITS
+        .iter()
+        .find(|(u, _)| *u == unit)
+        .ok_or(SizeError::Malformed)?;
+    match chars.as_str() {
+        "" => Ok(*shift),
+        rest if rest.eq_ignore_ascii_case("ib") => Ok(*shift),
+        rest if rest.eq_ignore_ascii_case("b") => Err(SizeError::Ambiguous(unit)),
+        _ => Err(SizeError::Malformed),
+    }
 }
 
 /// Serde helper: a size field written either as a number of bytes or as a size string.
@@ -88,9 +102,10 @@ mod tests {
     fn parses_plain_and_suffixed_sizes() {
         assert_eq!(parse_size("4096"), Ok(4096));
         assert_eq!(parse_size("1536"), Ok(1536));
-        for k in ["4K", "4k", "4KiB", "4KB", "4kib", "4kb"] {
+        for k in ["4K", "4k", "4KiB", "4kib", "4kIB"] {
             assert_eq!(parse_size(k), Ok(4096), "{k}");
         }
+        assert_eq!(parse_size("4GiB"), Ok(4 << 30));
         assert_eq!(parse_size("16M"), Ok(16 << 20));
         assert_eq!(parse_size("4G"), Ok(4 << 30));
         assert_eq!(parse_size("1T"), Ok(1 << 40));
@@ -105,6 +120,24 @@ mod tests {
         ] {
             assert_eq!(parse_size(bad), Err(SizeError::Malformed), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn refuses_units_that_could_be_decimal() {
+        for (text, unit) in [
+            ("4GB", 'G'),
+            ("4gb", 'G'),
+            ("16MB", 'M'),
+            ("4kB", 'K'),
+            ("1TB", 'T'),
+        ] {
+            let e = parse_size(text).expect_err(text);
+            assert_eq!(e, SizeError::Ambiguous(unit), "{text}");
+        }
+        assert_eq!(
+            parse_size("4GB").unwrap_err().to_string(),
+            "GB is ambiguous (decimal or binary?): write G or GiB, binary units (1G = 2^30 bytes)"
+        );
     }
 
     #[test]

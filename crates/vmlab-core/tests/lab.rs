@@ -8,6 +8,7 @@ use vmlab_core::lab::runner::Event;
 use vmlab_core::lab::{
     report, run_experiment, run_plan, Experiment, ExperimentReport, LabError, RunSpec,
 };
+use vmlab_core::provenance::Provenance;
 use vmlab_core::stats::RunReport;
 
 /// A small experiment: two sizes, two guest page sizes (tpt skips 2M guest pages on 4K host
@@ -80,13 +81,11 @@ fn an_experiment_run_from_code_matches_its_runs_one_by_one() {
 fn run_specs_and_reports_round_trip_through_json() {
     let exp = Experiment::from_toml(MINI, "mini").expect("valid");
     let outcome = run_experiment(&exp, true, 2, &go).expect("runs");
-    let full = ExperimentReport::new(
-        &exp,
-        &outcome.plan,
-        &outcome.rows,
-        "vmlab reproduce mini --quick",
-    );
+    let profile = outcome.plan.profile().expect("profile loads");
+    let provenance = Provenance::new("vmlab reproduce mini --quick", &profile, exp.seed);
+    let full = ExperimentReport::new(&exp, &outcome.plan, &outcome.rows, provenance.clone());
     assert!(full.quick);
+    assert_eq!(full.provenance, provenance);
     assert_eq!(full.skipped.len(), 2);
     let text = full.to_json().expect("renders");
     let back = ExperimentReport::from_json(&text).expect("reads back");
@@ -191,4 +190,30 @@ fn a_sweep_stops_when_its_callback_says_so() {
         assert!(runs.load(Ordering::Relaxed) <= threads, "{threads} threads");
         assert_eq!(finished.load(Ordering::Relaxed), 0);
     }
+}
+
+#[test]
+fn a_run_that_cannot_be_done_fails_the_experiment_before_any_run_starts() {
+    // Native and nested could run; host remapping under shadow cannot: nothing runs.
+    let text = MINI
+        .replace(
+            r#"schemes = ["native", "nested", "tpt"]"#,
+            r#"schemes = ["native", "nested", "shadow"]"#,
+        )
+        .replace("tlb-bench:size={size}", "host-remap:size={size}");
+    let exp = Experiment::from_toml(&text, "mini").expect("valid");
+    let events = AtomicUsize::new(0);
+    let count = |_: &Event<'_>| {
+        events.fetch_add(1, Ordering::Relaxed);
+        ControlFlow::Continue(())
+    };
+    let e = run_experiment(&exp, true, 2, &count).expect_err("shadow cannot remap");
+    assert!(e.is_user_error(), "{e}");
+    assert!(
+        e.to_string().contains(
+            "under shadow: host-remap does not run under shadow: it needs one of nested, tpt"
+        ),
+        "{e}"
+    );
+    assert_eq!(events.load(Ordering::Relaxed), 0, "no run started");
 }

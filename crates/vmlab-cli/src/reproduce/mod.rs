@@ -27,7 +27,7 @@ fn cli_error(e: LabError) -> CliError {
 
 pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
     if args.list {
-        return list();
+        return list(args.name.as_deref());
     }
     let Some(name) = args.name.as_deref() else {
         return Err(
@@ -56,6 +56,7 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
     });
     progress.finish();
     let rows = rows.map_err(cli_error)?;
+    let provenance = crate::provenance(&profile, plan.seed);
 
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| CliError::Run(format!("cannot create {}: {e}", out_dir.display())))?;
@@ -66,7 +67,7 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
         ),
         (
             out_dir.join(format!("{}.json", exp.name)),
-            ExperimentReport::new(&exp, &plan, &rows, &command_line())
+            ExperimentReport::new(&exp, &plan, &rows, provenance.clone())
                 .to_json()
                 .map_err(cli_error)?,
         ),
@@ -80,7 +81,7 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))?;
     }
     let text = if args.json {
-        report::runs_json(&rows).map_err(cli_error)?
+        report::runs_json(&rows, &provenance).map_err(cli_error)?
     } else {
         let mut text = render(&exp, &plan, &rows) + "\n";
         for (path, _) in &files {
@@ -97,11 +98,29 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
     }
 }
 
-/// `--list`: one line per built-in experiment.
-fn list() -> Result<(), CliError> {
+/// `--list`: one line per built-in experiment (only `name`'s, when given).
+fn list(name: Option<&str>) -> Result<(), CliError> {
+    let mut lines: Vec<(String, String)> = Experiment::builtins()
+        .map_err(cli_error)?
+        .into_iter()
+        .map(|e| (e.name, format!("{} [{}]", e.summary, e.duration)))
+        .collect();
+    // `guest` measures the real guest kernel (vmlab-guest), not the simulator.
+    lines.push((
+        "guest".to_string(),
+        "the user-level guest kernel: real programs' system calls under each trap mechanism, measured [minutes; --quick less]".to_string(),
+    ));
+    if let Some(name) = name {
+        lines.retain(|(n, _)| n == name);
+        if lines.is_empty() {
+            // A file, or an unknown name: its own error or line.
+            let e = Experiment::load(name).map_err(cli_error)?;
+            lines.push((e.name, format!("{} [{}]", e.summary, e.duration)));
+        }
+    }
     println!("Experiments (vmlab reproduce NAME [--quick]; experiments/NAME.toml):");
-    for e in Experiment::builtins().map_err(cli_error)? {
-        println!("  {:<10} {} [{}]", e.name, e.summary, e.duration);
+    for (name, text) in lines {
+        println!("  {name:<10} {text}");
     }
     Ok(())
 }
@@ -205,21 +224,4 @@ fn render(exp: &Experiment, plan: &Plan, rows: &[Row]) -> String {
     }
     out.push_str("Every counter of every run is in the JSON file (and in --json).\n");
     out
-}
-
-/// This process's command line, each argument quoted for a POSIX shell where it needs it.
-fn command_line() -> String {
-    std::env::args()
-        .map(|a| {
-            if !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-            {
-                a
-            } else {
-                format!("'{}'", a.replace('\'', r"'\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }

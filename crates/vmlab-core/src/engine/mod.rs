@@ -61,6 +61,9 @@ pub struct RunConfig {
     pub pipeline: Pipeline,
 }
 
+pub mod check;
+pub use check::check;
+
 /// The phase a progress report is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -174,25 +177,8 @@ pub fn system_config(paging: Paging, profile: &Profile) -> SystemConfig {
 /// Run one workload under one scheme. `progress` hears how far the run is, and may stop it
 /// (the run then returns [`EngineError::Stopped`] at its next progress report).
 pub fn run(config: &RunConfig, progress: &mut ProgressFn<'_>) -> Result<RunReport, EngineError> {
-    sampling::validate(config.accesses, config.warmup, config.tolerance)
-        .map_err(|e| EngineError::Config(e.0))?;
-    let footprint = config.workload.footprint_bytes();
+    check(config).map_err(EngineError::Config)?;
     let profile = &config.profile;
-    // Room for the page tables (under 1/256 of the footprint) and the kernel's own frames.
-    let needed = footprint + footprint / 256 + (64 << 20);
-    let (memory, what) = if config.paging.is_virtualized() {
-        (profile.machine.guest_memory, "the VM's guest_memory")
-    } else {
-        (profile.machine.host_memory, "host_memory")
-    };
-    if needed > memory {
-        return Err(EngineError::Config(format!(
-            "workload footprint {} does not fit {what} {} in profile '{}'; use a smaller workload or a profile with more memory",
-            crate::units::format_size(footprint),
-            crate::units::format_size(memory),
-            profile.machine.name
-        )));
-    }
     let mut system = System::new(&SystemConfig {
         guest_pages: config.guest_pages,
         backing: BackingConfig {

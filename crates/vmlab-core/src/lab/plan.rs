@@ -112,6 +112,7 @@ impl Experiment {
             message,
         };
         let schemes = parse_schemes(&self.schemes).map_err(|e| err(e.to_string()))?;
+        self.check_quick_set().map_err(err)?;
         let pages = |flag: &str,
                      names: &[String],
                      allowed: &[PageSize]|
@@ -214,6 +215,29 @@ impl Experiment {
             tolerance,
             varies,
         })
+    }
+}
+
+impl Experiment {
+    /// Every key of `[quick] set` must be a parameter of one of the experiment's workloads:
+    /// a misspelt key would otherwise be silently ignored.
+    fn check_quick_set(&self) -> Result<(), String> {
+        let mut valid: Vec<&str> = Vec::new();
+        for w in &self.workloads {
+            let name = w.spec.split_once(':').map_or(w.spec.as_str(), |(n, _)| n);
+            if let Some(info) = catalog().into_iter().find(|i| i.name == name) {
+                valid.extend(info.params.iter().map(|p| p.key));
+            }
+        }
+        valid.sort_unstable();
+        valid.dedup();
+        match self.quick.set.keys().find(|k| !valid.contains(&k.as_str())) {
+            Some(key) => Err(format!(
+                "[quick] set: unknown key '{key}'; valid keys (parameters of the experiment's workloads): {}",
+                valid.join(", ")
+            )),
+            None => Ok(()),
+        }
     }
 }
 
@@ -336,6 +360,27 @@ mod tests {
         );
         assert_eq!(set_params("tlb-bench:size=64M", &set), "tlb-bench:size=64M");
         assert_eq!(set_params("fork-bench", &set), "fork-bench:forks=10");
+    }
+
+    #[test]
+    fn an_unknown_quick_key_is_an_error_naming_the_valid_ones() {
+        let (_, text) = BUILTIN
+            .iter()
+            .find(|(n, _)| *n == "pagetable")
+            .expect("built in");
+        let text = text.replace("forks = ", "forkz = ");
+        assert!(text.contains("forkz = "));
+        let e = Experiment::from_toml(&text, "pagetable").expect("parses");
+        for quick in [false, true] {
+            let msg = e
+                .plan(quick)
+                .expect_err("forkz is no parameter")
+                .to_string();
+            assert_eq!(
+                msg,
+                "experiment pagetable: [quick] set: unknown key 'forkz'; valid keys (parameters of the experiment's workloads): forks, rss, tpt_task"
+            );
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ use crate::lab::experiment::{Experiment, Metric, PlotKind};
 use crate::lab::plan::{GroupKey, Job, Plan};
 use crate::lab::runner::{dedup_key, RunKey};
 use crate::lab::{plot, LabError};
+use crate::provenance::Provenance;
 use crate::scheme::Paging;
 use crate::stats::RunReport;
 use serde::{Deserialize, Serialize};
@@ -120,13 +121,18 @@ pub fn runs(rows: &[Row]) -> Vec<&RunReport> {
     rows.iter().filter_map(|r| r.report.as_ref()).collect()
 }
 
-/// `{"runs": [...]}`, pretty-printed with a final newline: `vmlab run --json`'s shape.
-pub fn runs_json(rows: &[Row]) -> Result<String, LabError> {
+/// `{"provenance": {...}, "runs": [...]}`, pretty-printed with a final newline: `vmlab run
+/// --json`'s shape.
+pub fn runs_json(rows: &[Row], provenance: &Provenance) -> Result<String, LabError> {
     #[derive(Serialize)]
     struct Runs<'a> {
+        provenance: &'a Provenance,
         runs: Vec<&'a RunReport>,
     }
-    to_json(&Runs { runs: runs(rows) })
+    to_json(&Runs {
+        provenance,
+        runs: runs(rows),
+    })
 }
 
 /// Pretty JSON with a final newline, keys in sorted order at every level (through
@@ -162,10 +168,8 @@ pub struct ExperimentReport {
     pub experiment: String,
     /// Its title.
     pub title: String,
-    /// The command line that ran it.
-    pub command: String,
-    /// The version of vmlab that ran it.
-    pub vmlab_version: String,
+    /// The version, commit and command that ran it, the profile's name and hash, the seed.
+    pub provenance: Provenance,
     /// Whether the quick variant ran.
     pub quick: bool,
     /// The machine profile.
@@ -191,14 +195,18 @@ pub struct ExperimentReport {
 }
 
 impl ExperimentReport {
-    /// The report of `exp` run as `plan` with results `rows`; `command` records how it was
-    /// run (`vmlab reproduce`'s command line, or whatever reruns it).
-    pub fn new(exp: &Experiment, plan: &Plan, rows: &[Row], command: &str) -> ExperimentReport {
+    /// The report of `exp` run as `plan` with results `rows`; `provenance` records how it
+    /// was run (`vmlab reproduce`'s command line, or whatever reruns it).
+    pub fn new(
+        exp: &Experiment,
+        plan: &Plan,
+        rows: &[Row],
+        provenance: Provenance,
+    ) -> ExperimentReport {
         ExperimentReport {
             experiment: exp.name.clone(),
             title: exp.title.clone(),
-            command: command.to_string(),
-            vmlab_version: env!("CARGO_PKG_VERSION").to_string(),
+            provenance,
             quick: plan.quick,
             machine: exp.machine.clone(),
             seed: exp.seed,

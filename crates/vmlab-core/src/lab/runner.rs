@@ -76,7 +76,8 @@ fn run_config(plan: &Plan, job: &Job, profile: &Profile) -> RunConfig {
 }
 
 /// Runs every distinct job of `plan` on `threads` threads (0 counts as 1) with `profile` as
-/// the machine, and returns the plan's rows in order. The first failed run in plan order
+/// the machine, and returns the plan's rows in order. Every run is checked first (a run that
+/// cannot be done is an error before any runs); then the first failed run in plan order
 /// decides the error.
 pub fn run_plan(
     plan: &Plan,
@@ -85,6 +86,17 @@ pub fn run_plan(
     progress: &LabProgressFn<'_>,
 ) -> Result<Vec<Row>, LabError> {
     let todo = plan.distinct_jobs();
+    // Every run is checked before the first one starts.
+    for &job in &todo {
+        engine::check(&run_config(plan, job, profile)).map_err(|message| LabError::Experiment {
+            experiment: plan.experiment.clone(),
+            message: format!(
+                "{} under {}: {message}",
+                job.spec.canonical(),
+                job.paging.name()
+            ),
+        })?;
+    }
     let next = AtomicUsize::new(0);
     let finished = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);

@@ -157,7 +157,7 @@ impl System {
         write: bool,
     ) -> Result<bool, SimError> {
         let direct = self.direct_tables().ok_or(SimError::Config(
-            "the isolation probe needs --paging tpt".into(),
+            "the isolation probe needs --paging pv, tpt or tpt-prototype".into(),
         ))?;
         // The devirt tables of the running process, walked by the guest in software.
         let pgd = self.kernel.pgd();

@@ -227,7 +227,7 @@ impl Kind {
                 "lmbench 3 OS latencies: fork+exit and fork+exec (lat_proc), page faults (lat_pagefault), mmap+munmap (lat_mmap), context switches (lat_ctx)"
             }
             Kind::TptIsolationProbe => {
-                "TPT isolation: a malicious guest points its devirt tables, at every level, at another VM's host frame and reads/writes through them; tag_violations counts the refusals, foreign_accesses must be 0 (needs --paging tpt)"
+                "TPT isolation: a malicious guest points its devirt tables, at every level, at another VM's host frame and reads/writes through them; tag_violations counts the refusals, foreign_accesses must be 0 (runs under pv, tpt or tpt-prototype)"
             }
             Kind::HostRemap => {
                 "host page migration under a running program: random reads while the host moves a page every `every` reads (p2m, tags, global flush, TPT's devirt fix-up; nested and tpt paging)"
@@ -921,7 +921,7 @@ impl<'a> Values<'a> {
         let (key, text) = self.text(key);
         parse_size(text).map_err(|reason| match reason {
             SizeError::Overflow => out_of_range(workload, key, text.to_owned(), SIZE_RANGE),
-            SizeError::Malformed => WorkloadError::InvalidSize {
+            SizeError::Malformed | SizeError::Ambiguous(_) => WorkloadError::InvalidSize {
                 workload,
                 key,
                 value: clip(text),

@@ -1,0 +1,101 @@
+//! Where a report comes from: the vmlab version and git commit that produced it, the exact
+//! command, the machine profile (by name and by a hash of its full contents) and the seed.
+//! Every JSON report carries one [`Provenance`], so a number can be traced back and rerun.
+
+use crate::cost::Profile;
+use serde::{Deserialize, Serialize};
+
+/// The provenance of a report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The version of vmlab (the crate's version).
+    pub vmlab_version: String,
+    /// The git commit vmlab was built from, with `-dirty` when tracked files differed from
+    /// it at build time; `unknown` when it was not built from a git checkout.
+    pub git_commit: String,
+    /// The command that produced the report, each argument quoted for a POSIX shell where
+    /// it needs it.
+    pub command: String,
+    /// The machine profile's name.
+    pub machine: String,
+    /// A hash of the profile's full contents ([`Profile::fingerprint_hex`]): two reports with
+    /// the same one ran on the same profile file, comments included.
+    pub machine_fingerprint: String,
+    /// The seed of the workload's random numbers (and of host fragmentation).
+    pub seed: u64,
+}
+
+/// The version of this build of vmlab.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The git commit of this build (see [`Provenance::git_commit`]); set by the build script.
+pub const GIT_COMMIT: &str = env!("VMLAB_GIT_COMMIT");
+
+impl Provenance {
+    /// The provenance of a report made by `command` on `profile` with `seed`, by this build.
+    pub fn new(command: &str, profile: &Profile, seed: u64) -> Provenance {
+        Provenance {
+            vmlab_version: VERSION.to_string(),
+            git_commit: GIT_COMMIT.to_string(),
+            command: command.to_string(),
+            machine: profile.name().to_string(),
+            machine_fingerprint: profile.fingerprint_hex(),
+            seed,
+        }
+    }
+}
+
+/// A command line as one string that a POSIX shell splits back into `args`: arguments made
+/// only of safe characters as they are, the others in single quotes.
+pub fn shell_command<I, S>(args: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    args.into_iter()
+        .map(|a| {
+            let a = a.as_ref();
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                a.to_string()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provenance_names_the_profile_its_hash_and_the_build() {
+        let profile = Profile::builtin("skylake").expect("built-in");
+        let p = Provenance::new("vmlab run -w gups", &profile, 7);
+        assert_eq!(p.machine, "skylake");
+        assert_eq!(p.machine_fingerprint, profile.fingerprint_hex());
+        assert_eq!(p.seed, 7);
+        assert_eq!(p.vmlab_version, env!("CARGO_PKG_VERSION"));
+        assert_eq!(p.command, "vmlab run -w gups");
+        let hash = p.git_commit.trim_end_matches("-dirty");
+        assert!(
+            p.git_commit == "unknown"
+                || (hash.len() == 40 && hash.chars().all(|c| c.is_ascii_hexdigit())),
+            "{}",
+            p.git_commit
+        );
+    }
+
+    #[test]
+    fn shell_command_quotes_only_what_needs_it() {
+        assert_eq!(
+            shell_command(["vmlab", "run", "-w", "gups:table=1G"]),
+            "vmlab run -w gups:table=1G"
+        );
+        assert_eq!(shell_command(["a b", "", "it's"]), r"'a b' '' 'it'\''s'");
+    }
+}
