@@ -196,6 +196,26 @@ fn check_svg(name: &str, svg: &str, schemes: &[&str]) {
             series.attribute("data-series")
         );
     }
+    // The labels over bars (a value, or a slowdown `1.23x`) use one precision per figure.
+    let label_decimals: BTreeSet<usize> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("series"))
+        .flat_map(|g| g.children())
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .filter_map(|t| t.split(' ').next())
+        .filter(|v| v.trim_end_matches('x').parse::<f64>().is_ok())
+        .map(|v| {
+            v.trim_end_matches('x')
+                .split('.')
+                .nth(1)
+                .map_or(0, str::len)
+        })
+        .collect();
+    assert!(
+        label_decimals.len() <= 1,
+        "{name}.svg: bar labels mix precisions {label_decimals:?}"
+    );
 }
 
 fn f(run: &Value, key: &str) -> f64 {

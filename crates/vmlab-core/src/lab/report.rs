@@ -342,6 +342,14 @@ pub fn figure(exp: &Experiment, plan: &Plan, rows: &[Row]) -> plot::Figure {
             )
         })
         .collect();
+    // Every bar label in the figure gets the same number of decimals.
+    let all: Vec<f64> = panels
+        .iter()
+        .flat_map(|(_, gs)| gs.iter())
+        .flat_map(|g| plan.schemes.iter().map(move |&p| (g, p)))
+        .filter_map(|(g, p)| value(rows, g, p, spec.metric))
+        .collect();
+    let decimals = plot::figure_decimals(&all);
     let panels = panels
         .into_iter()
         .map(|(title, gs)| {
@@ -363,7 +371,7 @@ pub fn figure(exp: &Experiment, plan: &Plan, rows: &[Row]) -> plot::Figure {
                             let text = if spec.metric == Metric::Slowdown {
                                 format!("{v:.2}x")
                             } else {
-                                plot::number(v)
+                                plot::fixed(v, decimals)
                             };
                             Some(match value(rows, g, p, Metric::Slowdown) {
                                 Some(s) if spec.metric != Metric::Slowdown => {
