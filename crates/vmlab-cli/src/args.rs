@@ -220,7 +220,9 @@ pub struct BenchArgs {
     /// Paging schemes to time, comma-separated (default: every scheme).
     #[arg(long, short = 'p', value_name = "SCHEMES", value_delimiter = ',')]
     pub paging: Vec<String>,
-    /// Measured accesses per scheme.
+    /// Measured accesses per scheme. 0, or at least the workload's accesses, times the whole
+    /// workload: for the default workload about a billion accesses per scheme, minutes each
+    /// (a line on stderr marks each scheme as it finishes).
     #[arg(long, short = 'n', value_name = "N", default_value_t = 20_000_000)]
     pub accesses: u64,
     /// Time each scheme this many times and report the fastest run; on a shared or noisy

@@ -2,7 +2,7 @@
 //! time, for the measured phase of a workload (set-up excluded), one scheme after another.
 //! With `--repeat N` each scheme is timed N times and the fastest run is reported: on a
 //! shared machine noise only ever slows a run down, so the best of several is the most
-//! repeatable figure.
+//! repeatable figure. A line on stderr marks each scheme as it finishes.
 
 use crate::args::{load_profile, parse_schemes, parse_workload, BenchArgs};
 use crate::progress::RunProgress;
@@ -72,6 +72,11 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
             timings.push(seconds);
         }
         let best = timings.iter().copied().fold(f64::INFINITY, f64::min);
+        // Always, terminal or not: a long bench (`-n 0` is the whole workload) shows it lives.
+        eprintln!(
+            "bench: {} done, {accesses} accesses in {best:.2} s",
+            paging.name()
+        );
         let rate = |seconds: f64| accesses as f64 / seconds.max(1e-9);
         rows.push(serde_json::json!({
             "paging": paging.name(),

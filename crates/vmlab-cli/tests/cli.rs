@@ -1107,9 +1107,34 @@ fn list_json_has_workloads_schemes_and_profiles() {
 // 7. `bench`.
 // ---------------------------------------------------------------------------------------
 
+/// Runs `vmlab bench` and expects success, with exactly one stderr line per scheme, in order,
+/// each saying how many accesses it timed: the bench's sign of life when stderr is a pipe.
+fn bench_ok(args: &[&str], schemes: &[&str], accesses: u64) -> String {
+    let mut all = vec!["bench"];
+    all.extend_from_slice(args);
+    let out = vmlab(&all);
+    assert_eq!(
+        out.code,
+        Some(0),
+        "vmlab {all:?} failed; stderr:\n{}",
+        out.stderr
+    );
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), schemes.len(), "{}", out.stderr);
+    for (line, scheme) in lines.iter().zip(schemes) {
+        let done = format!("bench: {scheme} done, {accesses} accesses in ");
+        assert!(
+            line.starts_with(&done) && line.ends_with(" s"),
+            "want `{done}... s`, got `{line}`"
+        );
+    }
+    out.stdout
+}
+
 #[test]
 fn bench_json_reports_a_positive_rate_per_scheme() {
-    let stdout = vmlab_ok(&["bench", "--json", "-w", TLB_64M, "-n", "20000"]);
+    let all = ["native", "nested", "shadow", "pv", "tpt", "tpt-prototype"];
+    let stdout = bench_ok(&["--json", "-w", TLB_64M, "-n", "20000"], &all, 20000);
     let value: Value = serde_json::from_str(&stdout).expect("bench --json is JSON");
     let provenance = &value["provenance"];
     assert_eq!(provenance["vmlab_version"], env!("CARGO_PKG_VERSION"));
@@ -1139,18 +1164,21 @@ fn bench_json_reports_a_positive_rate_per_scheme() {
 
 #[test]
 fn bench_times_the_chosen_schemes_and_reports_the_best_of_its_repeats() {
-    let stdout = vmlab_ok(&[
-        "bench",
-        "--json",
-        "-w",
-        TLB_64M,
-        "-n",
-        "5000",
-        "--paging",
-        "nested,native",
-        "--repeat",
-        "3",
-    ]);
+    let stdout = bench_ok(
+        &[
+            "--json",
+            "-w",
+            TLB_64M,
+            "-n",
+            "5000",
+            "--paging",
+            "nested,native",
+            "--repeat",
+            "3",
+        ],
+        &["nested", "native"],
+        5000,
+    );
     let value: Value = serde_json::from_str(&stdout).expect("bench --json is JSON");
     let rows = value["bench"].as_array().expect("'bench' is an array");
     let names: Vec<&str> = rows.iter().map(|r| r["paging"].as_str().unwrap()).collect();
@@ -1175,7 +1203,11 @@ fn bench_times_the_chosen_schemes_and_reports_the_best_of_its_repeats() {
             "the reported rate is the fastest repeat: {row}"
         );
     }
-    let text = vmlab_ok(&["bench", "-w", TLB_64M, "-n", "5000", "-p", "pv", "-r", "2"]);
+    let text = bench_ok(
+        &["-w", TLB_64M, "-n", "5000", "-p", "pv", "-r", "2"],
+        &["pv"],
+        5000,
+    );
     assert!(
         text.starts_with("pv ") && text.contains("best of 2") && text.lines().count() == 1,
         "{text}"
@@ -1191,6 +1223,26 @@ fn bench_times_the_chosen_schemes_and_reports_the_best_of_its_repeats() {
     expect_usage_error(
         &["bench", "-w", TLB_64M, "-n", "5000", "-p", "ept"],
         &["ept", "nested"],
+    );
+}
+
+#[test]
+fn bench_with_zero_accesses_times_the_whole_workload_and_says_so() {
+    // TLB_64M has 20000 accesses: -n 0 times every one of them.
+    let text = bench_ok(
+        &["-w", TLB_64M, "-n", "0", "-p", "native"],
+        &["native"],
+        20000,
+    );
+    assert!(text.contains("(20000 accesses in "), "{text}");
+    let help = vmlab_ok(&["bench", "--help"]);
+    assert!(
+        help.contains("0, or at least the workload's accesses"),
+        "{help}"
+    );
+    assert!(
+        help.contains("about a billion accesses per scheme"),
+        "{help}"
     );
 }
 

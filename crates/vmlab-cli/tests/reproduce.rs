@@ -127,6 +127,12 @@ impl Experiment {
             assert_eq!(&row[0], name);
             assert_eq!(&row[2], run["workload"].as_str().unwrap());
             assert_eq!(&row[4], run["paging"].as_str().unwrap());
+            assert_eq!(&row[5], run["guest_pages"].as_str().unwrap());
+            assert_eq!(
+                &row[6],
+                run["host_pages"].as_str().unwrap(),
+                "{name}: the CSV's host pages are the run's own"
+            );
             let seconds: f64 = row[7].parse().expect("seconds is a number");
             // serde_json parses floats to within an ulp (no float_roundtrip feature).
             let want = run["seconds"].as_f64().unwrap();
@@ -142,7 +148,9 @@ impl Experiment {
     }
 
     /// The run of `scheme` whose workload starts with `workload` and whose page sizes match.
+    /// Native has no host pages: its rows say `-` whatever `host` is asked for.
     fn run_of(&self, workload: &str, scheme: &str, guest: &str, host: &str) -> &Value {
+        let host = if scheme == "native" { "-" } else { host };
         let i = self
             .csv
             .iter()
@@ -196,6 +204,26 @@ fn check_svg(name: &str, svg: &str, schemes: &[&str]) {
             series.attribute("data-series")
         );
     }
+    // The labels over bars (a value, or a slowdown `1.23x`) use one precision per figure.
+    let label_decimals: BTreeSet<usize> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("series"))
+        .flat_map(|g| g.children())
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .filter_map(|t| t.split(' ').next())
+        .filter(|v| v.trim_end_matches('x').parse::<f64>().is_ok())
+        .map(|v| {
+            v.trim_end_matches('x')
+                .split('.')
+                .nth(1)
+                .map_or(0, str::len)
+        })
+        .collect();
+    assert!(
+        label_decimals.len() <= 1,
+        "{name}.svg: bar labels mix precisions {label_decimals:?}"
+    );
 }
 
 fn f(run: &Value, key: &str) -> f64 {
@@ -244,7 +272,7 @@ fn pagetable_has_a_fork_time_per_size_and_scheme() {
     );
     for size in SIZES {
         let spec = format!("fork-bench:rss={size},");
-        let native = e.run_of(&spec, "native", "4k", "4k");
+        let native = e.run_of(&spec, "native", "4k", "-");
         assert_eq!(u(native, "forks"), 10, "--quick forks 10 times");
         for s in ALL_SCHEMES {
             assert!(f(e.run_of(&spec, s, "4k", "4k"), "us_per_fork") > 0.0);
@@ -259,11 +287,11 @@ fn pagetable_has_a_fork_time_per_size_and_scheme() {
     }
     // Copying page tables grows with the resident set.
     let first = f(
-        e.run_of("fork-bench:rss=4K,", "native", "4k", "4k"),
+        e.run_of("fork-bench:rss=4K,", "native", "4k", "-"),
         "us_per_fork",
     );
     let last = f(
-        e.run_of("fork-bench:rss=256M,", "native", "4k", "4k"),
+        e.run_of("fork-bench:rss=256M,", "native", "4k", "-"),
         "us_per_fork",
     );
     assert!(last > 10.0 * first, "{first} -> {last}");
@@ -284,7 +312,7 @@ fn tlb_reports_per_access_costs_over_sizes() {
     for size in ["64M", "128M", "256M"] {
         let spec = format!("tlb-bench:size={size},");
         let (native, nested) = (
-            e.run_of(&spec, "native", "4k", "4k"),
+            e.run_of(&spec, "native", "4k", "-"),
             e.run_of(&spec, "nested", "4k", "4k"),
         );
         assert!(
@@ -329,7 +357,7 @@ fn lmbench_has_every_op_under_every_scheme() {
     e.check_structure("lmbench", &ALL_SCHEMES, 5 * ALL_SCHEMES.len(), 0);
     for op in ["fork-exit", "fork-exec", "page-fault", "mmap", "ctxsw"] {
         let spec = format!("lmbench:op={op},");
-        let native = e.run_of(&spec, "native", "4k", "4k");
+        let native = e.run_of(&spec, "native", "4k", "-");
         assert!(
             native["workload"].as_str().unwrap().ends_with("iters=20"),
             "--quick runs 20 iterations"
@@ -361,7 +389,7 @@ fn hugepages_crosses_guest_and_host_page_sizes() {
     }
     for w in ["sysbench-mem", "tlb-bench"] {
         let nested = |g, h| f(e.run_of(w, "nested", g, h), "ns_per_access");
-        let native = |g| f(e.run_of(w, "native", g, "4k"), "ns_per_access");
+        let native = |g| f(e.run_of(w, "native", g, "-"), "ns_per_access");
         // Larger host pages shorten the 2D walk; 1G host pages make nested like native.
         assert!(nested("4k", "4k") > nested("4k", "2m"), "{w}");
         assert!(nested("4k", "2m") >= nested("4k", "1g"), "{w}");
@@ -372,12 +400,15 @@ fn hugepages_crosses_guest_and_host_page_sizes() {
         // Guest 2M pages help native; on 4K host pages nested still walks 4K EPT leaves.
         assert!(native("2m") < native("4k"), "{w}");
         assert!(nested("2m", "4k") > nested("2m", "2m"), "{w}");
-        // Native has no host dimension: its row is the same at every host page size.
-        assert_eq!(
-            e.run_of(w, "native", "4k", "4k"),
-            e.run_of(w, "native", "4k", "1g")
-        );
-        assert_eq!(e.run_of(w, "native", "4k", "4k")["host_pages"], "-");
+        // Native has no host dimension: "-" in the CSV as in the JSON, one run for every host
+        // page size of its group.
+        let native_rows = e
+            .csv
+            .iter()
+            .filter(|r| r[2].starts_with(w) && &r[4] == "native" && &r[5] == "4k")
+            .map(|r| &r[6])
+            .collect::<Vec<_>>();
+        assert_eq!(native_rows, ["-", "-", "-"], "{w}");
     }
 }
 

@@ -806,13 +806,45 @@ fn inline(v: &toml::Value) -> String {
 /// A TOML parse error as one line: the message and the line it is on.
 fn parse_message(e: &toml::de::Error, text: &str) -> String {
     let message = e.message().trim().replace('\n', "; ");
-    match e.span() {
-        Some(span) if span.start <= text.len() => {
-            let line_no = text[..span.start].matches('\n').count() + 1;
-            let line = text.lines().nth(line_no - 1).unwrap_or("").trim();
-            format!("{message} (line {line_no}: `{line}`)")
-        }
-        _ => message,
+    let Some(span) = e.span().filter(|s| s.start <= text.len()) else {
+        return message;
+    };
+    let line_no = text[..span.start].matches('\n').count() + 1;
+    let lines: Vec<&str> = text.lines().collect();
+    let line = lines.get(line_no - 1).map_or("", |l| l.trim());
+    // The `[section]` the error is in: the nearest header at or above its line.
+    let section = lines[..line_no.min(lines.len())]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find_map(|l| l.strip_prefix('[')?.split(']').next())
+        .map(str::trim);
+    // The key on the error's line, when the line is `key = value` (not a header).
+    let line_key = (!line.starts_with('['))
+        .then(|| line.split_once('='))
+        .flatten()
+        .map(|(k, _)| k.trim().trim_matches('"'));
+    let path = |key: Option<&str>| {
+        [section, line_key, key]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(".")
+    };
+    let place = match section {
+        Some(s) => format!("in [{s}], line {line_no}"),
+        None => format!("line {line_no}"),
+    };
+    // serde names a missing key but not where it belongs; the span points at its table.
+    if let Some(field) = message
+        .strip_prefix("missing field `")
+        .and_then(|m| m.split('`').next())
+    {
+        return format!("missing key {} ({place})", path(Some(field)));
+    }
+    match line_key {
+        Some(_) => format!("{}: {message} ({place}: `{line}`)", path(None)),
+        None => format!("{message} ({place}: `{line}`)"),
     }
 }
 
@@ -1002,5 +1034,50 @@ mod tests {
         let err = error(&skylake_text().replace("paging_levels = 4", "paging_levels = 400"));
         assert!(err.contains("paging_levels = 400"), "{err}");
         assert!(!err.contains('\n'), "{err}");
+    }
+
+    fn without_line(prefix: &str) -> String {
+        let text: String = skylake_text()
+            .lines()
+            .filter(|l| !l.starts_with(prefix))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_ne!(
+            text.len() + 1,
+            skylake_text().len(),
+            "no line starts with {prefix}"
+        );
+        text
+    }
+
+    #[test]
+    fn missing_keys_name_their_section_and_key() {
+        let err = error(&without_line("page_walkers ="));
+        assert!(
+            err.contains("missing key core.page_walkers (in [core], line "),
+            "{err}"
+        );
+        let err = error(&without_line("l2 ="));
+        assert!(
+            err.contains("missing key latency.l2 (in [latency], line "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn mistyped_keys_name_their_section_and_key() {
+        let err = error(&skylake_text().replace("page_walkers = 2", "page_walkers = \"2\""));
+        assert!(err.contains("core.page_walkers: invalid type"), "{err}");
+        assert!(err.contains("in [core], line "), "{err}");
+        let err = error(&skylake_text().replace("page_walkers = 2", "page_walkrs = 2"));
+        assert!(err.contains("core.page_walkrs: unknown field"), "{err}");
+        let err = error(&skylake_text().replace(
+            "l1d = { size = \"32K\", ways = 8,",
+            "l1d = { size = \"32K\",",
+        ));
+        assert!(
+            err.contains("missing key memory.l1d.ways (in [memory], line "),
+            "{err}"
+        );
     }
 }

@@ -471,21 +471,41 @@ fn dash(series: usize) -> String {
 
 /// A tick or value label: no more digits than it needs.
 pub fn number(v: f64) -> String {
-    let a = v.abs();
-    let text = if a >= 100.0 || a == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 0.1 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    };
+    let text = format!("{v:.*}", decimals_for(v.abs()));
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         text
     }
+}
+
+/// Decimals that keep about three significant digits of a magnitude `a`.
+fn decimals_for(a: f64) -> usize {
+    if a >= 100.0 || a == 0.0 {
+        0
+    } else if a >= 10.0 {
+        1
+    } else if a >= 0.1 {
+        2
+    } else {
+        3
+    }
+}
+
+/// One precision for a whole figure's labels, so values side by side read alike: the
+/// decimals [`number`] would give the smallest non-zero magnitude (0 when there is none).
+pub fn figure_decimals(values: &[f64]) -> usize {
+    values
+        .iter()
+        .map(|v| v.abs())
+        .filter(|&a| a > 0.0 && a.is_finite())
+        .min_by(f64::total_cmp)
+        .map_or(0, decimals_for)
+}
+
+/// `v` with exactly `decimals` decimals, zeros kept (see [`figure_decimals`]).
+pub fn fixed(v: f64, decimals: usize) -> String {
+    format!("{v:.decimals$}")
 }
 
 /// A label centred on `x` with its baseline at `y` (a bar's value, or why a bar is missing).
@@ -515,6 +535,18 @@ mod tests {
         assert_eq!(number(14.954), "15");
         assert_eq!(number(0.05), "0.05");
         assert_eq!(number(8655.6), "8656");
+    }
+
+    #[test]
+    fn a_figure_labels_every_value_with_one_precision() {
+        let values = [39.07, 14.954, 0.0, 120.0];
+        let d = figure_decimals(&values);
+        assert_eq!(d, 1);
+        let labels: Vec<String> = values.iter().map(|&v| fixed(v, d)).collect();
+        assert_eq!(labels, ["39.1", "15.0", "0.0", "120.0"]);
+        assert_eq!(figure_decimals(&[8655.6, 0.05]), 3);
+        assert_eq!(figure_decimals(&[0.0]), 0);
+        assert_eq!(figure_decimals(&[]), 0);
     }
 
     #[test]

@@ -223,7 +223,11 @@ impl ExperimentReport {
                         workload: r.job.spec.canonical(),
                         paging: r.job.paging.name().to_string(),
                         guest_pages: r.job.group.guest_pages.name().to_string(),
-                        host_pages: r.job.group.host_pages.name().to_string(),
+                        host_pages: if r.job.paging.is_virtualized() {
+                            r.job.group.host_pages.name().to_string()
+                        } else {
+                            "-".to_string()
+                        },
                         reason: r.job.skip.clone()?,
                     })
                 })
@@ -286,8 +290,8 @@ pub fn csv(exp: &Experiment, rows: &[Row]) -> Result<String, LabError> {
             g.size.as_ref().map_or(String::new(), |(_, s)| s.clone()),
             r.paging.to_string(),
             r.guest_pages.to_string(),
-            // Native has no host pages ("-" in its report); its row stands for each host size.
-            g.host_pages.name().to_string(),
+            // As the run's report says it: "-" for native, which has no host pages.
+            r.host_pages.clone(),
             format!("{}", r.seconds),
             opt(Metric::Slowdown.value(r, row.native_seconds)),
             opt(Metric::NsPerAccess.value(r, None)),
@@ -342,6 +346,14 @@ pub fn figure(exp: &Experiment, plan: &Plan, rows: &[Row]) -> plot::Figure {
             )
         })
         .collect();
+    // Every bar label in the figure gets the same number of decimals.
+    let all: Vec<f64> = panels
+        .iter()
+        .flat_map(|(_, gs)| gs.iter())
+        .flat_map(|g| plan.schemes.iter().map(move |&p| (g, p)))
+        .filter_map(|(g, p)| value(rows, g, p, spec.metric))
+        .collect();
+    let decimals = plot::figure_decimals(&all);
     let panels = panels
         .into_iter()
         .map(|(title, gs)| {
@@ -363,7 +375,7 @@ pub fn figure(exp: &Experiment, plan: &Plan, rows: &[Row]) -> plot::Figure {
                             let text = if spec.metric == Metric::Slowdown {
                                 format!("{v:.2}x")
                             } else {
-                                plot::number(v)
+                                plot::fixed(v, decimals)
                             };
                             Some(match value(rows, g, p, Metric::Slowdown) {
                                 Some(s) if spec.metric != Metric::Slowdown => {
