@@ -8,6 +8,7 @@
 use crate::addr::{Gfn, Gpa, Hfn, Hpa, PageSize};
 use crate::hv::remap::RemapCounters;
 use crate::hv::x86::exits::{ExitCounters, ExitReason};
+use crate::hv::x86::p2m_memo::P2mMemo;
 use crate::hw::frames::{HostMemory, OutOfMemory};
 use crate::hw::x86::paging::{Cursor, PagingMode};
 use crate::hw::x86::pte::{EntryFormat, Ept};
@@ -49,6 +50,8 @@ pub struct Vm {
     /// Backing pages by size (4K, 2M, 1G: the EPT's leaf levels 1..=3), in 4 KiB frames.
     backed_frames: [u64; 3],
     remaps: RemapCounters,
+    /// Translations read from the EPT, so the next read of the same frame needs no walk.
+    memo: P2mMemo,
 }
 
 impl Vm {
@@ -72,6 +75,7 @@ impl Vm {
             ept_table_pages: 1,
             backed_frames: [0; 3],
             remaps: RemapCounters::default(),
+            memo: P2mMemo::default(),
         })
     }
 
@@ -116,9 +120,14 @@ impl Vm {
 
     /// The host frame backing `gfn`, read from the EPT in software (no exit, no caches).
     pub fn translate(&self, mem: &HostMemory, gfn: Gfn) -> Option<Hfn> {
+        if let Some(hfn) = self.memo.get(gfn.raw()) {
+            return Some(Hfn::new(hfn));
+        }
         let (entry, size) = self.ept_leaf(mem, gfn)?;
         let base = PagingMode::leaf_base::<Ept>(entry, size);
-        Some(Hpa::new(base | gfn.addr().offset_in(size)).frame())
+        let hfn = Hpa::new(base | gfn.addr().offset_in(size)).frame();
+        self.memo.remember(gfn.raw(), hfn.raw());
+        Some(hfn)
     }
 
     /// The size of the host page backing `gfn`, if backed.
@@ -143,8 +152,7 @@ impl Vm {
         if let Some(hfn) = self.translate(mem, gfn) {
             return Ok(hfn);
         }
-        self.handle_ept_violation(mem, gfn.addr())?;
-        Ok(self.translate(mem, gfn).expect("just backed"))
+        self.violation_on_unbacked(mem, gfn)
     }
 
     /// Count an exit the hypervisor took for another reason than an EPT violation.
@@ -158,6 +166,11 @@ impl Vm {
         if let Some(hfn) = self.translate(mem, gfn) {
             return Ok(hfn);
         }
+        self.back_unbacked(mem, gfn)
+    }
+
+    /// [`Self::back`] of a frame known to be unbacked: returns its new host frame.
+    fn back_unbacked(&mut self, mem: &mut HostMemory, gfn: Gfn) -> Result<Hfn, HvError> {
         let gpa = gfn.addr();
         if gfn.raw() >= self.guest_frames {
             return Err(HvError::OutsideGuest(gpa));
@@ -172,7 +185,10 @@ impl Vm {
             .leaf_level(size)
             .expect("backing sizes are EPT leaf sizes");
         self.backed_frames[level as usize - 1] += size.frames();
-        Ok(self.translate(mem, gfn).expect("just backed"))
+        // The page at `gpa` aligned to `size` now maps to `hfn`: what a walk would find.
+        let hfn = Hfn::new(hfn.raw() + (gfn.raw() & (size.frames() - 1)));
+        debug_assert_eq!(self.translate(mem, gfn), Some(hfn));
+        Ok(hfn)
     }
 
     /// Handle an EPT violation at `gpa`: count the exit and back the page holding it.
@@ -184,6 +200,16 @@ impl Vm {
         }
         self.exits.record(ExitReason::EptViolation);
         self.back(mem, gpa.frame()).map(|_| ())
+    }
+
+    /// [`Self::handle_ept_violation`] at a frame known to be unbacked: returns its new host
+    /// frame.
+    fn violation_on_unbacked(&mut self, mem: &mut HostMemory, gfn: Gfn) -> Result<Hfn, HvError> {
+        if gfn.raw() >= self.guest_frames {
+            return Err(HvError::OutsideGuest(gfn.addr()));
+        }
+        self.exits.record(ExitReason::EptViolation);
+        self.back_unbacked(mem, gfn)
     }
 
     /// The largest page size, up to the configured one, that can back the region of `gpa`:
@@ -243,6 +269,10 @@ impl Vm {
             cursor.descend(next);
         }
         let at = self.entry_addr(cursor.table(), cursor.index());
+        if Ept::is_present(mem.read_u64(at)) {
+            // A mapping is replaced (a remap): translations remembered from it are stale.
+            self.memo.forget();
+        }
         mem.write_u64(at, Ept::leaf(hfn.addr().raw(), size != PageSize::Size4K));
         Ok(())
     }
