@@ -7,12 +7,17 @@
 //! hint: it changes no simulated state and no result, only the simulator's speed.
 //!
 //! The look-ahead of a batch of coming accesses runs in stages, each over the whole batch
-//! and each reading only what an earlier stage prefetched: the first walks the upper table
-//! levels (few, and hot in the host's caches) and prefetches the leaf-level entry; the next
-//! reads it and prefetches the next entry (the EPT leaf of a nested walk) or the data line's
-//! cache sets. Where each access stands between stages is a [`Next`], kept by the caller;
-//! [`Lookahead`] remembers what outlives a batch (table frames and leaf-level tables found
-//! by earlier walks), so a stage need not walk from the top.
+//! and each reading only what an earlier stage prefetched: a first pass prefetches the slots
+//! remembering each access's leaf-level table; the next walks the upper table levels (few,
+//! and hot in the host's caches), or takes the remembered leaf table, and prefetches the
+//! frame-index bucket of the leaf-level entry; the next finds the entry's page and prefetches
+//! the entry; the next reads it and prefetches the next entry (the EPT leaf of a nested walk)
+//! or the data line's cache sets. The slots of [`Lookahead`] are laid out so that a buffer's
+//! neighbouring regions and frames take neighbouring slots: the slots in use stay few lines
+//! of the host's caches rather than one line each. Where each access stands between stages
+//! is a [`Next`], kept by the caller; [`Lookahead`] remembers what outlives a batch (table
+//! frames and leaf-level tables found by earlier walks), so a stage need not walk from the
+//! top.
 
 use std::cell::Cell;
 
@@ -36,6 +41,9 @@ pub enum Next<'m> {
     /// Nothing left to prefetch.
     #[default]
     Done,
+    /// Find the simulator's copy of the leaf-level entry of the guest (or native) tables
+    /// at host address `at` (its frame-index bucket was prefetched) and prefetch it.
+    GuestLocate { at: u64 },
     /// Read the leaf-level entry of the guest (or native) tables.
     GuestLeaf { entry: &'m u64 },
     /// Read the leaf-level EPT entry that maps guest-physical `gpa`.
@@ -104,8 +112,15 @@ impl Lookahead {
     #[inline]
     pub fn leaf_table(&self, tables: Tables, root: u64, region: u64) -> Option<u64> {
         let key = Self::leaf_key(tables, root, region);
-        let (stored, value) = self.leaf_tables[Self::leaf_slot(key)].get();
+        let (stored, value) = self.leaf_tables[Self::leaf_slot(tables, root, region)].get();
         (stored == key && value & 0xfff == self.generation.get() & 0xfff).then_some(value & !0xfff)
+    }
+
+    /// Prefetch (in the host) the slot [`Self::leaf_table`] reads for these arguments.
+    #[inline]
+    pub fn prefetch_leaf_table(&self, tables: Tables, root: u64, region: u64) {
+        let slot = Self::leaf_slot(tables, root, region);
+        prefetch(&self.leaf_tables[slot]);
     }
 
     /// Remember that `table` is the leaf-level table of `region` of `tables` at `root`.
@@ -113,7 +128,7 @@ impl Lookahead {
     pub fn remember_leaf_table(&self, tables: Tables, root: u64, region: u64, table: u64) {
         let key = Self::leaf_key(tables, root, region);
         let value = (table & !0xfff) | (self.generation.get() & 0xfff);
-        self.leaf_tables[Self::leaf_slot(key)].set((key, value));
+        self.leaf_tables[Self::leaf_slot(tables, root, region)].set((key, value));
     }
 
     /// Forget every remembered leaf table (tables may have changed).
@@ -131,16 +146,20 @@ impl Lookahead {
         mixed.wrapping_mul(0x1656_67b1_9e37_79f9) | 1
     }
 
-    /// The slot of a leaf-table key: its top bits (the key's last multiply mixes every input
-    /// bit into them).
+    /// The slot of `region` of `tables` at `root`: consecutive regions of one set of tables
+    /// take consecutive slots, from a start that a hash of the tables and root picks, so the
+    /// slots a buffer's regions use lie together and stay in the host's caches (a hash of
+    /// the region too would spread them over the whole table).
     #[inline]
-    fn leaf_slot(key: u64) -> usize {
-        top_bits(key, LEAF_TABLES)
+    fn leaf_slot(tables: Tables, root: u64, region: u64) -> usize {
+        let start = ((root >> 12) ^ (tables as u64) << 60).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (top_bits(start, LEAF_TABLES) + region as usize) & (LEAF_TABLES - 1)
     }
 
+    /// Consecutive frames take consecutive slots, for the same reason.
     #[inline]
     fn frame_slot(gfn: u64) -> usize {
-        top_bits(gfn.wrapping_mul(0x9e37_79b9_7f4a_7c15), TABLE_FRAMES)
+        gfn as usize & (TABLE_FRAMES - 1)
     }
 }
 
@@ -179,5 +198,23 @@ mod tests {
         assert_eq!(l.leaf_table(Tables::Guest, 0x1000, 4), None);
         l.forget_leaf_tables();
         assert_eq!(l.leaf_table(Tables::Guest, 0x1000, 3), None);
+    }
+
+    #[test]
+    fn a_buffers_regions_and_frames_keep_their_slots() {
+        // Consecutive regions and frames take consecutive slots, so none of a buffer's
+        // evicts another (with hashed slots, some of 4,096 would collide).
+        let l = Lookahead::default();
+        for region in 0..4096 {
+            l.remember_leaf_table(Tables::Guest, 0x5000, region, region << 12);
+            l.remember_table_frame(region + 77, region);
+        }
+        for region in 0..4096 {
+            assert_eq!(
+                l.leaf_table(Tables::Guest, 0x5000, region),
+                Some(region << 12)
+            );
+            assert_eq!(l.table_frame(region + 77), Some(region));
+        }
     }
 }

@@ -264,6 +264,16 @@ impl HostMemory {
             .map(|page| &page[entry_index(addr)])
     }
 
+    /// Prefetch (in the host) the index bucket where [`Self::entry`] of `addr` starts
+    /// looking, so a later stage finds the entry's page without waiting; no simulated effect.
+    #[inline]
+    pub fn prefetch_entry_index(&self, addr: Hpa) {
+        let bucket = self.index.home(addr.frame().raw());
+        if let Some(bucket) = self.index.buckets.get(bucket) {
+            crate::host::prefetch::prefetch(bucket);
+        }
+    }
+
     /// Write the 8-byte entry at `addr`, giving the frame table contents if it had none.
     pub fn write_u64(&mut self, addr: Hpa, value: u64) {
         let slot = match self.slot(addr.frame()) {

@@ -587,8 +587,8 @@ impl Mmu {
     fn prefetch_stages(&self) -> usize {
         match self.root {
             Root::None => 0,
-            Root::OneD { .. } | Root::Tagged { .. } => 2,
-            Root::TwoD { .. } => 3,
+            Root::OneD { .. } | Root::Tagged { .. } => 3,
+            Root::TwoD { .. } => 4,
         }
     }
 
@@ -604,10 +604,21 @@ impl Mmu {
     /// [`crate::host::prefetch`].
     pub fn prefetch(&self, mem: &HostMemory, vas: &[Gva]) {
         let stages = self.prefetch_stages();
-        if stages == 0 {
-            return;
-        }
+        let guest_root = match self.root {
+            Root::None => return,
+            Root::OneD { cr3 } | Root::Tagged { cr3 } => cr3.raw(),
+            Root::TwoD { guest_cr3, .. } => guest_cr3.raw(),
+        };
         for batch in vas.chunks(LOOKAHEAD_BATCH) {
+            // First the slots that remember each access's leaf-level table, so stage 0 finds
+            // them in the host's caches.
+            for va in batch {
+                self.lookahead.prefetch_leaf_table(
+                    Tables::Guest,
+                    guest_root,
+                    leaf_region(va.raw()),
+                );
+            }
             let mut next = [Next::Done; LOOKAHEAD_BATCH];
             for (next, va) in next.iter_mut().zip(batch) {
                 *next = self.lookahead_start(mem, va.raw());
@@ -635,9 +646,7 @@ impl Mmu {
             Root::None => Next::Done,
             Root::OneD { cr3 } | Root::Tagged { cr3 } => {
                 match self.probe_leaf::<X86>(mem, Tables::Guest, cr3.raw(), va, Some) {
-                    Probe::Entry(at) => self
-                        .prefetch_entry(mem, at)
-                        .map_or(Next::Done, |entry| Next::GuestLeaf { entry }),
+                    Probe::Entry(at) => Self::locate_later(mem, at),
                     Probe::Output(hpa) => {
                         self.memory.prefetch(Hpa::new(hpa));
                         Next::Done
@@ -649,9 +658,7 @@ impl Mmu {
                 let to_host = |gpa| self.guest_table_to_host(mem, gpa, eptp, false);
                 match self.probe_leaf::<X86>(mem, Tables::Guest, guest_cr3.raw(), va, to_host) {
                     Probe::Entry(gpa) => match self.guest_table_to_host(mem, gpa, eptp, true) {
-                        Some(at) => self
-                            .prefetch_entry(mem, at)
-                            .map_or(Next::Done, |entry| Next::GuestLeaf { entry }),
+                        Some(at) => Self::locate_later(mem, at),
                         None => Next::Done,
                     },
                     Probe::Output(gpa) => self.lookahead_ept(mem, gpa, eptp),
@@ -664,6 +671,9 @@ impl Mmu {
     fn lookahead_continue<'m>(&self, mem: &'m HostMemory, va: u64, next: Next<'m>) -> Next<'m> {
         match next {
             Next::Done => Next::Done,
+            Next::GuestLocate { at } => self
+                .prefetch_entry(mem, at)
+                .map_or(Next::Done, |entry| Next::GuestLeaf { entry }),
             Next::GuestLeaf { entry } => {
                 let entry = *entry;
                 if !X86::is_present(entry) {
@@ -719,7 +729,7 @@ impl Mmu {
         // constant (its index arithmetic folds): both x86 depths have the same geometry
         // below the root. The region is what one leaf-level table covers (2 MiB).
         const MODE: PagingMode = X86_64_4LEVEL;
-        let region = addr >> MODE.level_shift(2);
+        let region = leaf_region(addr);
         let offset = MODE.entry_offset_of(addr, 1);
         if let Some(table) = self.lookahead.leaf_table(tables, root, region) {
             return Probe::Entry(table + offset);
@@ -733,6 +743,15 @@ impl Mmu {
                 .remember_leaf_table(tables, root, region, at - offset);
         }
         end
+    }
+
+    /// The look-ahead's next step for the guest (or native) leaf-level entry at host address
+    /// `at`: its frame-index bucket is prefetched now, the entry found and prefetched at the
+    /// next stage (finding it at once would wait on the bucket).
+    #[inline]
+    fn locate_later(mem: &HostMemory, at: u64) -> Next<'static> {
+        mem.prefetch_entry_index(Hpa::new(at));
+        Next::GuestLocate { at }
     }
 
     /// Prefetch a table entry the walk will read, and the cache sets its line maps to.
@@ -897,6 +916,13 @@ impl Mmu {
         }
         out
     }
+}
+
+/// The region one leaf-level table covers (2 MiB) that `addr` lies in, as the look-ahead
+/// remembers leaf tables by it. Both x86 depths have the same geometry below the root.
+#[inline(always)]
+fn leaf_region(addr: u64) -> u64 {
+    addr >> X86_64_4LEVEL.level_shift(2)
 }
 
 /// Where a functional walk for prefetching ended.
