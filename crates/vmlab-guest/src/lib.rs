@@ -131,8 +131,24 @@ pub struct Outcome {
     /// The exit status of guest pid 1, as a shell reports it: its exit code, or 128 + N when a
     /// signal N killed it.
     pub status: i32,
-    /// The guest system calls the guest kernel handled (those its mechanism trapped).
+    /// The guest system calls the guest kernel handled (those its mechanism trapped), including
+    /// `in_process`.
     pub trapped: u64,
+    /// Of those, the calls answered inside the guest process without reaching the guest kernel
+    /// (the `sigsys` stub's id calls); 0 for the other mechanisms.
+    pub in_process: u64,
+}
+
+impl Outcome {
+    /// The `--count` line: the calls trapped, and those answered in the process if any.
+    pub fn count_line(&self, mechanism: Mechanism) -> String {
+        let inside = if self.in_process > 0 {
+            format!(", {} of them answered inside the guest process", self.in_process)
+        } else {
+            String::new()
+        };
+        format!("{} system calls trapped ({mechanism}{inside})", self.trapped)
+    }
 }
 
 /// Why a guest could not run.

@@ -469,3 +469,57 @@ fn a_directory_received_from_outside_reaches_nothing() {
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "vmlab-secret\n");
     let _ = std::fs::remove_dir_all(root.parent().unwrap());
 }
+
+/// Guest pids and ids across fork, set*id and a parent's death, under every mechanism: a child
+/// that sets its uid passes it to its own child but not to its parent, and an orphan's getppid
+/// becomes 1 (guest init) once its parent is gone.
+#[test]
+fn ids_follow_fork_setuid_and_reparenting() {
+    if which("python3").is_none() {
+        eprintln!("skipping: no python3 on PATH");
+        return;
+    }
+    let script = "import os, time\n\
+r, w = os.pipe(); r2, w2 = os.pipe()\n\
+p = os.fork()\n\
+if p == 0:\n    os.setuid(5)\n    q = os.fork()\n    if q == 0:\n        first = os.getppid()\n        os.write(w2, b'x')\n        for _ in range(1000):\n            if os.getppid() != first: break\n            time.sleep(0.01)\n        os.write(w, b'%d %d %d %d' % (os.getpid(), first, os.getppid(), os.getuid()))\n        os._exit(0)\n    os.read(r2, 1)\n    os.write(w, b'%d %d %d ' % (os.getpid(), os.getuid(), q))\n    os._exit(0)\n\
+os.waitpid(p, 0)\n\
+os.close(w)\n\
+data = b''\n\
+while True:\n    chunk = os.read(r, 100)\n    if not chunk: break\n    data += chunk\n\
+mid, mid_uid, q, gc, first, after, gc_uid = data.split()\n\
+print(int(mid) == p, mid_uid.decode(), q == gc, int(first) == p, after.decode(), gc_uid.decode(), os.getpid(), os.getuid())\n";
+    for m in mechanisms() {
+        let out = guest(m, None, &["python3", "-c", script]);
+        // The middle process's pid is what fork returned, its uid 5; the grandchild's pid is
+        // what fork returned, its ppid the middle's and then 1, its uid 5; pid 1 keeps uid 0.
+        assert_eq!(text(&out.stdout), "True 5 True True 1 5 1 0\n", "{m}: {}", text(&out.stderr));
+    }
+}
+
+/// The sigsys stub answers getpid, the uid/gid calls and getppid inside the guest process, without
+/// the guest kernel (the --count line says how many), with the same answers; with --strace the
+/// guest kernel sees every call instead.
+#[test]
+fn sigsys_stub_answers_id_calls_in_the_process() {
+    if !mechanisms().contains(&"sigsys") {
+        return;
+    }
+    let inside = |err: &str| -> u64 {
+        let line = err.lines().find(|l| l.contains("system calls trapped")).unwrap_or_else(|| panic!("{err}"));
+        line.split(", ").nth(1).and_then(|s| s.split_whitespace().next()?.parse().ok()).unwrap_or(0)
+    };
+    let out = Command::new(GUEST).args(["-M", "sigsys", "--count", "--", BENCH, "null", "1000"]).output().unwrap();
+    assert!(inside(&text(&out.stderr)) >= 1000, "{}", text(&out.stderr));
+    let out = Command::new(GUEST)
+        .args(["-M", "sigsys", "--count", "--uid", "3", "--gid", "4", "--", "sh", "-c", "id -u; id -g; echo $$"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "3\n4\n1\n", "{}", text(&out.stderr));
+    assert!(inside(&text(&out.stderr)) >= 2, "{}", text(&out.stderr));
+    let out =
+        Command::new(GUEST).args(["-M", "sigsys", "--count", "--strace", "--", BENCH, "null", "10"]).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(inside(&err), 0, "{err}");
+    assert!(err.lines().filter(|l| l.starts_with("[pid 1] getppid() = 0")).count() >= 10, "{err}");
+}

@@ -184,6 +184,21 @@ impl Kernel {
         self.to_host.get(&guest).copied()
     }
 
+    /// Guest process `tgid`'s real and effective uid, then its real and effective gid.
+    pub fn ids_of(&mut self, tgid: i32) -> [u32; 4] {
+        let cr = *self.creds_mut(tgid);
+        [cr.uid[0], cr.uid[1], cr.gid[0], cr.gid[1]]
+    }
+
+    /// Gives process `tgid`, unless the guest kernel knows it already, a copy of the ids of its
+    /// parent, host pid `parent` (the configured ids if the parent is unknown).
+    pub fn inherit_creds(&mut self, tgid: i32, parent: i32) {
+        if !self.procs.contains_key(&tgid) {
+            let creds = self.procs.get(&parent).map_or(self.default_creds, |p| p.creds);
+            self.procs.insert(tgid, Proc { parent, creds, alive: true });
+        }
+    }
+
     fn creds_mut(&mut self, tgid: i32) -> &mut Creds {
         let d = self.default_creds;
         &mut self.procs.entry(tgid).or_insert(Proc { parent: 0, creds: d, alive: true }).creds

@@ -181,15 +181,23 @@ fn find_program(root: &Path, program: &OsString) -> Result<(), GuestError> {
 }
 
 /// The seccomp filter of a mechanism: `action` for every call the guest kernel must see (all
-/// with `all`), allow for the rest.
-pub(crate) fn filter(kernel: &Kernel, all: bool, action: SeccompAction) -> Result<Vec<sock_filter>, GuestError> {
+/// with `all`) but those in `pass`, allow for the rest.
+pub(crate) fn filter(
+    kernel: &Kernel,
+    all: bool,
+    pass: &[i64],
+    action: SeccompAction,
+) -> Result<Vec<sock_filter>, GuestError> {
     let rooted = kernel.root.is_some();
     let mut rules = BTreeMap::new();
     // Numbers past the known ones are refused too, up to 511 (the x86-64 table ends near 470;
     // a filter of every number up to 1024 would pass the kernel's 4096-instruction limit).
     for nr in 0..512 {
         let known = (nr as usize) < crate::sysnames::NAMES.len() && !crate::sysnames::NAMES[nr as usize].is_empty();
-        if (known || nr >= crate::sysnames::NAMES.len() as i64) && calls::needs_trap(nr, rooted, all) {
+        if (known || nr >= crate::sysnames::NAMES.len() as i64)
+            && calls::needs_trap(nr, rooted, all)
+            && !pass.contains(&nr)
+        {
             rules.insert(nr, Vec::new());
         }
     }

@@ -15,13 +15,20 @@
 //!    arguments, sets the state to REQUEST and wakes the guest kernel (futex);
 //! 3. it waits (futex) for the state REPLY, copies the result, frees the channel and the lock.
 //!
+//! The id calls do not go round: getpid, getuid, geteuid, getgid and getegid are read from the
+//! channel, where the guest kernel writes them at registration and after every call that
+//! changes them (the stub only reads and counts), and getppid runs on the host from the stub's
+//! page, which the first filter lets through (in the guest's pid namespace the host's answer is
+//! the guest's, and stays right when a parent dies). With `--strace` the guest kernel turns this
+//! off, so that it sees and prints every call.
+//!
 //! rt_sigprocmask and rt_sigaction(SIGSYS) are trapped too and answered by the stub alone:
 //! the host kills a thread whose SIGSYS is blocked (or not handled) when the filter traps, so
 //! the stub keeps SIGSYS out of the mask the interrupted context gets back at sigreturn and does
 //! not let the guest replace the handler (C libraries block every signal around vfork and reset
 //! every handler in the child).
 //!
-//! Every system call it makes (memfd_create, ftruncate, mmap, close, futex, rt_sigreturn) is
+//! Every system call it makes (memfd_create, ftruncate, mmap, close, futex, getppid, rt_sigreturn) is
 //! one any guest code may make; the only one the guest kernel acts on is the registration, which
 //! it accepts only from the stub's code page and only for the calling process. So the stub needs
 //! no privilege, and a guest that rewrites it, replaces the handler or forges a channel can lie
@@ -40,11 +47,16 @@ pub(crate) const DATA: u64 = BASE + 0x1000;
 pub(crate) const REGISTER: u64 = 0x766d_6c62;
 
 /// Channel layout (shared with the guest kernel): lock u32 (the stub's own), state u32, nr u64,
-/// 6 args, result.
+/// 6 args, result; then what the stub answers by itself: whether it may (u32), how many calls
+/// it answered (u64), and the process's guest pid, uid, euid, gid and egid (u64 each).
 pub(crate) const CH_STATE: usize = 4;
 pub(crate) const CH_NR: usize = 8;
 pub(crate) const CH_ARGS: usize = 16;
 pub(crate) const CH_RESULT: usize = 64;
+pub(crate) const CH_LOCAL: usize = 72;
+pub(crate) const CH_COUNT: usize = 80;
+pub(crate) const CH_PID: usize = 88;
+pub(crate) const CH_IDS: usize = 96;
 /// Channel states (idle is 0).
 pub(crate) const REQUEST: u32 = 1;
 pub(crate) const REPLY: u32 = 2;
@@ -109,8 +121,41 @@ global_asm!(
     "    test rbp, rbp",
     "    jnz 8f",
     "    mov [r14], r15",
-    // Take the lock (0 -> 1), waiting on it while another thread holds it.
+    // The id calls are answered here from the channel, where the guest kernel keeps this
+    // process's ids (unless it asked to see every call: --strace); getppid runs on the host
+    // from this page, which the filter lets through: in the guest's pid namespace the host's
+    // answer is the guest's, reparenting included.
     "3:",
+    "    mov eax, [r12 + 24]",
+    "    cmp dword ptr [r15 + 72], 0",
+    "    je 30f",
+    "    mov ecx, 88",
+    "    cmp eax, 39",
+    "    je 48f",
+    "    mov ecx, 96",
+    "    cmp eax, 102",
+    "    je 48f",
+    "    mov ecx, 104",
+    "    cmp eax, 107",
+    "    je 48f",
+    "    mov ecx, 112",
+    "    cmp eax, 104",
+    "    je 48f",
+    "    mov ecx, 120",
+    "    cmp eax, 108",
+    "    je 48f",
+    "    cmp eax, 110",
+    "    jne 30f",
+    "    syscall",
+    "    jmp 49f",
+    "48:",
+    "    mov rax, [r15 + rcx]",
+    "49:",
+    "    lock inc qword ptr [r15 + 80]",
+    "    mov [r13 + 144], rax",
+    "    ret",
+    // Take the lock (0 -> 1), waiting on it while another thread holds it.
+    "30:",
     "    xor eax, eax",
     "    mov ecx, 1",
     "    lock cmpxchg [r15], ecx",
@@ -121,7 +166,7 @@ global_asm!(
     "    xor r10d, r10d",
     "    mov eax, 202",
     "    syscall",
-    "    jmp 3b",
+    "    jmp 30b",
     "4:",
     "    mov eax, [r12 + 24]",
     "    mov [r15 + 8], rax",
