@@ -523,3 +523,33 @@ fn sigsys_stub_answers_id_calls_in_the_process() {
     assert_eq!(inside(&err), 0, "{err}");
     assert!(err.lines().filter(|l| l.starts_with("[pid 1] getppid() = 0")).count() >= 10, "{err}");
 }
+
+/// Metadata calls raced against a directory swapped for a symbolic link that leads out of the
+/// root: stat never sees the file outside, and chmod and utimes never change it. Natively the
+/// same probe (run from the root) does reach the outside file.
+#[test]
+fn a_raced_symlink_swap_never_reaches_outside_the_root() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let (root, secret) = make_root("race");
+    let ino = std::fs::metadata(&secret).unwrap().ino().to_string();
+    let name = secret.file_name().unwrap().to_str().unwrap();
+    let native = Command::new(BENCH).args(["race", "tmp/race", name, &ino, "50"]).current_dir(&root).output().unwrap();
+    assert!(text(&native.stdout).contains("race-link ESCAPED"), "{}", text(&native.stdout));
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let before = std::fs::metadata(&secret).unwrap();
+    for m in mechanisms() {
+        let out = guest(m, Some(&root), &[BENCH, "race", "tmp/race", name, &ino, "3000"]);
+        let report = text(&out.stdout);
+        let refused = ["race-link refused", "race-stat refused", "race-done"].iter().all(|l| report.contains(l));
+        assert!(refused, "{m}: {report}{}", text(&out.stderr));
+        let after = std::fs::metadata(&secret).unwrap();
+        assert_eq!(after.mode(), before.mode(), "{m}: chmod reached the file outside the root");
+        assert_eq!(
+            (after.mtime(), after.mtime_nsec()),
+            (before.mtime(), before.mtime_nsec()),
+            "{m}: utimes reached it"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "vmlab-secret\n");
+    let _ = std::fs::remove_dir_all(root.parent().unwrap());
+}

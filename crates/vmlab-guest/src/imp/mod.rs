@@ -2,6 +2,7 @@
 
 mod kernel;
 mod mem;
+mod meta;
 mod notify;
 mod path;
 mod sigsys;
