@@ -17,12 +17,14 @@ pub const AFTER_HELP: &str = "Examples:\n  \
     Mechanisms: ptrace (PTRACE_SYSCALL, two stops per call), sysemu (PTRACE_SYSEMU, one stop),\n\
     seccomp-trace (only the calls the guest kernel must see stop), seccomp-notify (a supervisor\n\
     thread answers, no ptrace), sigsys (a stub in each guest process answers the id calls itself,\n\
-    uname and set*id through shared memory, no stop; the rest as seccomp-notify). The exit status is the guest's (128+N if signal N killed it).\n\
+    uname and set*id through shared memory, no stop; the rest as seccomp-notify), user-dispatch\n\
+    (sigsys with syscall user dispatch: every call of a program's main thread goes to the stub,\n\
+    which runs the ones the guest kernel need not see itself). The exit status is the guest's (128+N if signal N killed it).\n\
     docs/guest.md explains the design and lists every system call.";
 
 #[derive(Args)]
 pub struct GuestArgs {
-    /// Trap mechanism: ptrace, sysemu, seccomp-trace, seccomp-notify, sigsys.
+    /// Trap mechanism: ptrace, sysemu, seccomp-trace, seccomp-notify, sigsys, user-dispatch.
     #[arg(long, short = 'M', value_name = "M", default_value = "seccomp-trace")]
     pub mechanism: String,
     /// Guest root directory: every path the guest uses resolves inside it.
@@ -44,7 +46,7 @@ pub struct GuestArgs {
     #[arg(long, value_name = "N")]
     pub cpu: Option<usize>,
     /// At the end, print how many guest system calls were trapped (on stderr), and how many of
-    /// them the sigsys stub answered inside the guest process.
+    /// them the sigsys (or user-dispatch) stub answered inside the guest process.
     #[arg(long)]
     pub count: bool,
     /// The program and its arguments (after --).

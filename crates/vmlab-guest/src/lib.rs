@@ -42,12 +42,23 @@ pub enum Mechanism {
     /// and hands the call to the guest kernel through a shared page (no ptrace stop); the calls
     /// the host must run go the `SeccompNotify` way.
     Sigsys,
+    /// `sigsys` with syscall user dispatch (PR_SET_SYSCALL_USER_DISPATCH) instead of the
+    /// SECCOMP_RET_TRAP filter: every call of a program's main thread raises SIGSYS; the stub
+    /// answers the guest kernel's calls as `sigsys` does and runs the rest itself from its own
+    /// code, which dispatch lets through (the notify filter still sees them).
+    UserDispatch,
 }
 
 impl Mechanism {
     /// Every mechanism, in the order of the benchmark table.
-    pub const ALL: [Mechanism; 5] =
-        [Mechanism::Ptrace, Mechanism::Sysemu, Mechanism::SeccompTrace, Mechanism::SeccompNotify, Mechanism::Sigsys];
+    pub const ALL: [Mechanism; 6] = [
+        Mechanism::Ptrace,
+        Mechanism::Sysemu,
+        Mechanism::SeccompTrace,
+        Mechanism::SeccompNotify,
+        Mechanism::Sigsys,
+        Mechanism::UserDispatch,
+    ];
 
     /// The name `--mechanism` takes.
     pub fn name(self) -> &'static str {
@@ -57,6 +68,7 @@ impl Mechanism {
             Mechanism::SeccompTrace => "seccomp-trace",
             Mechanism::SeccompNotify => "seccomp-notify",
             Mechanism::Sigsys => "sigsys",
+            Mechanism::UserDispatch => "user-dispatch",
         }
     }
 

@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 const GUEST: &str = env!("CARGO_BIN_EXE_vmlab-guest");
 const BENCH: &str = env!("CARGO_BIN_EXE_vmlab-guest-bench");
-const MECHANISMS: [&str; 5] = ["ptrace", "sysemu", "seccomp-trace", "seccomp-notify", "sigsys"];
+const MECHANISMS: [&str; 6] = ["ptrace", "sysemu", "seccomp-trace", "seccomp-notify", "sigsys", "user-dispatch"];
 
 /// The mechanisms this host runs; the others are skipped with a printed reason.
 fn mechanisms() -> Vec<&'static str> {
@@ -93,6 +93,23 @@ fn real_programs_match_native_under_every_mechanism() {
             "-c".into(),
             format!("import os, sys, subprocess; print(sum(range(10))); print(sorted(os.listdir('{t}/a'))); print(subprocess.run(['echo','sub'], capture_output=True).stdout); sys.exit(4)"),
         ]);
+        // A signal handler that makes calls, interrupting a sleep that resumes; a thread; a
+        // vfork-style spawn; a fork; a timer.
+        cases.push(vec![
+            "python3".into(),
+            "-c".into(),
+            "import os, signal, threading, subprocess, time\n\
+got = []\n\
+signal.signal(signal.SIGALRM, lambda s, f: got.append(os.getpid()))\n\
+signal.setitimer(signal.ITIMER_REAL, 0.05)\n\
+time.sleep(0.3)\n\
+t = threading.Thread(target=lambda: got.append(len(os.listdir('/')) > 0)); t.start(); t.join()\n\
+r = subprocess.run(['sh', '-c', 'echo $((6*7))'], capture_output=True)\n\
+pid = os.fork()\n\
+if pid == 0: os._exit(3)\n\
+print(got[0] == os.getpid(), got[1], r.stdout, os.waitpid(pid, 0)[1] >> 8)\n"
+                .into(),
+        ]);
     } else {
         eprintln!("skipping the python3 case: no python3 on PATH");
     }
@@ -116,7 +133,7 @@ fn real_programs_match_native_under_every_mechanism() {
 #[test]
 fn a_guest_killed_by_a_signal_reports_128_plus_n() {
     for m in mechanisms() {
-        if m == "seccomp-notify" || m == "sigsys" {
+        if matches!(m, "seccomp-notify" | "sigsys" | "user-dispatch") {
             // Its guest pid 1 is a pid namespace's init, which signals from inside cannot kill.
             continue;
         }
@@ -287,7 +304,7 @@ fn nothing_escapes_the_guest_root() {
             .output()
             .unwrap();
         let report = text(&out.stdout);
-        if m == "seccomp-notify" || m == "sigsys" {
+        if matches!(m, "seccomp-notify" | "sigsys" | "user-dispatch") {
             assert_eq!(out.status.code(), Some(2), "{m}: {report}");
             continue;
         }
@@ -325,7 +342,7 @@ fn bad_input_is_a_one_line_error_with_status_2() {
         assert!(err.starts_with("error: "), "{args:?}: {err}");
     }
     let out = Command::new(GUEST).args(["-M", "bogus", "--", "true"]).output().unwrap();
-    assert!(text(&out.stderr).contains("ptrace, sysemu, seccomp-trace, seccomp-notify, sigsys"));
+    assert!(text(&out.stderr).contains("ptrace, sysemu, seccomp-trace, seccomp-notify, sigsys, user-dispatch"));
 }
 
 #[test]

@@ -53,7 +53,8 @@ fn trap(m: Mechanism) -> Box<dyn Trap> {
         Mechanism::Sysemu => Box::new(Style::Sysemu),
         Mechanism::SeccompTrace => Box::new(Style::SeccompTrace),
         Mechanism::SeccompNotify => Box::new(notify::Notify),
-        Mechanism::Sigsys => Box::new(sigsys::Sigsys),
+        Mechanism::Sigsys => Box::new(sigsys::Sigsys { dispatch: false }),
+        Mechanism::UserDispatch => Box::new(sigsys::Sigsys { dispatch: true }),
     }
 }
 
@@ -61,6 +62,16 @@ fn trap(m: Mechanism) -> Box<dyn Trap> {
 fn seccomp_action_available(action: u32) -> bool {
     // SAFETY: SECCOMP_GET_ACTION_AVAIL reads one u32 through the pointer, which is live.
     unsafe { c::syscall(c::SYS_seccomp, c::SECCOMP_GET_ACTION_AVAIL, 0, &action as *const u32) == 0 }
+}
+
+/// PR_SET_SYSCALL_USER_DISPATCH and its "on" operation.
+pub(crate) const PR_SET_SYSCALL_USER_DISPATCH: u64 = 59;
+pub(crate) const PR_SYS_DISPATCH_ON: u64 = 1;
+
+/// Whether the host kernel has syscall user dispatch: turning it off (it is off) succeeds.
+fn user_dispatch_available() -> bool {
+    // SAFETY: PR_SYS_DISPATCH_OFF (0) with zero arguments changes nothing.
+    unsafe { c::prctl(PR_SET_SYSCALL_USER_DISPATCH as c::c_int, 0, 0, 0, 0) == 0 }
 }
 
 /// Whether the host kernel has futex_waitv (Linux 5.16).
@@ -92,9 +103,13 @@ pub(crate) fn check_host(m: Mechanism) -> Result<(), GuestError> {
         Mechanism::SeccompNotify => {
             need(seccomp_action_available(c::SECCOMP_RET_USER_NOTIF), "seccomp SECCOMP_RET_USER_NOTIF")
         }
-        Mechanism::Sigsys => {
+        Mechanism::Sigsys | Mechanism::UserDispatch => {
             need(ptrace_ok, "ptrace (to put the stub into each new program)")?;
-            need(seccomp_action_available(c::SECCOMP_RET_TRAP), "seccomp SECCOMP_RET_TRAP")?;
+            if m == Mechanism::UserDispatch {
+                need(user_dispatch_available(), "syscall user dispatch (Linux 5.11)")?;
+            } else {
+                need(seccomp_action_available(c::SECCOMP_RET_TRAP), "seccomp SECCOMP_RET_TRAP")?;
+            }
             need(seccomp_action_available(c::SECCOMP_RET_USER_NOTIF), "seccomp SECCOMP_RET_USER_NOTIF")?;
             need(futex_waitv_available(), "futex_waitv (Linux 5.16)")
         }

@@ -34,8 +34,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// The sigsys mechanism.
-pub(crate) struct Sigsys;
+/// The sigsys mechanism, or with `dispatch` its syscall-user-dispatch variant.
+pub(crate) struct Sigsys {
+    pub(crate) dispatch: bool,
+}
 
 /// Whether the first filter traps `nr` to the stub: the calls the guest kernel answers without
 /// acting on the host or reading more than a few bytes of the caller. gettid is not among them
@@ -175,10 +177,11 @@ impl Shared<'_> {
 
 impl Trap for Sigsys {
     fn run(&self, config: &Config, kernel: &mut Kernel, argv: &[OsString]) -> Result<Outcome, GuestError> {
-        let first = trap_filter()?;
+        // Dispatch needs no filter of its own: it sends every call to the stub.
+        let first = if self.dispatch { None } else { Some(trap_filter()?) };
         // The stub's getppid runs on the host (see `stub.rs`); with --strace it goes round.
         let pass: &[i64] = if config.strace { &[] } else { &[c::SYS_getppid] };
-        let started = notify::start(config, kernel, argv, Some(&first), pass)?;
+        let started = notify::start(config, kernel, argv, first.as_deref(), pass)?;
         let sigchld = sigchld_fd()?;
         let pidfd = pidfd_open(started.pid)?;
         let rooted = kernel.root.is_some();
@@ -191,8 +194,14 @@ impl Trap for Sigsys {
         };
         let status = std::thread::scope(|s| {
             let answering = s.spawn(|| serve_channels(&shared));
-            let status =
-                Supervisor { shared: &shared, rooted, seized: HashMap::new(), started: &started }.run(&sigchld, &pidfd);
+            let status = Supervisor {
+                shared: &shared,
+                rooted,
+                dispatch: self.dispatch,
+                seized: HashMap::new(),
+                started: &started,
+            }
+            .run(&sigchld, &pidfd);
             take_terminal_back();
             shared.done.store(true, Ordering::SeqCst);
             shared.control.fetch_add(1, Ordering::SeqCst);
@@ -274,6 +283,8 @@ struct Supervisor<'a, 'k> {
     shared: &'a Shared<'k>,
     /// Whether the guest has a root other than `/`.
     rooted: bool,
+    /// Syscall user dispatch rather than the SECCOMP_RET_TRAP filter.
+    dispatch: bool,
     seized: HashMap<i32, Seized>,
     started: &'a Started,
 }
@@ -390,16 +401,25 @@ impl Supervisor<'_, '_> {
     }
 
     /// The injected calls, in order: map the stub's pages, make the code page executable and
-    /// the data page wiped on fork, install the handler. Each returns the expected result.
-    fn steps(&self) -> [([u64; 7], i64); 4] {
+    /// the data page wiped on fork, install the handler, and for dispatch turn it on. Each
+    /// returns the expected result.
+    fn steps(&self) -> Vec<([u64; 7], i64)> {
         let fixed = (c::MAP_PRIVATE | c::MAP_ANONYMOUS | c::MAP_FIXED_NOREPLACE) as u64;
         let rw = (c::PROT_READ | c::PROT_WRITE) as u64;
-        [
+        let mut steps = vec![
             ([c::SYS_mmap as u64, stub::BASE, stub::LEN, rw, fixed, u64::MAX, 0], stub::BASE as i64),
             ([c::SYS_mprotect as u64, stub::BASE, 0x1000, (c::PROT_READ | c::PROT_EXEC) as u64, 0, 0, 0], 0),
             ([c::SYS_madvise as u64, stub::DATA, 0x1000, c::MADV_WIPEONFORK as u64, 0, 0, 0], 0),
             ([c::SYS_rt_sigaction as u64, SIGSYS_PAST_FILTER, stub::DATA + 64, 0, 8, 0, 0], 0),
-        ]
+        ];
+        if self.dispatch {
+            // Every call from outside the stub's code page raises SIGSYS; the selector is a
+            // constant "block" byte in that page.
+            let selector = stub::BASE + stub::data_offsets().0;
+            let on = [super::PR_SET_SYSCALL_USER_DISPATCH, super::PR_SYS_DISPATCH_ON, stub::BASE, 0x1000, selector];
+            steps.push(([c::SYS_prctl as u64, on[0], on[1], on[2], on[3], on[4], 0], 0));
+        }
+        steps
     }
 
     /// Runs the next injected call at an exec stop (`next` is None for the first), or finishes.
@@ -459,13 +479,23 @@ impl Supervisor<'_, '_> {
     /// Copies the stub's code and its sigaction into the freshly mapped pages.
     fn copy_stub(&self, tid: i32) -> bool {
         let (code, restorer) = stub::code();
+        // The bitmap of the calls the stub sends to the guest kernel (dispatch sends it all).
+        let mut code = code.to_vec();
+        let at = stub::data_offsets().1 as usize;
+        for nr in 0..512 {
+            if trapped(nr) {
+                code[at + nr as usize / 8] |= 1 << (nr % 8);
+            }
+        }
         // struct kernel_sigaction: handler, flags, restorer, mask.
         let flags = (c::SA_SIGINFO | 0x0400_0000) as u64;
         let mut act = Vec::with_capacity(32);
         for v in [stub::BASE, flags, stub::BASE + restorer, u64::MAX] {
             act.extend_from_slice(&v.to_ne_bytes());
         }
-        mem::write(tid, stub::BASE, code).is_ok() && mem::write(tid, stub::DATA + 64, &act).is_ok()
+        code.len() <= 0x1000
+            && mem::write(tid, stub::BASE, &code).is_ok()
+            && mem::write(tid, stub::DATA + 64, &act).is_ok()
     }
 
     /// The stub could not be put in: the process would die at its first trapped call anyway.
@@ -487,6 +517,8 @@ impl Supervisor<'_, '_> {
         let call = Call { nr: req.data.nr as i64, args: req.data.args };
         let ip = req.data.instruction_pointer;
         let from_stub = (stub::BASE..stub::BASE + 0x1000).contains(&ip);
+        // Dispatch's stub runs the guest's calls from its page: those are the guest's.
+        let guest_site = from_stub && stub::guest_call_sites().contains(&(ip - stub::BASE));
         let cont =
             c::seccomp_notif_resp { id: req.id, val: 0, error: 0, flags: c::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32 };
         let resp = if matches!(self.seized.get(&tid), Some(Seized::Injecting { .. })) {
@@ -495,7 +527,7 @@ impl Supervisor<'_, '_> {
         } else if call.nr == c::SYS_prctl && call.args[0] == stub::REGISTER && from_stub {
             let r = self.register(tid, call.args[1] as i32, call.args[2]);
             c::seccomp_notif_resp { id: req.id, val: 0, error: r, flags: 0 }
-        } else if from_stub && !calls::needs_trap(call.nr, self.rooted, false) {
+        } else if from_stub && !guest_site && !calls::needs_trap(call.nr, self.rooted, false) {
             // The stub's own calls (seen only with --strace): not the guest's. Any other call
             // from the stub's page is the guest's (it can jump there) and is handled as such.
             cont

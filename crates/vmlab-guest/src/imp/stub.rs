@@ -77,8 +77,12 @@ global_asm!(
     "    mov eax, [r12 + 24]",
     "    cmp eax, 14",
     "    je 20f",
+    // si_code SYS_USER_DISPATCH (2): syscall user dispatch sent every call here.
+    "    cmp dword ptr [r12 + 8], 2",
+    "    je 50f",
     "    cmp eax, 13",
     "    je 10f",
+    "40:",
     "    mov r15, [r14]",
     "    test r15, r15",
     "    jnz 3f",
@@ -277,12 +281,190 @@ global_asm!(
     "29:",
     "    mov qword ptr [r13 + 144], -22",
     "    ret",
+    // Syscall user dispatch: the calls the guest kernel answers go the channel way (above);
+    // every other call runs here, from this page, which dispatch lets through (and the seccomp
+    // filter below still sees), with the interrupted context's arguments and signal mask.
+    "50:",
+    "    cmp eax, 13",
+    "    je 55f",
+    "    cmp eax, 15",
+    "    je 60f",
+    "    cmp eax, 56",
+    "    je 70f",
+    "    cmp eax, 58",
+    "    je 75f",
+    "    cmp eax, 512",
+    "    jae 52f",
+    "    lea rcx, [rip + vmlab_stub_trapped]",
+    "    bt dword ptr [rcx], eax",
+    "    jc 40b",
+    // Run call eax under the guest's signal mask (a blocking call stays interruptible; the
+    // mask comes back from the context at sigreturn anyway).
+    "52:",
+    "    mov ebx, eax",
+    "    call 58f",
+    "    mov eax, ebx",
+    "    mov rdi, [r13 + 104]",
+    "    mov rsi, [r13 + 112]",
+    "    mov rdx, [r13 + 136]",
+    "    mov r10, [r13 + 56]",
+    "    mov r8, [r13 + 40]",
+    "    mov r9, [r13 + 48]",
+    "    syscall",
+    ".globl vmlab_stub_site_call",
+    "vmlab_stub_site_call:",
+    "    mov [r13 + 144], rax",
+    "    ret",
+    // rt_sigaction: SIGSYS as above; any other signal with SIGSYS taken out of its handler's
+    // mask (the host kills a thread whose SIGSYS is blocked when it dispatches).
+    "55:",
+    "    cmp dword ptr [r13 + 104], 31",
+    "    je 10b",
+    "    mov rsi, [r13 + 112]",
+    "    test rsi, rsi",
+    "    jz 52b",
+    "    sub rsp, 32",
+    "    mov rax, [rsi]",
+    "    mov [rsp], rax",
+    "    mov rax, [rsi + 8]",
+    "    mov [rsp + 8], rax",
+    "    mov rax, [rsi + 16]",
+    "    mov [rsp + 16], rax",
+    "    mov rax, [rsi + 24]",
+    "    btr rax, 30",
+    "    mov [rsp + 24], rax",
+    "    call 58f",
+    "    mov rdi, [r13 + 104]",
+    "    mov rsi, rsp",
+    "    mov rdx, [r13 + 136]",
+    "    mov r10, [r13 + 56]",
+    "    mov eax, 13",
+    "    syscall",
+    ".globl vmlab_stub_site_sigaction",
+    "vmlab_stub_site_sigaction:",
+    "    add rsp, 32",
+    "    mov [r13 + 144], rax",
+    "    ret",
+    // rt_sigprocmask(SIG_SETMASK, the context's mask, NULL, 8).
+    "58:",
+    "    mov edi, 2",
+    "    lea rsi, [r13 + 296]",
+    "    xor edx, edx",
+    "    mov r10d, 8",
+    "    mov eax, 14",
+    "    syscall",
+    "    ret",
+    // rt_sigreturn of a guest handler: from the guest's own frame, here.
+    "60:",
+    "    mov rsp, [r13 + 160]",
+    "    mov eax, 15",
+    "    syscall",
+    // clone with CLONE_VM and a stack: the child must not come back through this signal frame
+    // (its parent's, which the parent is about to leave). The context it starts from goes
+    // below its stack, signals stay blocked until it has moved below that, then it takes the
+    // guest's mask and registers and jumps to where the call was made.
+    "70:",
+    "    mov rcx, [r13 + 104]",
+    "    test ecx, 0x100",
+    "    jz 52b",
+    "    mov rsi, [r13 + 112]",
+    "    test rsi, rsi",
+    "    jz 52b",
+    "    mov rax, [r13 + 168]",
+    "    mov [rsi - 8], rax",
+    "    mov rax, [r13 + 128]",
+    "    mov [rsi - 16], rax",
+    "    mov rax, [r13 + 120]",
+    "    mov [rsi - 24], rax",
+    "    mov rax, [r13 + 72]",
+    "    mov [rsi - 32], rax",
+    "    mov rax, [r13 + 80]",
+    "    mov [rsi - 40], rax",
+    "    mov rax, [r13 + 88]",
+    "    mov [rsi - 48], rax",
+    "    mov rax, [r13 + 96]",
+    "    mov [rsi - 56], rax",
+    "    mov rax, [r13 + 104]",
+    "    mov [rsi - 64], rax",
+    "    mov rax, [r13 + 136]",
+    "    mov [rsi - 72], rax",
+    "    mov rax, [r13 + 40]",
+    "    mov [rsi - 80], rax",
+    "    mov rax, [r13 + 48]",
+    "    mov [rsi - 88], rax",
+    "    mov rax, [r13 + 56]",
+    "    mov [rsi - 96], rax",
+    "    mov rax, [r13 + 296]",
+    "    mov [rsi - 104], rax",
+    "    mov eax, 56",
+    "    mov rdi, [r13 + 104]",
+    "    mov rdx, [r13 + 136]",
+    "    mov r10, [r13 + 56]",
+    "    mov r8, [r13 + 40]",
+    "    mov r9, [r13 + 48]",
+    "    syscall",
+    ".globl vmlab_stub_site_clone",
+    "vmlab_stub_site_clone:",
+    "    test rax, rax",
+    "    jz 71f",
+    "    mov [r13 + 144], rax",
+    "    ret",
+    "71:",
+    "    sub rsp, 128",
+    "    mov edi, 2",
+    "    lea rsi, [rsp + 24]",
+    "    xor edx, edx",
+    "    mov r10d, 8",
+    "    mov eax, 14",
+    "    syscall",
+    "    mov rbx, [rsp + 112]",
+    "    mov rbp, [rsp + 104]",
+    "    mov r12, [rsp + 96]",
+    "    mov r13, [rsp + 88]",
+    "    mov r14, [rsp + 80]",
+    "    mov r15, [rsp + 72]",
+    "    mov rdi, [rsp + 64]",
+    "    mov rdx, [rsp + 56]",
+    "    mov r8, [rsp + 48]",
+    "    mov r9, [rsp + 40]",
+    "    mov r10, [rsp + 32]",
+    "    mov rcx, [rsp + 120]",
+    "    lea rsi, [rsp + 128]",
+    "    mov rsp, rsi",
+    "    xor eax, eax",
+    "    jmp rcx",
+    // vfork: a child with its parent's memory would come back through the parent's signal
+    // frame and overwrite it; clone(CLONE_VFORK | SIGCHLD) instead: the parent still waits
+    // for the child's exec or exit, the child has a copy of the memory.
+    "75:",
+    "    call 58b",
+    "    mov edi, 0x4011",
+    "    xor esi, esi",
+    "    xor edx, edx",
+    "    xor r10d, r10d",
+    "    xor r8d, r8d",
+    "    mov eax, 56",
+    "    syscall",
+    ".globl vmlab_stub_site_vfork",
+    "vmlab_stub_site_vfork:",
+    "    mov [r13 + 144], rax",
+    "    ret",
     ".globl vmlab_stub_restorer",
     "vmlab_stub_restorer:",
     "    mov eax, 15",
     "    syscall",
     "9:",
     "    .asciz \"vmlab-sigsys\"",
+    // Dispatch's selector: always "block" (the stub's own calls are in its allowed range).
+    ".globl vmlab_stub_selector",
+    "vmlab_stub_selector:",
+    "    .byte 1",
+    // One bit per call number below 512: the calls the guest kernel answers (filled in by the
+    // guest kernel when it copies the stub).
+    ".p2align 3",
+    ".globl vmlab_stub_trapped",
+    "vmlab_stub_trapped:",
+    "    .zero 64",
     ".globl vmlab_stub_end",
     "vmlab_stub_end:",
     ".popsection",
@@ -291,7 +473,31 @@ global_asm!(
 extern "C" {
     static vmlab_stub_start: u8;
     static vmlab_stub_restorer: u8;
+    static vmlab_stub_selector: u8;
+    static vmlab_stub_trapped: u8;
     static vmlab_stub_end: u8;
+    static vmlab_stub_site_call: u8;
+    static vmlab_stub_site_sigaction: u8;
+    static vmlab_stub_site_clone: u8;
+    static vmlab_stub_site_vfork: u8;
+}
+
+/// Offsets in the stub's code just after the `syscall` instructions that run a guest's call
+/// for dispatch (where a notification's instruction pointer is), as opposed to the stub's own.
+pub(crate) fn guest_call_sites() -> [u64; 4] {
+    let start = std::ptr::addr_of!(vmlab_stub_start) as u64;
+    [
+        std::ptr::addr_of!(vmlab_stub_site_call) as u64 - start,
+        std::ptr::addr_of!(vmlab_stub_site_sigaction) as u64 - start,
+        std::ptr::addr_of!(vmlab_stub_site_clone) as u64 - start,
+        std::ptr::addr_of!(vmlab_stub_site_vfork) as u64 - start,
+    ]
+}
+
+/// Offsets in the stub's code of dispatch's selector byte and of the trapped-calls bitmap.
+pub(crate) fn data_offsets() -> (u64, u64) {
+    let start = std::ptr::addr_of!(vmlab_stub_start) as u64;
+    (std::ptr::addr_of!(vmlab_stub_selector) as u64 - start, std::ptr::addr_of!(vmlab_stub_trapped) as u64 - start)
 }
 
 /// The stub's machine code, and the offset of its signal restorer (rt_sigreturn) in it.
