@@ -386,6 +386,19 @@ t = threading.Thread(target=f); t.start(); t.join()\n";
     assert_eq!(out.status.code(), Some(5));
 }
 
+/// A guest that jumps to a `syscall` instruction in the stub's code page to make a refused call
+/// (ptrace) is refused like anywhere else: the guest kernel does not wave calls from the stub's
+/// page through.
+#[test]
+fn a_refused_call_made_from_the_stubs_page_is_still_refused() {
+    for m in mechanisms().into_iter().filter(|m| matches!(*m, "sigsys" | "user-dispatch")) {
+        let out = guest(m, None, &[BENCH, "stubjump"]);
+        assert_eq!(text(&out.stdout), format!("stub-jump refused {}\n", libc::EPERM), "{m}: {}", text(&out.stderr));
+    }
+    // Without a stub the probe says so (its pattern is the stub's, not something else).
+    assert_eq!(text(&native(&[BENCH, "stubjump"]).stdout), "stub-jump absent\n");
+}
+
 /// A static program (no dynamic loader, so no preloaded library could reach it) gets the stub
 /// too: its getpid/getppid/getuid are the guest's.
 #[test]

@@ -22,6 +22,7 @@ fn main() {
         "probe" => probe(&args[2], args.get(3).and_then(|s| s.parse().ok()).unwrap_or(0)),
         "scmrights" => received_directory(&args[2]),
         "hostproc" => host_processes(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0)),
+        "stubjump" => stub_jump(),
         "race" => race(
             &args[2],
             &args[3],
@@ -284,6 +285,52 @@ fn bandwidth(op: &str, n: u64) -> f64 {
     };
     let _ = std::fs::remove_file(&path);
     SIZE as f64 / us
+}
+
+/// Makes ptrace(PTRACE_TRACEME) through a `syscall` instruction in the sigsys stub's code page
+/// (the one followed by "store rax at [r13 + 144]; ret", so that it comes back here): a call
+/// from the stub's page must be checked like any other. Prints "stub-jump refused ERRNO",
+/// "stub-jump ESCAPED", or "stub-jump absent" when the process has no stub.
+fn stub_jump() {
+    const BASE: u64 = 0x3e5a_0000_0000;
+    let mapped = std::fs::read_to_string("/proc/self/maps")
+        .is_ok_and(|m| m.lines().any(|l| l.starts_with(&format!("{BASE:x}-"))));
+    // syscall; mov [r13 + 0x90], rax; ret
+    let pattern = [0x0f, 0x05, 0x49, 0x89, 0x85, 0x90, 0x00, 0x00, 0x00, 0xc3];
+    // SAFETY: the stub's code page is mapped readable (checked above) and 4096 bytes long.
+    let code = mapped.then(|| unsafe { std::slice::from_raw_parts(BASE as *const u8, 4096) });
+    let Some(at) = code.and_then(|c| c.windows(pattern.len()).position(|w| w == pattern)) else {
+        println!("stub-jump absent");
+        return;
+    };
+    let target = BASE + at as u64;
+    let mut scratch = [0i64; 32];
+    let ret: i64;
+    // SAFETY: calls the stub's `syscall; mov [r13 + 144], rax; ret` with r13 at `scratch`
+    // (32 words: offset 144 is inside), rax the call number and the arguments in their
+    // registers; the sequence returns here. r13 is saved and restored around it.
+    unsafe {
+        std::arch::asm!(
+            "push r13",
+            "mov r13, {s}",
+            "call {t}",
+            "pop r13",
+            s = in(reg) scratch.as_mut_ptr(),
+            t = in(reg) target,
+            inout("rax") c::SYS_ptrace => ret,
+            in("rdi") c::PTRACE_TRACEME as u64,
+            in("rsi") 0u64,
+            in("rdx") 0u64,
+            in("r10") 0u64,
+            out("rcx") _,
+            out("r11") _,
+        );
+    }
+    if ret == 0 {
+        println!("stub-jump ESCAPED");
+    } else {
+        println!("stub-jump refused {}", -ret);
+    }
 }
 
 /// Races metadata calls against a directory swapped for a symbolic link that climbs out of the
