@@ -13,6 +13,7 @@ pub mod exits;
 pub mod kvm;
 pub mod model;
 pub mod registry;
+pub mod replay;
 
 pub use exits::{E500Exit, E500ExitCounts};
 pub use model::{
