@@ -86,3 +86,12 @@ fn reproduce_labt_names_a_missing_trace_in_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("/no/such/trace.zst"), "{err}");
 }
+
+#[test]
+fn reproduce_lists_labt() {
+    let one = vmlab_ok(&["reproduce", "labt", "--list"]);
+    assert_eq!(one.lines().count(), 2, "{one}");
+    assert!(one.contains("\n  labt ") && one.contains("e500"), "{one}");
+    let help = vmlab_ok(&["reproduce", "--help"]);
+    assert!(help.contains("labt") && help.contains("--trace"), "{help}");
+}
