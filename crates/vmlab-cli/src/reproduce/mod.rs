@@ -29,6 +29,13 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
     if args.list {
         return list(args.name.as_deref());
     }
+    if args.trace.is_some() {
+        return Err(UsageError(
+            "--trace is for `vmlab reproduce labt` only (the recorded e500 guest it replays)"
+                .into(),
+        )
+        .into());
+    }
     let Some(name) = args.name.as_deref() else {
         return Err(
             UsageError("name an experiment (vmlab reproduce --list shows them)".into()).into(),
@@ -109,6 +116,11 @@ fn list(name: Option<&str>) -> Result<(), CliError> {
     lines.push((
         "guest".to_string(),
         "the user-level guest kernel: real programs' system calls under each trap mechanism, measured [minutes; --quick less]".to_string(),
+    ));
+    // `labt` replays the recorded e500 guest (vmlab_core::lab::e500), not an experiment file.
+    lines.push((
+        "labt".to_string(),
+        "the recorded e500 Linux guest under bare, KVM trap-and-emulate, paravirtual patching and LABT [seconds]".to_string(),
     ));
     if let Some(name) = name {
         lines.retain(|(n, _)| n == name);
