@@ -5,6 +5,7 @@
 //! KVM's shadow MMU) lives in [`x86`].
 
 pub mod direct;
+pub mod e500;
 pub mod pv;
 pub mod remap;
 pub mod tpt;
