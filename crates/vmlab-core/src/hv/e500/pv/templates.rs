@@ -38,6 +38,18 @@ pub struct TemplateInput {
     pub int_pending: bool,
 }
 
+impl Template {
+    /// The template's code size in words (every path), as copied per site.
+    pub fn words(self) -> u32 {
+        match self {
+            Template::WrteeiZero => 14,
+            Template::Wrtee | Template::WrteeiOne => 27,
+            Template::Mtmsr => 32,
+            Template::Mtmsrd => 31,
+        }
+    }
+}
+
 const SAVE: u32 = 5;
 const RESTORE: u32 = 5;
 
