@@ -19,7 +19,7 @@ pub enum BranchForm {
 /// The encoding a single branch at `from` to `to` can use, or `None` when neither reaches
 /// (or an address is not word-aligned).
 pub fn branch(from: u32, to: u32) -> Option<BranchForm> {
-    if from % 4 != 0 || to % 4 != 0 {
+    if !from.is_multiple_of(4) || !to.is_multiple_of(4) {
         return None;
     }
     let offset = to.wrapping_sub(from) as i32 as i64;

@@ -41,9 +41,9 @@ impl Block {
     pub fn is_tlb1_entry(self) -> bool {
         let s = self.size;
         s.is_power_of_two()
-            && s.trailing_zeros() % 2 == 0
+            && s.trailing_zeros().is_multiple_of(2)
             && (4096..=1 << 32).contains(&s)
-            && self.base as u64 % s == 0
+            && (self.base as u64).is_multiple_of(s)
     }
 
     fn quarters(self) -> [Block; 4] {
