@@ -8,6 +8,7 @@
 
 pub mod assoc;
 pub mod cache;
+pub mod e500;
 pub mod frames;
 pub mod pipeline;
 pub mod tags;

@@ -1,0 +1,323 @@
+//! `kvm`: KVM's e500v2 trap-and-emulate (Linux `arch/powerpc/kvm/`: booke.c, emulate.c,
+//! booke_emulate.c, e500_emulate.c, e500_mmu.c, e500_mmu_host.c). The guest kernel runs in
+//! the host's user mode, so every privileged instruction, `sc` and exception exits. KVM keeps
+//! a copy of the guest TLB (here: the guest state's TLB) and installs shadow entries in the
+//! host TLB:
+//! - a guest `tlbwe` invalidates the shadows of the entry it overwrites and premaps the new
+//!   entry's first page (`kvmppc_e500_emul_tlbwe`: "Premap the faulting page");
+//! - a host TLB miss whose address the guest TLB maps installs a shadow (`kvmppc_mmu_map`):
+//!   a guest TLB0 entry becomes a host TLB0 entry; a guest TLB1 entry becomes a host TLB0
+//!   4 KiB entry, or, when guest memory is backed by huge host pages, a host TLB1 entry of
+//!   the guest's size (`kvmppc_e500_tlb1_map`), placed round-robin in the TLB1 slots the
+//!   host's own entries and the magic page leave free;
+//! - `tlbivax` and an MMUCSR0 flash invalidation flush every shadow
+//!   (`kvmppc_core_flush_tlb`).
+//!
+//! Shadows are tagged by the guest's (TID, TS, PR) like KVM's shadow IDs, so a PID change
+//! needs no flush. A host TLB0 victim is chosen round-robin per set.
+
+use super::exits::E500Exit;
+use super::model::{
+    AccessCtx, GuestEvent, GuestState, HvModel, ModelCounters, TlbEffect, Translation, MSR_PR,
+};
+use crate::cost::e500::{E500Costs, E500ProfileError};
+use crate::hw::e500::mmu::{Tlb0, TLB0_SETS, TLB0_WAYS, TLB1_ENTRIES};
+use crate::hw::e500::{Access, PageSize, Perms, TlbEntry, TlbSlot};
+use crate::trace::e500::insn::PrivClass;
+use crate::trace::e500::ExceptionKind;
+
+/// One shadow entry in the host TLB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shadow {
+    /// Guest effective base.
+    pub epn: u32,
+    /// Size.
+    pub size: PageSize,
+    /// Guest-physical base (the host-physical page backs it; the model keeps the
+    /// guest-physical side, which is what the invariant compares).
+    pub gpa: u64,
+    /// The guest entry's permissions.
+    pub perms: Perms,
+    /// The guest entry's TID.
+    pub tid: u8,
+    /// The guest entry's TS.
+    pub ts: bool,
+    /// Created while the guest was in user mode (part of KVM's shadow ID).
+    pub pr: bool,
+    /// The guest TLB slot it shadows.
+    pub gslot: TlbSlot,
+}
+
+impl Shadow {
+    fn matches(&self, ea: u32, ctx: AccessCtx) -> bool {
+        self.ts == ctx.ts
+            && self.pr == ctx.user
+            && (self.tid == 0 || self.tid == ctx.pid)
+            && (ea as u64) >= self.epn as u64
+            && (ea as u64) < self.epn as u64 + self.size.bytes()
+    }
+}
+
+/// The host TLB as KVM fills it with shadows.
+#[derive(Clone, Debug)]
+pub struct HostTlb {
+    tlb0: Vec<Option<Shadow>>,
+    tlb0_victim: Vec<u8>,
+    tlb1: [Option<Shadow>; TLB1_ENTRIES],
+    tlb1_first: usize,
+    tlb1_victim: usize,
+}
+
+impl HostTlb {
+    /// An empty host TLB whose first `reserved` TLB1 entries the host keeps for itself.
+    pub fn new(reserved: usize) -> Self {
+        let reserved = reserved.min(TLB1_ENTRIES - 1);
+        HostTlb {
+            tlb0: vec![None; TLB0_SETS * TLB0_WAYS],
+            tlb0_victim: vec![0; TLB0_SETS],
+            tlb1: [None; TLB1_ENTRIES],
+            tlb1_first: reserved,
+            tlb1_victim: reserved,
+        }
+    }
+
+    /// The shadow translating `ea` in `ctx`.
+    pub fn lookup(&self, ea: u32, ctx: AccessCtx) -> Option<&Shadow> {
+        let set = Tlb0::set_of(ea) * TLB0_WAYS;
+        self.tlb1
+            .iter()
+            .flatten()
+            .chain(self.tlb0[set..set + TLB0_WAYS].iter().flatten())
+            .find(|s| s.matches(ea, ctx))
+    }
+
+    /// Installs `s`: 4 KiB shadows in TLB0 (round-robin way), larger ones in TLB1
+    /// (round-robin over the free slots). Returns true when a valid shadow was evicted.
+    pub fn install(&mut self, s: Shadow) -> bool {
+        if s.size == PageSize::K4 {
+            let set = Tlb0::set_of(s.epn);
+            let way = self.tlb0_victim[set] as usize;
+            self.tlb0_victim[set] = ((way + 1) % TLB0_WAYS) as u8;
+            self.tlb0[set * TLB0_WAYS + way].replace(s).is_some()
+        } else {
+            // KVM keeps no two host TLB1 shadows overlapping: drop any the new one covers.
+            for e in self.tlb1[self.tlb1_first..].iter_mut() {
+                if e.is_some_and(|o| {
+                    o.ts == s.ts
+                        && o.pr == s.pr
+                        && o.tid == s.tid
+                        && (o.epn as u64) < s.epn as u64 + s.size.bytes()
+                        && (s.epn as u64) < o.epn as u64 + o.size.bytes()
+                }) {
+                    *e = None;
+                }
+            }
+            let i = self.tlb1_victim;
+            self.tlb1_victim = if i + 1 == TLB1_ENTRIES {
+                self.tlb1_first
+            } else {
+                i + 1
+            };
+            self.tlb1[i].replace(s).is_some()
+        }
+    }
+
+    /// Removes the shadows of guest slot `gslot`; returns how many.
+    pub fn invalidate_gslot(&mut self, gslot: TlbSlot) -> u64 {
+        let mut n = 0;
+        for e in self.tlb0.iter_mut().chain(self.tlb1.iter_mut()) {
+            if e.is_some_and(|s| s.gslot == gslot) {
+                *e = None;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Removes every shadow; returns how many there were.
+    pub fn flush(&mut self) -> u64 {
+        let mut n = 0;
+        for e in self.tlb0.iter_mut().chain(self.tlb1.iter_mut()) {
+            n += e.take().is_some() as u64;
+        }
+        n
+    }
+}
+
+/// The exit reason of a privileged instruction class.
+pub fn priv_exit(class: PrivClass) -> E500Exit {
+    match class {
+        PrivClass::Mfmsr => E500Exit::Mfmsr,
+        PrivClass::Mtmsr => E500Exit::Mtmsr,
+        PrivClass::Wrtee | PrivClass::Wrteei => E500Exit::Wrtee,
+        PrivClass::Rfi | PrivClass::RfOther => E500Exit::Rfi,
+        PrivClass::Mfspr => E500Exit::Mfspr,
+        PrivClass::Mtspr => E500Exit::Mtspr,
+        PrivClass::Tlbwe => E500Exit::Tlbwe,
+        PrivClass::Tlbre => E500Exit::Tlbre,
+        PrivClass::Tlbsx => E500Exit::Tlbsx,
+        PrivClass::Tlbivax | PrivClass::Tlbsync => E500Exit::Tlbivax,
+        PrivClass::Other => E500Exit::OtherPriv,
+    }
+}
+
+/// The exit reason of a guest exception the hardware raised (the host takes every
+/// interrupt first and reflects it), or `None` for the kernel's own branch to a vector.
+pub fn exception_exit(kind: ExceptionKind, by_branch: bool) -> Option<E500Exit> {
+    if by_branch {
+        return None;
+    }
+    Some(match kind {
+        ExceptionKind::DATA_TLB | ExceptionKind::INSN_TLB => E500Exit::GuestTlbMiss,
+        ExceptionKind(2) | ExceptionKind(3) => E500Exit::Storage,
+        ExceptionKind::SYSCALL => E500Exit::Syscall,
+        _ => E500Exit::OtherException,
+    })
+}
+
+/// The KVM model.
+#[derive(Clone, Debug)]
+pub struct Kvm {
+    name: &'static str,
+    huge: bool,
+    host: HostTlb,
+    exit_cycles: [u64; E500Exit::COUNT],
+    shadow_write: u64,
+    counters: ModelCounters,
+}
+
+impl Kvm {
+    /// KVM with guest memory in 4 KiB host pages (`huge` false: guest TLB1 entries shadowed
+    /// by 4 KiB TLB0 entries) or in huge host pages (`huge`: TLB1 shadows).
+    pub fn new(costs: &E500Costs, huge: bool) -> Result<Self, E500ProfileError> {
+        Ok(Kvm {
+            name: if huge { "kvm-huge" } else { "kvm" },
+            huge,
+            host: HostTlb::new(costs.cost("hv.host_tlb1_reserved")? as usize),
+            exit_cycles: costs.exit_cycles,
+            shadow_write: costs.cost("hv.shadow_write")?,
+            counters: ModelCounters::default(),
+        })
+    }
+
+    /// The host TLB.
+    pub fn host(&self) -> &HostTlb {
+        &self.host
+    }
+
+    fn exit(&mut self, reason: E500Exit, pc: u32) {
+        let c = self.exit_cycles[reason as usize];
+        self.counters.exit(reason, pc, c);
+    }
+
+    /// The shadow of guest entry `g` (at `gslot`) for `ea`, as KVM sizes it.
+    fn shadow_for(&self, g: &TlbEntry, gslot: TlbSlot, ea: u32, pr: bool) -> Shadow {
+        let size = if self.huge { g.size } else { PageSize::K4 };
+        let epn = (ea as u64 & !size.offset_mask()) as u32;
+        Shadow {
+            epn,
+            size,
+            gpa: g.translate(epn),
+            perms: g.perms,
+            tid: g.tid,
+            ts: g.ts,
+            pr,
+            gslot,
+        }
+    }
+
+    /// Maps `ea` from the guest TLB into the host TLB, if the guest maps it.
+    fn map(&mut self, guest: &GuestState, ea: u32, ctx: AccessCtx) -> bool {
+        let Some((gslot, g)) = guest.tlb.lookup(ea, ctx.pid, ctx.ts) else {
+            return false;
+        };
+        let s = self.shadow_for(g, gslot, ea, ctx.user);
+        if self.host.install(s) {
+            self.counters.bump("shadow_evictions", 1);
+        }
+        self.counters.bump("shadow_fills", 1);
+        self.counters.cycles += self.shadow_write;
+        true
+    }
+
+    /// An access by the guest: a host TLB miss exits when only the shadow is missing.
+    fn access(&mut self, guest: &GuestState, pc: u32, ea: u32, ctx: AccessCtx) {
+        if self.host.lookup(ea, ctx).is_some() {
+            return;
+        }
+        if self.map(guest, ea, ctx) {
+            self.exit(E500Exit::HostTlbMiss, pc);
+        } else {
+            // The recorded guest made this access, so its TLB mapped it; a miss here means
+            // the replayed guest TLB differs from the recorded one.
+            self.counters.bump("unmapped_accesses", 1);
+        }
+    }
+}
+
+impl HvModel for Kvm {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn on_event(&mut self, guest: &GuestState, event: &GuestEvent<'_>) {
+        match event {
+            GuestEvent::Priv { pc, class, tlb, .. } => {
+                self.access(guest, *pc, *pc, guest.kernel_fetch());
+                self.exit(priv_exit(*class), *pc);
+                match tlb {
+                    TlbEffect::None => {}
+                    TlbEffect::Write { slot, new, .. } => {
+                        let n = self.host.invalidate_gslot(*slot);
+                        self.counters.bump("shadow_invalidations", n);
+                        // Premap the new entry's page (AS 0 only: tlbe_is_host_safe).
+                        if new.valid && !new.ts {
+                            let s = self.shadow_for(new, *slot, new.epn, guest.msr & MSR_PR != 0);
+                            self.host.install(s);
+                            self.counters.bump("shadow_fills", 1);
+                            self.counters.cycles += self.shadow_write;
+                        }
+                    }
+                    TlbEffect::Invalidate { .. } => {
+                        let n = self.host.flush();
+                        self.counters.bump("shadow_invalidations", n);
+                    }
+                }
+            }
+            GuestEvent::Exception {
+                kind,
+                by_branch,
+                srr0,
+                ..
+            } => {
+                if let Some(r) = exception_exit(*kind, *by_branch) {
+                    self.exit(r, *srr0);
+                }
+            }
+            GuestEvent::Mem {
+                pc, vaddr, store, ..
+            } => {
+                self.access(guest, *pc, *pc, guest.kernel_fetch());
+                let a = if *store { Access::Write } else { Access::Read };
+                self.access(guest, *pc, *vaddr, guest.kernel_data(a));
+            }
+            GuestEvent::Insns { .. } | GuestEvent::Syscall { .. } | GuestEvent::Marker { .. } => {}
+        }
+    }
+
+    fn counters(&self) -> &ModelCounters {
+        &self.counters
+    }
+
+    fn shadow_translate(
+        &self,
+        _guest: &GuestState,
+        ea: u32,
+        ctx: AccessCtx,
+    ) -> Option<Translation> {
+        self.host.lookup(ea, ctx).map(|s| Translation {
+            gpa: s.gpa | (ea as u64 & s.size.offset_mask()),
+            perms: s.perms,
+        })
+    }
+}

@@ -1,0 +1,48 @@
+//! The e500 hypervisor models by name: what `vmlab reproduce labt` and the translation
+//! invariant test iterate over. Adding a model is one entry in [`MODELS`].
+
+use super::model::HvModel;
+use crate::cost::e500::{E500Costs, E500ProfileError};
+
+/// Builds a model from the profile's costs.
+pub type BuildFn = fn(&E500Costs) -> Result<Box<dyn HvModel>, E500ProfileError>;
+
+/// One registered model configuration.
+pub struct ModelSpec {
+    /// The configuration's name, as in reports.
+    pub name: &'static str,
+    /// One line: what it is.
+    pub summary: &'static str,
+    /// Its constructor.
+    pub build: BuildFn,
+}
+
+/// Every e500 model configuration, in report order.
+pub const MODELS: &[ModelSpec] = &[
+    ModelSpec {
+        name: "bare",
+        summary: "the guest kernel on the hardware, no hypervisor (the baseline)",
+        build: |c| Ok(Box::new(super::bare::Bare::new(c))),
+    },
+    ModelSpec {
+        name: "kvm",
+        summary: "KVM/e500 trap-and-emulate, guest memory in 4 KiB host pages (TLB0 shadows)",
+        build: |c| Ok(Box::new(super::kvm::Kvm::new(c, false)?)),
+    },
+    ModelSpec {
+        name: "kvm-huge",
+        summary: "KVM/e500 trap-and-emulate, guest memory in huge host pages (TLB1 shadows)",
+        build: |c| Ok(Box::new(super::kvm::Kvm::new(c, true)?)),
+    },
+    // Helper models (pv, labt variants) are registered below this line.
+];
+
+/// The model called `name`.
+pub fn find(name: &str) -> Option<&'static ModelSpec> {
+    MODELS.iter().find(|m| m.name == name)
+}
+
+/// The registered names, comma-separated (for error messages).
+pub fn names() -> String {
+    MODELS.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
+}
