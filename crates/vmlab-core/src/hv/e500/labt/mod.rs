@@ -10,16 +10,23 @@
 //!   (execute-only shadows; reads answered with the original bytes, a write to a site
 //!   undoes it) and avoid-read-faults (hot loads served from a data cache on the shared
 //!   page).
+//! - [`model`]: the `labt` hypervisor models (KVM with huge pages plus the translator),
+//!   one per [`Variant`].
 
 pub mod cache;
+pub mod model;
 pub mod reach;
 pub mod resize;
 pub mod rewrite;
 pub mod translator;
 
+pub use model::{Labt, Variant};
 pub use resize::{Block, Piece};
 pub use rewrite::Rewrite;
 pub use translator::{DataOutcome, LabtConfig, LabtStats, PrivOutcome, Translator};
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod model_tests;

@@ -170,14 +170,17 @@ impl Translator {
             .map(|m| m.pieces.as_slice())
     }
 
+    /// The bases of the mappings that hold or held sites.
+    pub fn mapping_bases(&self) -> impl Iterator<Item = u32> + '_ {
+        self.mappings.iter().map(|m| m.block.base)
+    }
+
     /// The shadow piece `ea` falls in, when it lies in a mapping that holds or held sites.
     pub fn piece_of(&self, ea: u32) -> Option<Piece> {
-        self.mappings
-            .iter()
-            .filter(|m| m.block.contains(ea))
-            .flat_map(|m| m.pieces.iter())
-            .find(|p| p.block.contains(ea))
-            .copied()
+        let m = self.mappings.iter().find(|m| m.block.contains(ea))?;
+        // Pieces are in address order (the cover walks quarters in order).
+        let i = m.pieces.partition_point(|p| p.block.end() <= ea as u64);
+        m.pieces.get(i).copied()
     }
 
     /// True when the shadow of the page of `ea` is execute-only.

@@ -7,14 +7,15 @@
 //! - [`magic`]: the shared page's address and layout.
 //! - [`rules`]: `kvm_check_ins`: which encodings become what.
 //! - [`templates`]: the templates' paths and instruction counts.
-//! - [`msr`]: the guest MSR a replay tracks for the templates' decisions.
+//! - [`model`]: the `pv` hypervisor model: KVM for whatever the patching left.
 //! - [`PvText`]: where the rules apply (the kernel text but the templates themselves).
 
 pub mod magic;
-pub mod msr;
+pub mod model;
 pub mod rules;
 pub mod templates;
 
+pub use model::Pv;
 pub use rules::{patch, Features, PvPatch, Template};
 pub use templates::{run, TemplateInput, TemplateRun};
 
@@ -57,5 +58,21 @@ impl PvText {
     }
 }
 
+/// Where Linux's `kvm_guest_init` (the initcall that patches the kernel) lies, from
+/// System.map: `[its address, the next symbol's)`. The kernel runs unpatched until then.
+pub fn patch_at_time(header: &Header) -> Option<(u32, u32)> {
+    let start = header.symbol("kvm_guest_init")?;
+    let end = header
+        .system_map
+        .lines()
+        .filter_map(|l| u32::from_str_radix(l.split_whitespace().next()?, 16).ok())
+        .filter(|&a| a > start)
+        .min()?;
+    Some((start, end))
+}
+
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod model_tests;

@@ -222,19 +222,3 @@ fn mtmsr_stays_in_the_guest_only_for_ee_and_ri() {
         }
     );
 }
-
-#[test]
-fn msr_tracking_follows_interrupts_and_writes() {
-    let mut m = msr::GuestMsr::new();
-    assert_eq!(m.get(), None);
-    m.set_ee(true);
-    assert_eq!(m.get(), None);
-    m.interrupt(0x0002_d032, false); // CE EE PR ME ... -> CE ME (DE clear) kept
-    assert_eq!(m.get(), Some(0x0002_1000));
-    m.set_ee(true);
-    assert_eq!(m.get(), Some(0x0002_9000));
-    m.interrupt(0x0002_9200, true);
-    assert_eq!(m.get(), Some(0x0000_1000));
-    m.set(Some(0x0002_d000));
-    assert_eq!(m.get(), Some(0x0002_d000));
-}
