@@ -175,8 +175,10 @@ impl Translator {
         self.mappings.iter().map(|m| m.block.base)
     }
 
-    /// The shadow piece `ea` falls in, when it lies in a mapping that holds or held sites.
+    /// The shadow piece `ea` falls in, when resizing is on and it lies in a mapping that
+    /// holds or held sites.
     pub fn piece_of(&self, ea: u32) -> Option<Piece> {
+        self.cfg.resize_unit?;
         let m = self.mappings.iter().find(|m| m.block.contains(ea))?;
         // Pieces are in address order (the cover walks quarters in order).
         let i = m.pieces.partition_point(|p| p.block.end() <= ea as u64);
