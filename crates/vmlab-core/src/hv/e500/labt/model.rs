@@ -7,7 +7,7 @@
 //! `tracing` exit. When resizing splits a mapping, the host TLB holds the pieces: a host
 //! TLB miss in a split mapping installs the piece, not the guest's whole entry.
 
-use super::{LabtConfig, Translator};
+use super::{LabtConfig, LabtStats, Translator};
 use crate::cost::e500::{E500Costs, E500ProfileError};
 use crate::hv::e500::exits::E500Exit;
 use crate::hv::e500::kvm::{priv_exit, Kvm, Shadow};
@@ -87,6 +87,7 @@ pub struct Labt {
     prev_msr: u32,
     insn_cycles: InsnCycles,
     window: Option<EeWindow>,
+    synced: LabtStats,
 }
 
 impl Labt {
@@ -111,6 +112,7 @@ impl Labt {
             prev_msr: 0,
             insn_cycles: InsnCycles::new(costs.cpi),
             window: None,
+            synced: LabtStats::default(),
         })
     }
 
@@ -187,11 +189,38 @@ impl Labt {
         self.kvm.guest_access(guest, pc, ea, ctx);
     }
 
-    /// After the translator changed its pieces, drop host shadows of changed mappings.
-    fn relayout(&mut self, guest: &GuestState, before: (u64, u64)) {
+    /// Copies the translator's counts into the model's counters when they changed.
+    fn sync_stats(&mut self) {
+        let s = *self.tr.stats();
+        if s == self.synced {
+            return;
+        }
+        let k = self.kvm.counters_mut();
+        for (name, now, was) in [
+            ("rewrites_in_place", s.rewrites_in_place, self.synced.rewrites_in_place),
+            ("rewrites_routine", s.rewrites_routine, self.synced.rewrites_routine),
+            ("untranslatable_sites", s.untranslatable, self.synced.untranslatable),
+            ("out_of_reach", s.out_of_reach, self.synced.out_of_reach),
+            ("tc_evictions", s.evictions, self.synced.evictions),
+            ("undone_by_write", s.undone_by_write, self.synced.undone_by_write),
+            ("read_faults", s.read_faults, self.synced.read_faults),
+            ("write_faults", s.write_faults, self.synced.write_faults),
+            ("hot_loads", s.hot_loads, self.synced.hot_loads),
+        ] {
+            if now != was {
+                k.bump(name, now - was);
+            }
+        }
+        self.synced = s;
+    }
+
+    /// After the translator changed its pieces, drops the host shadows of the mappings
+    /// that hold sites (the guest's next accesses refill them as pieces); true if it did.
+    fn relayout(&mut self, guest: &GuestState, before: (u64, u64)) -> bool {
+        self.sync_stats();
         let s = *self.tr.stats();
         if (s.splits, s.merges) == before {
-            return;
+            return false;
         }
         let k = self.kvm.counters_mut();
         k.splits = s.splits;
@@ -209,6 +238,7 @@ impl Labt {
             k.bump("shadow_invalidations", n);
             k.cycles += self.shadow_write;
         }
+        true
     }
 
     fn on_priv(&mut self, guest: &GuestState, event: &GuestEvent<'_>) {
@@ -280,7 +310,10 @@ impl Labt {
                 }
             }
         }
-        self.relayout(guest, before);
+        if self.relayout(guest, before) {
+            // The guest resumes at the site: its fetch refills the host TLB.
+            self.access(guest, pc, pc, guest.kernel_fetch());
+        }
     }
 
     fn on_mem(&mut self, guest: &GuestState, event: &GuestEvent<'_>) {
@@ -324,7 +357,10 @@ impl Labt {
         if out.routine_insns > 0 {
             self.insns(out.routine_insns);
         }
-        self.relayout(guest, before);
+        if self.relayout(guest, before) {
+            self.access(guest, pc, pc, guest.kernel_fetch());
+            self.access(guest, pc, vaddr, guest.kernel_data(a));
+        }
     }
 }
 
