@@ -297,9 +297,15 @@ impl HvModel for Kvm {
             GuestEvent::Mem {
                 pc, vaddr, store, ..
             } => {
-                self.access(guest, *pc, *pc, guest.kernel_fetch());
+                let fetch = guest.kernel_fetch();
+                self.access(guest, *pc, *pc, fetch);
                 let a = if *store { Access::Write } else { Access::Read };
                 self.access(guest, *pc, *vaddr, guest.kernel_data(a));
+                if self.host.lookup(*pc, fetch).is_none() {
+                    // The data shadow evicted the instruction's own page (same TLB0 set,
+                    // round-robin victim): the instruction restarts and misses on its fetch.
+                    self.access(guest, *pc, *pc, fetch);
+                }
             }
             GuestEvent::Insns { .. } | GuestEvent::Syscall { .. } | GuestEvent::Marker { .. } => {}
         }

@@ -17,6 +17,7 @@ pub mod labt;
 pub mod model;
 pub mod pv;
 pub mod registry;
+pub mod replay;
 
 pub use exits::{E500Exit, E500ExitCounts};
 pub use model::{

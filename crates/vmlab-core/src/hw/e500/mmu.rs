@@ -318,3 +318,169 @@ pub enum Fault {
     /// An entry matches but lacks the permission: a data or instruction storage exception.
     Denied,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::e500::tlb::{Perms, MAS1_IPROT, MAS1_VALID};
+
+    fn mas0(tlb: u32, esel: u32) -> u32 {
+        (tlb << 28) | (esel << 16)
+    }
+
+    fn tlb0_write(mmu: &mut Mmu, ea: u32, pa: u32, tid: u32, way: u32) -> TlbSlot {
+        let mas = Mas {
+            mas0: mas0(0, way),
+            mas1: MAS1_VALID | (tid << 16) | (1 << 8),
+            mas2: ea,
+            mas3: pa | 0x3F,
+            mas7: 0,
+        };
+        mmu.tlbwe(&mas).unwrap().0
+    }
+
+    fn tlb1_write(mmu: &mut Mmu, esel: u32, ea: u32, pa: u32, tsize: u32, iprot: bool) {
+        let mas = Mas {
+            mas0: mas0(1, esel),
+            mas1: MAS1_VALID | if iprot { MAS1_IPROT } else { 0 } | (tsize << 8),
+            mas2: ea,
+            mas3: pa | 0x15,
+            mas7: 0,
+        };
+        mmu.tlbwe(&mas).unwrap();
+    }
+
+    #[test]
+    fn tlb0_write_goes_to_the_set_of_the_epn_and_the_way_of_esel() {
+        let mut mmu = Mmu::new();
+        let slot = tlb0_write(&mut mmu, 0x1000_5000, 0x0020_0000, 7, 2);
+        assert_eq!(slot.tlb, TlbSel::Tlb0);
+        assert_eq!(slot.index, 5 * 4 + 2);
+        // Same set 128 pages later: another way, both present.
+        let slot2 = tlb0_write(&mut mmu, 0x1008_5000, 0x0030_0000, 7, 3);
+        assert_eq!(slot2.index, 5 * 4 + 3);
+        assert_eq!(
+            mmu.translate(0x1000_5123, 7, false, Access::Write, true),
+            Ok(0x0020_0123)
+        );
+        assert_eq!(
+            mmu.translate(0x1008_5FFF, 7, false, Access::Read, true),
+            Ok(0x0030_0FFF)
+        );
+        assert_eq!(
+            mmu.translate(0x1000_5123, 8, false, Access::Read, true),
+            Err(Fault::Miss),
+            "another PID misses"
+        );
+        // Writing way 2 again replaces the entry and returns it.
+        let (_, old) = mmu
+            .tlbwe(&Mas {
+                mas0: mas0(0, 2),
+                mas1: MAS1_VALID | (9 << 16) | (1 << 8),
+                mas2: 0x1010_5000,
+                mas3: 0x0040_0000 | 0x3F,
+                mas7: 0,
+            })
+            .unwrap();
+        assert_eq!(old.epn, 0x1000_5000);
+        assert_eq!(mmu.lookup(0x1000_5000, 7, false), None);
+    }
+
+    #[test]
+    fn tlb1_sizes_alignment_permissions_and_no_overlap() {
+        let mut mmu = Mmu::new();
+        // 256 MiB kernel entry; the EPN's low bits are ignored (natural alignment).
+        tlb1_write(&mut mmu, 0, 0xC123_4000, 0, 9, true);
+        let e = mmu.tlb1().entries()[0];
+        assert_eq!((e.epn, e.size), (0xC000_0000, PageSize::M256));
+        assert_eq!(
+            mmu.translate(0xCFFF_FFFC, 3, false, Access::Read, false),
+            Ok(0x0FFF_FFFC)
+        );
+        assert_eq!(
+            mmu.translate(0xC000_0000, 3, false, Access::Read, true),
+            Err(Fault::Denied),
+            "supervisor-only page read from user mode"
+        );
+        // A 64 MiB entry inside it overlaps: rejected, TLB unchanged.
+        let err = mmu
+            .tlbwe(&Mas {
+                mas0: mas0(1, 1),
+                mas1: MAS1_VALID | (8 << 8),
+                mas2: 0xC400_0000,
+                mas3: 0x15,
+                mas7: 0,
+            })
+            .unwrap_err();
+        assert_eq!(err, MmuError::Overlap(1, 0));
+        assert!(!mmu.tlb1().entries()[1].valid);
+        // In the other address space (TS=1) it does not overlap.
+        mmu.tlbwe(&Mas {
+            mas0: mas0(1, 1),
+            mas1: MAS1_VALID | crate::hw::e500::tlb::MAS1_TS | (8 << 8),
+            mas2: 0xC400_0000,
+            mas3: 0x15,
+            mas7: 0,
+        })
+        .unwrap();
+        // Unsupported size and entry number.
+        let bad = Mas {
+            mas0: mas0(1, 2),
+            mas1: MAS1_VALID | (12 << 8),
+            ..Mas::default()
+        };
+        assert_eq!(mmu.tlbwe(&bad), Err(MmuError::BadSize(12)));
+        let bad = Mas {
+            mas0: mas0(1, 16),
+            mas1: MAS1_VALID | (1 << 8),
+            ..Mas::default()
+        };
+        assert_eq!(mmu.tlbwe(&bad), Err(MmuError::BadIndex(TlbSel::Tlb1, 16)));
+    }
+
+    #[test]
+    fn tlbivax_and_flash_invalidation_spare_iprot() {
+        let mut mmu = Mmu::new();
+        tlb1_write(&mut mmu, 0, 0xC000_0000, 0, 9, true);
+        tlb1_write(&mut mmu, 1, 0xD000_0000, 0x1000_0000, 5, false);
+        tlb0_write(&mut mmu, 0x1000_0000, 0x0010_0000, 3, 0);
+        tlb0_write(&mut mmu, 0x1000_0000, 0x0020_0000, 4, 1);
+        tlb0_write(&mut mmu, 0x1000_1000, 0x0030_0000, 4, 0);
+        // tlbivax of one TLB0 page: both TIDs' entries for it go, the neighbour stays.
+        assert_eq!(mmu.tlbivax(0x1000_0000).len(), 2);
+        assert!(mmu.lookup(0x1000_1000, 4, false).is_some());
+        // tlbivax into TLB1 (EA bit 60): the protected entry survives.
+        assert_eq!(mmu.tlbivax(0xC000_0008), vec![]);
+        assert_eq!(
+            mmu.tlbivax(0xD000_0008),
+            vec![TlbSlot {
+                tlb: TlbSel::Tlb1,
+                index: 1
+            }]
+        );
+        // Flash invalidation of both arrays leaves only IPROT entries.
+        assert_eq!(
+            mmu.flash_invalidate(MMUCSR0_TLB0_FI | MMUCSR0_TLB1_FI)
+                .len(),
+            1
+        );
+        assert!(mmu.lookup(0xC000_0000, 0, false).is_some());
+        assert_eq!(mmu.tlb0().entries().iter().filter(|e| e.valid).count(), 0);
+    }
+
+    #[test]
+    fn tlbsx_and_tlbre() {
+        let mut mmu = Mmu::new();
+        tlb0_write(&mut mmu, 0x1000_3000, 0x0050_0000, 6, 1);
+        let (slot, e) = mmu.tlbsx(0x1000_3ABC, 6, false).unwrap();
+        assert_eq!((slot.index, e.rpn), (3 * 4 + 1, 0x0050_0000));
+        assert!(mmu.tlbsx(0x1000_3ABC, 5, false).is_none());
+        let read = mmu.tlbre(&Mas {
+            mas0: mas0(0, 1),
+            mas2: 0x1000_3000,
+            ..Mas::default()
+        });
+        assert_eq!(read.entry().unwrap(), e);
+        assert_eq!(read.mas3 & 0x3F, Perms::ALL.bits() as u32);
+    }
+}

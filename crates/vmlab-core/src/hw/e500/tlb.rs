@@ -319,11 +319,14 @@ impl Mas {
         ((self.mas1 >> 8) & 0xF) as u8
     }
 
-    /// The entry these registers describe; `None` when TSIZE is not a supported size. TLB0
-    /// ignores TSIZE (always 4 KiB), as the reference manual specifies.
+    /// The entry these registers describe; `None` when a valid TLB1 entry's TSIZE is not a
+    /// supported size. TLB0 ignores TSIZE (always 4 KiB), as the reference manual specifies.
     pub fn entry(&self) -> Option<TlbEntry> {
+        let valid = self.mas1 & MAS1_VALID != 0;
         let size = match self.tlbsel() {
             TlbSel::Tlb0 => PageSize::K4,
+            // An invalid entry's size does not matter (Linux clears entries with MAS1 = 0).
+            TlbSel::Tlb1 if !valid => PageSize::from_tsize(self.tsize()).unwrap_or(PageSize::K4),
             TlbSel::Tlb1 => PageSize::from_tsize(self.tsize())?,
         };
         let rpn = ((self.mas7 as u64 & 0xF) << 32) | (self.mas3 & 0xFFFF_F000) as u64;
@@ -334,7 +337,7 @@ impl Mas {
             ((self.mas1 >> 16) & 0xFF) as u8,
             Perms::from_bits(self.mas3),
         );
-        e.valid = self.mas1 & MAS1_VALID != 0;
+        e.valid = valid;
         e.iprot = self.mas1 & MAS1_IPROT != 0;
         e.ts = self.mas1 & MAS1_TS != 0;
         e.wimge = (self.mas2 & 0x1F) as u8;
