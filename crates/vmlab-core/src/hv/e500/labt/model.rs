@@ -197,12 +197,28 @@ impl Labt {
         }
         let k = self.kvm.counters_mut();
         for (name, now, was) in [
-            ("rewrites_in_place", s.rewrites_in_place, self.synced.rewrites_in_place),
-            ("rewrites_routine", s.rewrites_routine, self.synced.rewrites_routine),
-            ("untranslatable_sites", s.untranslatable, self.synced.untranslatable),
+            (
+                "rewrites_in_place",
+                s.rewrites_in_place,
+                self.synced.rewrites_in_place,
+            ),
+            (
+                "rewrites_routine",
+                s.rewrites_routine,
+                self.synced.rewrites_routine,
+            ),
+            (
+                "untranslatable_sites",
+                s.untranslatable,
+                self.synced.untranslatable,
+            ),
             ("out_of_reach", s.out_of_reach, self.synced.out_of_reach),
             ("tc_evictions", s.evictions, self.synced.evictions),
-            ("undone_by_write", s.undone_by_write, self.synced.undone_by_write),
+            (
+                "undone_by_write",
+                s.undone_by_write,
+                self.synced.undone_by_write,
+            ),
             ("read_faults", s.read_faults, self.synced.read_faults),
             ("write_faults", s.write_faults, self.synced.write_faults),
             ("hot_loads", s.hot_loads, self.synced.hot_loads),
@@ -331,6 +347,9 @@ impl Labt {
         self.access(guest, pc, pc, guest.kernel_fetch());
         let a = if *store { Access::Write } else { Access::Read };
         self.access(guest, pc, vaddr, guest.kernel_data(a));
+        // Split pieces share the few TLB1 slots: the data piece may have evicted the code's,
+        // which the next instruction's fetch then misses.
+        self.access(guest, pc, pc, guest.kernel_fetch());
         let tc = self.tr.config();
         if vaddr >= tc.tc_base && (vaddr as u64) < tc.tc_base as u64 + tc.tc_bytes as u64 {
             self.kvm
