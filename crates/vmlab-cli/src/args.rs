@@ -186,7 +186,8 @@ pub struct ListArgs {
 #[derive(Args)]
 pub struct ReproduceArgs {
     /// Experiment: a built-in name (tpt, pagetable, tlb, lmbench, hugepages, remap; guest, the
-    /// user-level guest kernel's benchmarks) or a path to a .toml file.
+    /// user-level guest kernel's benchmarks; labt, the recorded e500 guest under each e500
+    /// hypervisor model) or a path to a .toml file.
     #[arg(value_name = "NAME", required_unless_present = "list")]
     pub name: Option<String>,
     /// Describe each built-in experiment (or only NAME) in one line, and exit.
@@ -205,6 +206,9 @@ pub struct ReproduceArgs {
     /// Runs to simulate at once [default: the number of CPUs].
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
+    /// labt only: the recorded e500 trace to replay [default: guests/e500/traces/e500-linux-6.1.trace.zst].
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]

@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod guest;
+mod labt;
 mod list;
 mod profile;
 mod progress;
@@ -77,6 +78,9 @@ fn main() -> ExitCode {
         args::Command::Bench(a) => bench::bench(a),
         args::Command::Reproduce(a) if a.name.as_deref() == Some("guest") && !a.list => {
             guest::reproduce(a)
+        }
+        args::Command::Reproduce(a) if a.name.as_deref() == Some("labt") && !a.list => {
+            labt::reproduce(a)
         }
         args::Command::Reproduce(a) => reproduce::reproduce(a),
         args::Command::Profile(a) => profile::profile(a),

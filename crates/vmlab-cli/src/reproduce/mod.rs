@@ -110,6 +110,11 @@ fn list(name: Option<&str>) -> Result<(), CliError> {
         "guest".to_string(),
         "the user-level guest kernel: real programs' system calls under each trap mechanism, measured [minutes; --quick less]".to_string(),
     ));
+    // `labt` replays the recorded e500 guest (vmlab_core::lab::e500), not an experiment file.
+    lines.push((
+        "labt".to_string(),
+        "the recorded e500 Linux guest under bare, KVM trap-and-emulate, paravirtual patching and LABT [seconds]".to_string(),
+    ));
     if let Some(name) = name {
         lines.retain(|(n, _)| n == name);
         if lines.is_empty() {

@@ -55,6 +55,8 @@ pub struct E500Costs {
     pub exit_cycles: [u64; E500Exit::COUNT],
     /// Every other integer cost, as `section.key`.
     pub named: BTreeMap<String, u64>,
+    /// FNV-1a 64 of the profile's text, comments included (`fnv1a64:` and 16 hex digits).
+    pub fingerprint: String,
 }
 
 impl E500Costs {
@@ -128,12 +130,16 @@ impl E500Costs {
                 named.insert(format!("{sec}.{k}"), int_in(t, sec, k, &bad)?);
             }
         }
+        let fnv = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        });
         Ok(E500Costs {
             name,
             frequency_mhz,
             cpi,
             exit_cycles,
             named,
+            fingerprint: format!("fnv1a64:{fnv:016x}"),
         })
     }
 

@@ -17,6 +17,7 @@
 //! Like the rest of the library it does no I/O besides reading the experiment and profile
 //! files it is pointed at; printing, progress bars and writing files are the caller's.
 
+pub mod e500;
 pub mod experiment;
 pub mod plan;
 pub mod plot;

@@ -1,0 +1,153 @@
+//! `vmlab reproduce labt`: the recorded e500 Linux guest (guests/e500/traces/) replayed
+//! through every e500 hypervisor model; the table to stdout, CSV, JSON and SVG to a directory.
+//! The experiment itself is the library's (`vmlab_core::lab::e500`).
+
+use crate::args::ReproduceArgs;
+use crate::{CliError, UsageError};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use vmlab_core::cost::e500::E500Costs;
+use vmlab_core::hv::e500::registry::{ModelSpec, MODELS};
+use vmlab_core::lab::e500::{self, LabtReport};
+use vmlab_core::provenance::shell_command;
+
+/// The committed trace, relative to the repository root.
+pub const COMMITTED_TRACE: &str = "guests/e500/traces/e500-linux-6.1.trace.zst";
+
+/// The trace to replay: `--trace`, else the committed one under the current directory, else
+/// the one of the source tree this binary was built from.
+fn trace_path(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    if let Some(p) = given {
+        return Ok(p);
+    }
+    let here = PathBuf::from(COMMITTED_TRACE);
+    if here.exists() {
+        return Ok(here);
+    }
+    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(COMMITTED_TRACE);
+    if built.exists() {
+        return Ok(built);
+    }
+    Err(UsageError(format!(
+        "labt replays the recorded e500 guest: run from the repository root or give --trace FILE ({COMMITTED_TRACE})"
+    ))
+    .into())
+}
+
+pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
+    let trace = trace_path(args.trace.clone())?;
+    let costs = E500Costs::builtin();
+    let specs: Vec<&ModelSpec> = MODELS.iter().collect();
+    let command = shell_command(std::env::args());
+    let report = e500::run(&trace, &costs, &specs, &command).map_err(|e| match e {
+        e500::LabtError::Trace(t) => CliError::Usage(UsageError(t.to_string())),
+        e => CliError::Run(e.to_string()),
+    })?;
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join("labt"));
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| CliError::Run(format!("cannot create {}: {e}", out_dir.display())))?;
+    let files = [
+        (out_dir.join("labt.csv"), report.to_csv()),
+        (out_dir.join("labt.json"), report.to_json()),
+        (out_dir.join("labt.svg"), report.figure().to_svg()),
+    ];
+    for (path, text) in &files {
+        std::fs::write(path, text)
+            .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if args.json {
+        print!("{}", report.to_json());
+    } else {
+        let mut text = render(&report);
+        for (path, _) in &files {
+            let _ = writeln!(text, "wrote {}", path.display());
+        }
+        print!("{text}");
+    }
+    Ok(())
+}
+
+/// The text report: slowdown and exits per operation (benchmarks x configurations), then
+/// each configuration's exits over PCs.
+pub fn render(r: &LabtReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "experiment labt: the recorded e500 Linux guest under each hypervisor model\ntrace      {}\nmachine    {} ({} MHz, CPI {}; profiles/e500.toml)\n",
+        r.trace, r.provenance.machine, r.frequency_mhz, r.cpi
+    );
+    let benches = r.benchmarks();
+    let bw = benches.iter().map(|b| b.len()).max().unwrap_or(9).max(12);
+    let cw = r.configs.iter().map(|c| c.len()).max().unwrap_or(8).max(9) + 1;
+    let table = |out: &mut String, title: &str, cell: &dyn Fn(&str, &str) -> String| {
+        let _ = write!(out, "{title:<bw$}");
+        for c in &r.configs {
+            let _ = write!(out, " {c:>cw$}");
+        }
+        out.push('\n');
+        for b in &benches {
+            let _ = write!(out, "{b:<bw$}");
+            for c in &r.configs {
+                let _ = write!(out, " {:>cw$}", cell(b, c));
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    };
+    table(&mut out, "time/op", &|b, c| {
+        r.row(b, c)
+            .map_or("-".into(), |x| time(x.seconds / x.ops as f64))
+    });
+    table(&mut out, "slowdown", &|b, c| {
+        r.row(b, c)
+            .map_or("-".into(), |x| format!("{:.2}", x.slowdown))
+    });
+    table(&mut out, "exits/op", &|b, c| {
+        r.row(b, c)
+            .map_or("-".into(), |x| format!("{:.1}", x.exits_per_op))
+    });
+    table(&mut out, "trace faults", &|b, c| {
+        r.row(b, c)
+            .map_or("-".into(), |x| x.tracing_faults.to_string())
+    });
+    let _ = writeln!(
+        out,
+        "exits over guest PCs, whole run (PCs / share of exits)"
+    );
+    let _ = write!(out, "{:<bw$} {:>10} {:>6}", "config", "exits", "PCs");
+    if let Some(d) = r.pc_distribution.first() {
+        for b in &d.bands {
+            let _ = write!(out, " {:>14}", b.band);
+        }
+    }
+    out.push('\n');
+    for d in &r.pc_distribution {
+        let _ = write!(out, "{:<bw$} {:>10} {:>6}", d.config, d.exits, d.pcs);
+        for b in &d.bands {
+            let _ = write!(
+                out,
+                " {:>14}",
+                format!("{} / {:.1}%", b.pcs, b.share * 100.0)
+            );
+        }
+        out.push('\n');
+    }
+    out.push_str(
+        "\nslowdown: time over bare's for the same benchmark. time = recorded instructions x CPI + the cycles each\nmodel adds (exits and their work, by the profile). Exits by reason, splits, merges: in the JSON and CSV.\n",
+    );
+    out
+}
+
+/// A duration with a unit that suits it.
+fn time(s: f64) -> String {
+    match s {
+        s if s >= 1.0 => format!("{s:.2} s"),
+        s if s >= 1e-3 => format!("{:.2} ms", s * 1e3),
+        s => format!("{:.2} us", s * 1e6),
+    }
+}
