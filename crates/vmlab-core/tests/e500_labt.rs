@@ -106,7 +106,10 @@ fn resize_unit_sweep() {
     let costs = E500Costs::builtin();
     let units: [u64; 6] = [4 << 10, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20];
     let names = ["4K", "16K", "64K", "128K", "256K", "1M"];
-    let mut models: Vec<Box<dyn HvModel>> = Vec::new();
+    let mut models: Vec<Box<dyn HvModel>> = ["pv", "labt", "labt-avoid"]
+        .iter()
+        .map(|n| (registry::find(n).unwrap().build)(&costs).unwrap())
+        .collect();
     for (i, &unit) in units.iter().enumerate() {
         for avoid in [false, true] {
             let base = if avoid { Variant::All } else { Variant::Resize };
@@ -134,5 +137,10 @@ fn resize_unit_sweep() {
             c.merges,
             c.cycles
         );
+    }
+    for (i, n) in r.model_names.iter().enumerate() {
+        let c = &r.total[i];
+        println!("{n}: {:?}", c.exits.nonzero().collect::<Vec<_>>());
+        println!("{n}: {:?}", c.extra);
     }
 }

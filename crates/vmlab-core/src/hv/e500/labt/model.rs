@@ -337,6 +337,7 @@ impl Labt {
             pc,
             vaddr,
             store,
+            size_log2,
             count,
             ..
         } = event
@@ -357,9 +358,14 @@ impl Labt {
                 .bump("tc_window_accesses", *count as u64);
         }
         let before = (self.tr.stats().splits, self.tr.stats().merges);
-        let out = self
-            .tr
-            .on_data(pc, vaddr, *store, *count, Self::mapping_of(guest, pc));
+        let out = self.tr.on_data(
+            pc,
+            vaddr,
+            *store,
+            *size_log2,
+            *count,
+            Self::mapping_of(guest, pc),
+        );
         if out.faults > 0 {
             let cost = self.tracing_cycles;
             let k = self.kvm.counters_mut();

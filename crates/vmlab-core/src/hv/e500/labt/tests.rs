@@ -107,16 +107,27 @@ fn a_write_to_a_patch_site_undoes_the_patch() {
     assert_eq!(t.pieces(KERNEL).unwrap().len(), 16);
     assert!(t.exec_only(pc));
     // A store elsewhere in the piece traps and is emulated; the site stays.
-    let out = t.on_data(0xC000_0100, 0xC000_2100, true, 3, KERNEL);
+    let out = t.on_data(0xC000_0100, 0xC000_2100, true, 2, 3, KERNEL);
     assert_eq!((out.faults, out.undid_site), (3, false));
     assert!(t.site(pc).is_some());
     // A store to the site's word traps and undoes the rewrite; the shadow merges back.
-    let out = t.on_data(0xC000_0100, pc, true, 1, KERNEL);
+    let out = t.on_data(0xC000_0100, pc, true, 2, 1, KERNEL);
     assert_eq!((out.faults, out.undid_site), (1, true));
     assert!(t.site(pc).is_none());
     assert!(!t.exec_only(pc));
     assert_eq!(t.pieces(KERNEL).unwrap().len(), 1);
     assert_eq!((t.stats().splits, t.stats().merges), (1, 1));
+    // A sequential store group (a memset) over a page undoes every site it covers.
+    t.on_priv(pc, MFMSR_R3, KERNEL, input());
+    t.on_priv(pc + 0x800, MFMSR_R3, KERNEL, input());
+    t.on_priv(pc + 0x1000, MFMSR_R3, KERNEL, input());
+    t.on_priv(pc + 0x7FC, MFMSR_R3, KERNEL, input());
+    let out = t.on_data(0xC000_0100, pc, true, 2, 0x200, KERNEL);
+    assert!(out.undid_site);
+    assert!(t.site(pc).is_none() && t.site(pc + 0x7FC).is_none());
+    assert!(t.site(pc + 0x800).is_some(), "past the group's range");
+    assert!(t.site(pc + 0x1000).is_some(), "another page");
+    assert_eq!(t.stats().undone_by_write, 3);
     // The next execution exits and is rewritten again.
     assert_eq!(
         t.on_priv(pc, MFMSR_R3, KERNEL, input()),
@@ -133,7 +144,7 @@ fn without_resizing_every_data_access_to_the_huge_entry_faults() {
         t.on_priv(site, MFMSR_R3, KERNEL, input());
         accesses
             .iter()
-            .map(|&a| t.on_data(0xC000_0500, a, false, 1, KERNEL).faults)
+            .map(|&a| t.on_data(0xC000_0500, a, false, 2, 1, KERNEL).faults)
             .sum::<u64>()
     };
     assert_eq!(faults(None), 64);
@@ -147,24 +158,24 @@ fn avoid_read_faults_stops_a_hot_loads_faults_after_its_threshold() {
     t.on_priv(0xC000_2000, MFMSR_R3, KERNEL, input());
     let load = 0xC000_4000;
     let faults: Vec<u64> = (0..10)
-        .map(|_| t.on_data(load, 0xC050_0010, false, 1, KERNEL).faults)
+        .map(|_| t.on_data(load, 0xC050_0010, false, 2, 1, KERNEL).faults)
         .collect();
     // Faults 1..4 trap; the 4th exceeds the threshold and the load is redirected.
     assert_eq!(faults, vec![1, 1, 1, 1, 0, 0, 0, 0, 0, 0]);
     assert_eq!(t.stats().hot_loads, 1);
     // A group of 5 reads of another page: the first misses the copy and faults.
-    let out = t.on_data(load, 0xC060_0000, false, 5, KERNEL);
+    let out = t.on_data(load, 0xC060_0000, false, 2, 5, KERNEL);
     assert_eq!(
         (out.faults, out.cached_reads, out.routine_insns),
         (1, 4, 50)
     );
     // Writes still go to the original location and trap.
-    assert_eq!(t.on_data(load, 0xC060_0000, true, 2, KERNEL).faults, 2);
+    assert_eq!(t.on_data(load, 0xC060_0000, true, 2, 2, KERNEL).faults, 2);
     // Without the optimization the same load keeps faulting.
     let mut plain = Translator::new(cfg(None, None));
     plain.on_priv(0xC000_2000, MFMSR_R3, KERNEL, input());
     let n: u64 = (0..10)
-        .map(|_| plain.on_data(load, 0xC050_0010, false, 1, KERNEL).faults)
+        .map(|_| plain.on_data(load, 0xC050_0010, false, 2, 1, KERNEL).faults)
         .sum();
     assert_eq!(n, 10);
 }

@@ -9,6 +9,7 @@ use super::resize::{self, Block, Piece};
 use super::rewrite::{rewrite, Rewrite};
 use crate::hv::e500::pv::{self, TemplateInput, TemplateRun};
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeSet;
 
 /// How LABT is configured: which optimizations are on and where its cache lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,6 +125,7 @@ struct LoadHistory {
 pub struct Translator {
     cfg: LabtConfig,
     sites: FxHashMap<u32, Site>,
+    site_addrs: BTreeSet<u32>,
     never: FxHashSet<u32>,
     tc: TranslationCache,
     mappings: Vec<Mapping>,
@@ -138,6 +140,7 @@ impl Translator {
         Translator {
             cfg,
             sites: FxHashMap::default(),
+            site_addrs: BTreeSet::new(),
             never: FxHashSet::default(),
             tc: TranslationCache::new(cfg.tc_base, cfg.tc_bytes),
             mappings: Vec::new(),
@@ -265,6 +268,7 @@ impl Translator {
 
     fn add_site(&mut self, pc: u32, site: Site) {
         self.sites.insert(pc, site);
+        self.site_addrs.insert(pc);
         let i = match self.mappings.iter().position(|m| m.block == site.mapping) {
             Some(i) => i,
             None => {
@@ -287,6 +291,7 @@ impl Translator {
         let Some(site) = self.sites.remove(&pc) else {
             return;
         };
+        self.site_addrs.remove(&pc);
         self.tc.forget(pc);
         if let Some(i) = self.mappings.iter().position(|m| m.block == site.mapping) {
             self.mappings[i].sites.retain(|&s| s != pc);
@@ -356,14 +361,18 @@ impl Translator {
         }
     }
 
-    /// `count` kernel accesses by the instruction at `pc` to the page of `vaddr` (the
-    /// trace's grouping: all in one 4 KiB page, the first at `vaddr`); `pc_mapping` is the
-    /// shadow mapping holding `pc`, should it become a hot-load site.
+    /// `count` kernel accesses of `1 << size_log2` bytes by the instruction at `pc` to the
+    /// page of `vaddr` (the trace's grouping: all in one 4 KiB page, the first at `vaddr`);
+    /// `pc_mapping` is the shadow mapping holding `pc`, should it become a hot-load site.
+    /// A store group is taken to write `[vaddr, vaddr + count << size_log2)` within the page
+    /// (a sequential writer, such as the memset that poisons freed init memory): every site
+    /// in that range is undone.
     pub fn on_data(
         &mut self,
         pc: u32,
         vaddr: u32,
         store: bool,
+        size_log2: u8,
         count: u32,
         pc_mapping: Block,
     ) -> DataOutcome {
@@ -379,10 +388,14 @@ impl Translator {
         if store {
             out.faults = count;
             self.stats.write_faults += count;
-            // The trace keeps a group's first address: a write there to a site's word.
-            let word = vaddr & !3;
-            if self.sites.contains_key(&word) {
-                let s = word;
+            let page_end = (vaddr as u64 | 0xFFF) + 1;
+            let end = (vaddr as u64 + (count << size_log2)).min(page_end);
+            let hit: Vec<u32> = self
+                .site_addrs
+                .range(vaddr & !3..end as u32)
+                .copied()
+                .collect();
+            for s in hit {
                 self.stats.undone_by_write += 1;
                 self.remove_site(s);
                 out.undid_site = true;
