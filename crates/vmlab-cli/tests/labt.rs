@@ -95,3 +95,10 @@ fn reproduce_lists_labt() {
     let help = vmlab_ok(&["reproduce", "--help"]);
     assert!(help.contains("labt") && help.contains("--trace"), "{help}");
 }
+
+#[test]
+fn trace_is_refused_outside_labt() {
+    let out = vmlab(&["reproduce", "tpt", "--quick", "--trace", "x.zst"]);
+    assert_eq!(out.code, Some(2));
+    assert!(out.stderr.contains("--trace is for"), "{}", out.stderr);
+}

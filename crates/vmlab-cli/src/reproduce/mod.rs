@@ -29,6 +29,13 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
     if args.list {
         return list(args.name.as_deref());
     }
+    if args.trace.is_some() {
+        return Err(UsageError(
+            "--trace is for `vmlab reproduce labt` only (the recorded e500 guest it replays)"
+                .into(),
+        )
+        .into());
+    }
     let Some(name) = args.name.as_deref() else {
         return Err(
             UsageError("name an experiment (vmlab reproduce --list shows them)".into()).into(),
