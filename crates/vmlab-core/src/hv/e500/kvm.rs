@@ -327,3 +327,28 @@ impl HvModel for Kvm {
         })
     }
 }
+
+/// What models built on KVM's host side (`pv`, `labt`) use: they decide which privileged
+/// instructions still exit and add their own work, and leave the shadow TLB to KVM.
+impl Kvm {
+    /// A guest access at `ea` by the instruction at `pc` (a host TLB miss exits when only
+    /// the shadow is missing).
+    pub fn guest_access(&mut self, guest: &GuestState, pc: u32, ea: u32, ctx: AccessCtx) {
+        self.access(guest, pc, ea, ctx);
+    }
+
+    /// Counts one exit for `reason` at `pc`, at the profile's cost.
+    pub fn count_exit(&mut self, reason: E500Exit, pc: u32) {
+        self.exit(reason, pc);
+    }
+
+    /// The counters, for a wrapping model's own counts.
+    pub fn counters_mut(&mut self) -> &mut ModelCounters {
+        &mut self.counters
+    }
+
+    /// The host TLB, for a wrapping model that installs its own shadows.
+    pub fn host_mut(&mut self) -> &mut HostTlb {
+        &mut self.host
+    }
+}

@@ -7,11 +7,15 @@
 //! - [`registry`]: the models by name.
 //! - [`bare`]: no hypervisor (the baseline); [`kvm`]: KVM's trap-and-emulate with a shadow
 //!   TLB.
+//! - [`pv`]: Linux's boot-time paravirtual patching; [`labt`]: in-place binary translation
+//!   by the host.
 
 pub mod bare;
 pub mod exits;
 pub mod kvm;
+pub mod labt;
 pub mod model;
+pub mod pv;
 pub mod registry;
 pub mod replay;
 

@@ -242,4 +242,8 @@ pub trait HvModel {
     /// counts as permitted). `None` when the shadow has no entry. Implementations must answer
     /// from their shadow state, not from `guest.tlb`.
     fn shadow_translate(&self, guest: &GuestState, ea: u32, ctx: AccessCtx) -> Option<Translation>;
+
+    /// Called once before the first event with the trace's header (System.map: `pv` finds
+    /// Linux's patching code and templates there). Models that need nothing ignore it.
+    fn on_start(&mut self, _header: &crate::trace::e500::Header) {}
 }

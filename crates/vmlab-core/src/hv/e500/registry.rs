@@ -35,6 +35,56 @@ pub const MODELS: &[ModelSpec] = &[
         build: |c| Ok(Box::new(super::kvm::Kvm::new(c, true)?)),
     },
     // Helper models (pv, labt variants) are registered below this line.
+    ModelSpec {
+        name: "pv",
+        summary: "Linux's boot-time paravirtual patching (kvm.c) on kvm, 4 KiB host pages",
+        build: |c| Ok(Box::new(super::pv::Pv::new(c, false)?)),
+    },
+    ModelSpec {
+        name: "pv-huge",
+        summary: "Linux's boot-time paravirtual patching (kvm.c) on kvm-huge",
+        build: |c| Ok(Box::new(super::pv::Pv::new(c, true)?)),
+    },
+    ModelSpec {
+        name: "labt",
+        summary: "LABT on kvm-huge: in-place translation with read/write tracing",
+        build: |c| {
+            Ok(Box::new(super::labt::Labt::new(
+                c,
+                super::labt::Variant::Tracing,
+            )?))
+        },
+    },
+    ModelSpec {
+        name: "labt-resize",
+        summary: "LABT + adaptive shadow-TLB resizing (256 KiB execute-only unit)",
+        build: |c| {
+            Ok(Box::new(super::labt::Labt::new(
+                c,
+                super::labt::Variant::Resize,
+            )?))
+        },
+    },
+    ModelSpec {
+        name: "labt-avoid",
+        summary: "LABT + avoiding read faults (hot loads read a copy on the shared page)",
+        build: |c| {
+            Ok(Box::new(super::labt::Labt::new(
+                c,
+                super::labt::Variant::AvoidReads,
+            )?))
+        },
+    },
+    ModelSpec {
+        name: "labt-all",
+        summary: "LABT + adaptive resizing + avoiding read faults",
+        build: |c| {
+            Ok(Box::new(super::labt::Labt::new(
+                c,
+                super::labt::Variant::All,
+            )?))
+        },
+    },
 ];
 
 /// The model called `name`.

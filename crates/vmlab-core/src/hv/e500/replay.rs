@@ -135,6 +135,9 @@ pub fn replay<R: Read>(
         .write(slot, e)
         .expect("an empty TLB1 takes the initial mapping");
     let mut driver = DriverStats::default();
+    for m in models.iter_mut() {
+        m.on_start(&header);
+    }
 
     // Segment bookkeeping: 0 = boot, 1..=n phases, n+1 between.
     let nseg = table.len() + 2;

@@ -1,0 +1,117 @@
+//! The `pv` model on hand-built event streams.
+
+use super::model::Pv;
+use crate::cost::e500::E500Costs;
+use crate::hv::e500::exits::E500Exit;
+use crate::hv::e500::model::{GuestEvent, GuestState, HvModel, TlbEffect, MSR_EE};
+use crate::hw::e500::{PageSize, Perms, TlbEntry, TlbSel, TlbSlot};
+use crate::trace::e500::insn::{classify, PrivClass};
+use crate::trace::e500::{ExceptionKind, Header};
+
+const MFMSR: u32 = 0x7C60_00A6;
+const WRTEEI_1: u32 = 0x7C00_8146;
+const RFI: u32 = 0x4C00_0064;
+
+fn guest() -> GuestState {
+    let mut g = GuestState {
+        kernel_text: Some((0xC000_0000, 0xC040_0000)),
+        ..Default::default()
+    };
+    let kernel = TlbEntry::new(0xC000_0000, 0, PageSize::M256, 0, Perms::from_bits(0x15));
+    g.tlb
+        .write(
+            TlbSlot {
+                tlb: TlbSel::Tlb1,
+                index: 0,
+            },
+            kernel,
+        )
+        .unwrap();
+    g
+}
+
+fn priv_event(pc: u32, word: u32) -> GuestEvent<'static> {
+    GuestEvent::Priv {
+        pc,
+        word,
+        class: classify(word).unwrap(),
+        values: &[],
+        gprs_unknown: false,
+        tlb: TlbEffect::None,
+    }
+}
+
+#[test]
+fn patched_instructions_stop_exiting_and_the_rest_exits() {
+    let costs = E500Costs::builtin();
+    let mut pv = Pv::new(&costs, false).unwrap();
+    let g = guest();
+    for _ in 0..3 {
+        pv.on_event(&g, &priv_event(0xC000_1000, MFMSR));
+    }
+    pv.on_event(&g, &priv_event(0xC000_1004, RFI));
+    // Outside the kernel text nothing is patched.
+    pv.on_event(&g, &priv_event(0x0000_2C00, MFMSR));
+    let c = pv.counters();
+    assert_eq!(c.exits.get(E500Exit::Mfmsr), 1);
+    assert_eq!(c.exits.get(E500Exit::Rfi), 1);
+    assert_eq!(c.exits.total(), 2 + c.exits.get(E500Exit::HostTlbMiss));
+    assert_eq!(c.extra.get("in_place"), Some(&3));
+}
+
+#[test]
+fn an_interrupt_right_after_enabling_ee_means_the_template_trapped() {
+    let costs = E500Costs::builtin();
+    let mut pv = Pv::new(&costs, false).unwrap();
+    let mut g = guest();
+    pv.on_event(&g, &priv_event(0xC000_1000, MFMSR)); // warm the shadow
+    g.msr = MSR_EE;
+    let pc = 0xC000_2000;
+    pv.on_event(&g, &priv_event(pc, WRTEEI_1));
+    assert_eq!(pv.counters().exits.get(E500Exit::Wrtee), 0);
+    assert_eq!(pv.counters().extra.get("template_insns"), Some(&20));
+    pv.on_event(
+        &g,
+        &GuestEvent::Exception {
+            kind: ExceptionKind(10),
+            by_branch: false,
+            srr0: pc + 4,
+            srr1: MSR_EE,
+            dear: 0,
+        },
+    );
+    let c = pv.counters();
+    assert_eq!(c.exits.get(E500Exit::Wrtee), 1);
+    assert_eq!(c.exits.get(E500Exit::OtherException), 1);
+    assert_eq!(c.extra.get("pending_interrupt_exits"), Some(&1));
+    assert_eq!(c.extra.get("template_insns"), Some(&22));
+    assert_eq!(PrivClass::Wrteei, classify(WRTEEI_1).unwrap());
+}
+
+#[test]
+fn the_kernel_runs_unpatched_until_kvm_guest_init() {
+    let costs = E500Costs::builtin();
+    let mut pv = Pv::new(&costs, false).unwrap();
+    pv.on_start(&Header {
+        system_map: "c0000000 T _stext\nc0400000 T _etext\nc0500000 T kvm_guest_init\n\
+                     c0500100 t next_fn\n"
+            .into(),
+        ..Default::default()
+    });
+    let g = guest();
+    pv.on_event(&g, &priv_event(0xC000_1000, MFMSR));
+    assert_eq!(pv.counters().exits.get(E500Exit::Mfmsr), 1);
+    pv.on_event(
+        &g,
+        &GuestEvent::Mem {
+            pc: 0xC050_0010,
+            vaddr: 0xC080_0000,
+            paddr: 0x80_0000,
+            store: false,
+            size_log2: 2,
+            count: 1,
+        },
+    );
+    pv.on_event(&g, &priv_event(0xC000_1000, MFMSR));
+    assert_eq!(pv.counters().exits.get(E500Exit::Mfmsr), 1);
+}

@@ -1,0 +1,155 @@
+//! Linux's paravirtual patching and LABT replayed over the committed e500 guest trace:
+//! exact exit counts by reason, and what tracing costs with and without adaptive resizing.
+
+use std::path::PathBuf;
+use vmlab_core::cost::e500::E500Costs;
+use vmlab_core::hv::e500::labt::{Labt, LabtConfig, Variant};
+use vmlab_core::hv::e500::registry;
+use vmlab_core::hv::e500::replay::{replay, ReplayReport};
+use vmlab_core::hv::e500::{E500Exit, HvModel};
+use vmlab_core::trace::e500::open;
+
+fn committed() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../guests/e500/traces/e500-linux-6.1.trace.zst")
+}
+
+fn run(mut models: Vec<Box<dyn HvModel>>) -> ReplayReport {
+    replay(open(&committed()).unwrap(), &mut models, |_, _, _| {}).unwrap()
+}
+
+fn by_name(names: &[&str]) -> ReplayReport {
+    let costs = E500Costs::builtin();
+    run(names
+        .iter()
+        .map(|n| (registry::find(n).unwrap().build)(&costs).unwrap())
+        .collect())
+}
+
+/// One replay of pv and the LABT variants serves every assertion.
+#[test]
+fn pv_and_labt_over_the_committed_trace() {
+    let r = by_name(&["pv", "labt", "labt-resize", "labt-avoid", "labt-all"]);
+    let get = |n: &str| &r.total[r.model_names.iter().position(|m| m == n).unwrap()];
+    let show = |n: &str| {
+        format!(
+            "{n}: {:?} {:?}",
+            get(n).exits.nonzero().collect::<Vec<_>>(),
+            get(n).extra
+        )
+    };
+
+    // pv: what Linux's rules leave exiting. rfi, the TLB instructions and the exceptions
+    // are kvm's counts; mtspr keeps BUCSR, PID, MMUCSR0 and the timer registers; mfmsr,
+    // mfspr and wrtee exit only before kvm_guest_init and outside the patched text.
+    let pv = &get("pv").exits;
+    let expect = [
+        (E500Exit::Mfmsr, 2_700),
+        (E500Exit::Mtmsr, 0),
+        (E500Exit::Mfspr, 759),
+        (E500Exit::Mtspr, 47_226),
+        (E500Exit::Wrtee, 5_287),
+        (E500Exit::Rfi, 43_720),
+        (E500Exit::Tlbwe, 24_151),
+        (E500Exit::Syscall, 14_333),
+    ];
+    for (reason, n) in expect {
+        assert_eq!(pv.get(reason), n, "{reason:?}: {}", show("pv"));
+    }
+    assert_eq!(
+        get("pv").extra.get("pending_interrupt_exits"),
+        Some(&14),
+        "{}",
+        show("pv")
+    );
+
+    // LABT: each translatable privileged instruction exits once per rewrite; the rest
+    // (rfi, TLB instructions, PID/MMUCSR0/timer writes) exits every time.
+    let labt = get("labt");
+    assert_eq!(labt.extra.get("rewrites"), Some(&868), "{}", show("labt"));
+    assert_eq!(labt.exits.get(E500Exit::Rfi), 43_720);
+    assert_eq!(labt.exits.get(E500Exit::Mfmsr), 189, "{}", show("labt"));
+    // Without resizing the kernel's one 256 MiB entry is execute-only from the first
+    // rewrite on: every later kernel data access traps.
+    assert_eq!(labt.tracing_faults, 56_829_677, "{}", show("labt"));
+    assert_eq!(labt.exits.get(E500Exit::Tracing), labt.tracing_faults);
+    // Resizing leaves the 256 KiB pieces around sites execute-only.
+    let resize = get("labt-resize");
+    assert_eq!(resize.tracing_faults, 1_471_764, "{}", show("labt-resize"));
+    assert_eq!(
+        (resize.splits, resize.merges),
+        (6, 2),
+        "{}",
+        show("labt-resize")
+    );
+    let avoid = get("labt-avoid");
+    assert_eq!(avoid.tracing_faults, 25_150_900, "{}", show("labt-avoid"));
+    let all = get("labt-all");
+    assert_eq!(all.tracing_faults, 137_451, "{}", show("labt-all"));
+    // Resizing costs host TLB misses: the pieces share the free TLB1 slots.
+    assert_eq!(labt.exits.get(E500Exit::HostTlbMiss), 1_115);
+    assert_eq!(
+        resize.exits.get(E500Exit::HostTlbMiss),
+        9_368,
+        "{}",
+        show("labt-resize")
+    );
+    // The memset poisoning freed init memory undoes the sites in init text.
+    assert_eq!(
+        labt.extra.get("undone_by_write"),
+        Some(&27),
+        "{}",
+        show("labt")
+    );
+    // The translation cache window stays unused by the guest.
+    for n in ["labt", "labt-resize", "labt-avoid", "labt-all"] {
+        assert_eq!(get(n).extra.get("tc_window_accesses"), None, "{n}");
+    }
+}
+
+/// The split policy's parameter, swept: `cargo test --release -p vmlab-core --test
+/// e500_labt -- --ignored --nocapture` prints what docs/mechanisms.md section 8 quotes.
+#[test]
+#[ignore]
+fn resize_unit_sweep() {
+    let costs = E500Costs::builtin();
+    let units: [u64; 6] = [4 << 10, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20];
+    let names = ["4K", "16K", "64K", "128K", "256K", "1M"];
+    let mut models: Vec<Box<dyn HvModel>> = ["pv", "labt", "labt-avoid"]
+        .iter()
+        .map(|n| (registry::find(n).unwrap().build)(&costs).unwrap())
+        .collect();
+    for (i, &unit) in units.iter().enumerate() {
+        for avoid in [false, true] {
+            let base = if avoid { Variant::All } else { Variant::Resize };
+            let cfg = LabtConfig {
+                resize_unit: Some(unit),
+                ..base.config()
+            };
+            let name: &'static str =
+                Box::leak(format!("{}-{}", base.name(), names[i]).into_boxed_str());
+            models.push(Box::new(Labt::with_config(&costs, name, cfg).unwrap()));
+        }
+    }
+    let r = run(models);
+    println!(
+        "| configuration | tracing faults | host TLB misses | splits | merges | added cycles |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for (i, n) in r.model_names.iter().enumerate() {
+        let c = &r.total[i];
+        println!(
+            "| {n} | {} | {} | {} | {} | {} |",
+            c.tracing_faults,
+            c.exits.get(E500Exit::HostTlbMiss),
+            c.splits,
+            c.merges,
+            c.cycles
+        );
+    }
+    for (i, n) in r.model_names.iter().enumerate() {
+        let c = &r.total[i];
+        println!("{n}: {:?}", c.exits.nonzero().collect::<Vec<_>>());
+        println!("{n}: {:?}", c.extra);
+    }
+}
