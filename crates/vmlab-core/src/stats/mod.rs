@@ -10,6 +10,8 @@
 //! Every report type is `Deserialize` too, so a report written as JSON reads back into the
 //! same value (names are owned strings; their JSON is the same as before).
 
+pub mod seeds;
+
 use crate::cost::CycleBreakdown;
 use crate::hv::ExitCounters;
 use crate::hw::cache::MemLevel;
@@ -100,8 +102,9 @@ pub struct SampleReport {
     pub ns_per_access_ci: Option<f64>,
 }
 
-/// One run of one workload under one paging scheme.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One run of one workload under one paging scheme (`Default`: an empty report, for
+/// building one by hand).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
     pub workload: String,
     pub paging: String,
