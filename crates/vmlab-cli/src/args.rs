@@ -118,9 +118,30 @@ pub struct RunArgs {
     pub paging: Vec<String>,
     #[command(flatten)]
     pub sim: SimArgs,
-    /// Print one JSON object {"provenance": {...}, "runs": [...]} instead of a table.
+    /// Run every scheme under N seeds (--seed, --seed + 1, ...) and report, per scheme, the
+    /// mean time with a 95% Student-t interval over the seeds beside each run's interval
+    /// over its windows: how much a result depends on the seed's random choices.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub seeds: u64,
+    /// Print one JSON object {"provenance": {...}, "runs": [...]} instead of a table (with
+    /// --seeds, every seed's run and "across_seeds": one summary per scheme).
     #[arg(long)]
     pub json: bool,
+}
+
+impl RunArgs {
+    /// The seeds to run: --seed and the --seeds - 1 after it, checked against overflow.
+    pub fn seed_list(&self) -> Result<Vec<u64>, UsageError> {
+        let first = self.sim.seed;
+        first.checked_add(self.seeds - 1).ok_or_else(|| {
+            UsageError(format!(
+                "--seed {first} with --seeds {} runs past the largest seed ({}); use a smaller --seed",
+                self.seeds,
+                u64::MAX
+            ))
+        })?;
+        Ok((0..self.seeds).map(|i| first + i).collect())
+    }
 }
 
 /// Options shared by every command that simulates.

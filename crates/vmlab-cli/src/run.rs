@@ -5,7 +5,7 @@ use crate::progress::RunProgress;
 use crate::{table, CliError};
 use std::ops::ControlFlow;
 use vmlab_core::engine::{self, RunConfig};
-use vmlab_core::stats::RunReport;
+use vmlab_core::stats::{seeds, RunReport};
 
 pub fn run(args: RunArgs) -> Result<(), CliError> {
     let workload = parse_workload(&args.workload)?;
@@ -16,11 +16,17 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
             eprintln!("warning: {flags}: host backing, which native paging has not; the native run ignores it");
         }
     }
+    let seeds = args.seed_list()?;
+    // Scheme by scheme, every seed of a scheme in a row.
     let configs: Vec<RunConfig> = schemes
         .iter()
-        .map(|&paging| RunConfig {
-            paging,
-            ..template.clone()
+        .flat_map(|&paging| {
+            let template = &template;
+            seeds.iter().map(move |&seed| RunConfig {
+                paging,
+                seed,
+                ..template.clone()
+            })
         })
         .collect();
     // Every run is checked before the first one starts.
@@ -36,7 +42,12 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     let mut reports: Vec<RunReport> = Vec::new();
     for config in configs {
         let paging = config.paging;
-        let mut progress = RunProgress::new(paging.name());
+        let label = if seeds.len() > 1 {
+            format!("{} seed {}", paging.name(), config.seed)
+        } else {
+            paging.name().to_string()
+        };
+        let mut progress = RunProgress::new(&label);
         let report = engine::run(&config, &mut |p| {
             progress.update(p);
             ControlFlow::Continue(())
@@ -51,17 +62,30 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
             )),
         })?);
     }
+    let across = (seeds.len() > 1).then(|| seeds::summarize(&reports));
     if args.json {
+        let mut out = serde_json::json!({
+            "provenance": crate::provenance(&template.profile, template.seed),
+            "runs": reports,
+        });
+        if let Some(across) = &across {
+            out["across_seeds"] = serde_json::to_value(across).expect("serializable");
+        }
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "provenance": crate::provenance(&template.profile, template.seed),
-                "runs": reports,
-            }))
-            .expect("serializable")
+            serde_json::to_string_pretty(&out).expect("serializable")
         );
     } else {
-        print!("{}", table::render(&reports));
+        // The table is the first seed's runs; the summary over every seed follows it.
+        let first: Vec<RunReport> = reports
+            .iter()
+            .filter(|r| r.seed == template.seed)
+            .cloned()
+            .collect();
+        print!("{}", table::render(&first));
+        if let Some(across) = &across {
+            print!("{}", table::render_seeds(across));
+        }
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The human-readable report: one row per scheme, ratios against the first row.
 
 use std::fmt::Write;
+use vmlab_core::stats::seeds::SeedSummary;
 use vmlab_core::stats::{LevelCounts, RunReport};
 
 pub fn render(runs: &[RunReport]) -> String {
@@ -102,6 +103,94 @@ pub fn render(runs: &[RunReport]) -> String {
          Set-up (first touch) is not timed; --json has every counter, including set-up faults and exits."
     );
     out
+}
+
+/// The summary of `vmlab run --seeds N`: per scheme, the mean time over the seeds with its
+/// interval, the ratio of means, the largest interval of a run over its own windows, and
+/// every seed's time.
+pub fn render_seeds(across: &[SeedSummary]) -> String {
+    let mut out = String::new();
+    let Some(first) = across.first() else {
+        return out;
+    };
+    let seeds: Vec<String> = first.seeds.iter().map(|s| s.to_string()).collect();
+    let _ = writeln!(
+        out,
+        "
+across {} seeds ({}):
+",
+        seeds.len(),
+        seeds.join(", ")
+    );
+    let w = across
+        .iter()
+        .map(|s| s.paging.len())
+        .max()
+        .unwrap_or(6)
+        .max(8);
+    let means: Vec<String> = across
+        .iter()
+        .map(|s| match s.seconds_ci {
+            Some(ci) => vmlab_core::stats::format_ci(s.mean_seconds, ci, 3),
+            None => format!("{:.3}", s.mean_seconds),
+        })
+        .collect();
+    let mw = means
+        .iter()
+        .map(|m| m.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(15);
+    let _ = writeln!(
+        out,
+        "{:<w$} {:>mw$} {:>7} {:>12}  time per seed (s)",
+        "paging", "mean time (s)", "ratio", "windows ±"
+    );
+    for (s, mean) in across.iter().zip(&means) {
+        let windows = s
+            .window_seconds_ci
+            .iter()
+            .flatten()
+            .copied()
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+        // Each seed's time to the decimal place of the mean's interval.
+        let decimals = s
+            .seconds_ci
+            .filter(|ci| ci.is_finite() && *ci > 0.0)
+            .map_or(3, |ci| {
+                (1 - ci.log10().floor() as i64).clamp(0, 12) as usize
+            });
+        let each: Vec<String> = s
+            .seconds
+            .iter()
+            .map(|t| format!("{t:.decimals$}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:<w$} {:>mw$} {:>7.2} {:>12}  {}",
+            s.paging,
+            mean,
+            s.mean_seconds / first.mean_seconds.max(f64::MIN_POSITIVE),
+            windows.map_or("-".to_string(), two_digits),
+            each.join(" ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nmean time: over the seeds, ± the half-width of a 95% Student-t interval over them (how much the\n\
+         result depends on the seed's random choices). windows ±: the largest of the runs' own intervals\n\
+         over their sample's windows. ratio: mean time over the first row's."
+    );
+    out
+}
+
+/// `x` to two significant digits (`0.0029`, `0.20`, `31`); zero as `0`.
+fn two_digits(x: f64) -> String {
+    if !(x.is_finite() && x > 0.0) {
+        return "0".to_string();
+    }
+    let decimals = (1 - x.log10().floor() as i64).clamp(0, 12) as usize;
+    format!("{x:.decimals$}")
 }
 
 /// What the run's sample was, from its report: the same for every scheme of a `run`.

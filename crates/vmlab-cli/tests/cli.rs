@@ -107,10 +107,10 @@ fn replace_line(text: &str, line: &str, with: &str) -> String {
 
 fn runs(report: &Value) -> &Vec<Value> {
     let obj = report.as_object().expect("report is an object");
-    assert_eq!(
-        obj.keys().collect::<Vec<_>>(),
-        vec!["provenance", "runs"],
-        "report has the keys 'provenance' and 'runs'"
+    let keys: Vec<&String> = obj.keys().collect();
+    assert!(
+        keys == ["provenance", "runs"] || keys == ["across_seeds", "provenance", "runs"],
+        "report has the keys 'provenance' and 'runs' (and 'across_seeds' with --seeds): {keys:?}"
     );
     report["runs"].as_array().expect("'runs' is an array")
 }
@@ -933,6 +933,88 @@ fn same_command_gives_identical_json_and_seed_changes_it() {
         runs(&other).iter().all(|r| r["seed"] == 2),
         "the seed is reported"
     );
+}
+
+#[test]
+fn seeds_run_every_scheme_under_each_seed_and_sum_them_up() {
+    let mut args = run_args(TLB_64M, "native,nested");
+    args.extend(["--seed", "5", "--seeds", "3"]);
+    let report = run_json(&args);
+    let got: Vec<(String, u64)> = runs(&report)
+        .iter()
+        .map(|r| (r["paging"].as_str().unwrap().to_string(), u(r, "seed")))
+        .collect();
+    let want: Vec<(String, u64)> = ["native", "nested"]
+        .iter()
+        .flat_map(|p| (5..8).map(move |s| (p.to_string(), s)))
+        .collect();
+    assert_eq!(got, want, "scheme by scheme, every seed in order");
+    // Each run is the run `--seed S` alone gives.
+    let mut alone = run_args(TLB_64M, "native");
+    alone.extend(["--seed", "6"]);
+    let alone = run_json(&alone);
+    assert_eq!(runs(&alone)[0], runs(&report)[1]);
+    // The summary: per scheme, the seeds' times, their mean and the Student-t interval.
+    let across = report["across_seeds"].as_array().expect("across_seeds");
+    assert_eq!(across.len(), 2);
+    for (i, s) in across.iter().enumerate() {
+        let times: Vec<f64> = runs(&report)[3 * i..3 * i + 3]
+            .iter()
+            .map(|r| f(r, "seconds"))
+            .collect();
+        assert_eq!(s["paging"], runs(&report)[3 * i]["paging"]);
+        assert_eq!(s["seeds"], serde_json::json!([5, 6, 7]));
+        let listed: Vec<f64> = s["seconds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert_eq!(listed, times);
+        let mean = times.iter().sum::<f64>() / 3.0;
+        let sd = (times.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+        assert!(close(s["mean_seconds"].as_f64().unwrap(), mean));
+        let half = s["seconds_ci"].as_f64().unwrap();
+        assert!(
+            (half - 4.303 * sd / 3f64.sqrt()).abs() <= 1e-9 * mean,
+            "{half}"
+        );
+        assert!(half > 0.0, "different seeds, different times");
+        assert_eq!(s["confidence"], 0.95);
+    }
+    // Without --seeds the JSON has no summary.
+    assert!(run_json(&run_args(TLB_64M, "native"))
+        .get("across_seeds")
+        .is_none());
+}
+
+#[test]
+fn the_seeds_table_follows_the_first_seeds_table() {
+    let mut args = vec!["run"];
+    args.extend(run_args(TLB_64M, "native,nested"));
+    args.extend(["--seeds", "2"]);
+    let table = vmlab_ok(&args);
+    assert!(table.contains(", seed 1\n"), "{table}");
+    assert!(table.contains("across 2 seeds (1, 2):"), "{table}");
+    let rows: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("across"))
+        .filter(|l| l.starts_with("native ") || l.starts_with("nested "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(rows.iter().all(|r| r.contains(" ± ")), "{table}");
+}
+
+#[test]
+fn seeds_out_of_range_are_usage_errors() {
+    let mut args = vec!["run"];
+    args.extend(run_args(TLB_64M, "native"));
+    let mut zero = args.clone();
+    zero.extend(["--seeds", "0"]);
+    expect_usage_error(&zero, &["--seeds", "1..=1000"]);
+    let mut past = args.clone();
+    past.extend(["--seed", "18446744073709551615", "--seeds", "2"]);
+    expect_usage_error(&past, &["--seeds 2", "largest seed"]);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -294,3 +294,27 @@ fn counts_that_overflow_are_config_errors() {
         "{e}"
     );
 }
+
+#[test]
+fn the_report_gives_the_llc_policy_selector_at_each_window_end_under_drrip_only() {
+    // The built-in profile's LLC duels SRRIP against BRRIP: one selector value per warm-up
+    // window and per measured window, each within its 10-bit range.
+    let mut c = config("sysbench-mem:block=16M,mode=rnd", Paging::Native);
+    c.warmup = 2_000_000;
+    c.accesses = 100_000;
+    let r = go(&c);
+    assert_eq!(r.sample.warmup_llc_policy_selector.len(), 2);
+    assert_eq!(r.sample.window_llc_policy_selector.len(), 10);
+    assert!(r
+        .sample
+        .warmup_llc_policy_selector
+        .iter()
+        .chain(&r.sample.window_llc_policy_selector)
+        .all(|&p| p <= 1023));
+    // On SRRIP there is no selector, and the costs are still reported.
+    c.profile.memory.llc.replacement = vmlab_core::hw::cache::Replacement::Srrip;
+    let r = go(&c);
+    assert!(r.sample.warmup_llc_policy_selector.is_empty());
+    assert!(r.sample.window_llc_policy_selector.is_empty());
+    assert_eq!(r.sample.window_cycles_per_access.len(), 10);
+}

@@ -127,6 +127,8 @@ struct Snapshot {
     exits: ExitCounters,
     kernel: KernelCounters,
     remap: RemapCounters,
+    /// The LLC's DRRIP policy selector (none under another policy).
+    llc_policy_selector: Option<u16>,
 }
 
 impl Snapshot {
@@ -137,6 +139,7 @@ impl Snapshot {
             exits: sys.exits(),
             kernel: *sys.kernel().counters(),
             remap: sys.remap_counters(),
+            llc_policy_selector: sys.mmu().memory().llc_policy_selector(),
         }
     }
 }
@@ -246,7 +249,7 @@ fn drive<W: Workload>(
             sample,
             ..
         } => {
-            let (mut warmup, warmup_costs, mut end) = warm_up(
+            let (mut warmup, warmup_series, mut end) = warm_up(
                 &mut w,
                 sys,
                 &cost,
@@ -259,11 +262,11 @@ fn drive<W: Workload>(
             // A sample whose windows still trend was measured too early: it becomes warm-up
             // and the run measures again, while the cap leaves room for a whole sample.
             let mut discarded = 0;
-            let (before, simulated, window_costs) = loop {
+            let (before, simulated, window_series) = loop {
                 let before = Snapshot::take(sys);
-                let (simulated, costs) = measure(&mut w, sys, &cost, sample, progress)?;
-                if !steady.is_some_and(|s| s.trending(&costs)) {
-                    break (before, simulated, costs);
+                let (simulated, series) = measure(&mut w, sys, &cost, sample, progress)?;
+                if !steady.is_some_and(|s| s.trending(&series.costs)) {
+                    break (before, simulated, series);
                 }
                 let room = warmup
                     .checked_add(simulated)
@@ -274,18 +277,18 @@ fn drive<W: Workload>(
                     } else {
                         WarmupEnd::Cap
                     };
-                    break (before, simulated, costs);
+                    break (before, simulated, series);
                 }
                 warmup += simulated;
                 discarded += 1;
             };
             let sampled = Sampled {
                 plan,
-                warmup,
+                warmup_accesses: warmup,
                 end,
                 discarded,
-                warmup_costs,
-                window_costs,
+                warmup: warmup_series,
+                windows: window_series,
             };
             (before, simulated, sampled)
         }
@@ -326,23 +329,40 @@ impl WindowCost<'_> {
 /// costs.
 struct Sampled {
     plan: SamplePlan,
-    warmup: u64,
+    warmup_accesses: u64,
     end: WarmupEnd,
     /// Samples measured, found still trending, and counted as warm-up.
     discarded: u64,
-    warmup_costs: Vec<f64>,
-    window_costs: Vec<f64>,
+    warmup: Series,
+    windows: Series,
+}
+
+/// What each window of a phase measured, in order.
+#[derive(Default)]
+struct Series {
+    /// Cycles per access.
+    costs: Vec<f64>,
+    /// The LLC's DRRIP policy selector at the window's end (empty under another policy).
+    llc_policy_selector: Vec<u16>,
+}
+
+impl Series {
+    /// Records a window of `accesses` between snapshots `a` and `b`.
+    fn push(&mut self, cost: &WindowCost<'_>, a: &Snapshot, b: &Snapshot, accesses: u64) {
+        self.costs.push(cost.per_access(a, b, accesses));
+        self.llc_policy_selector.extend(b.llc_policy_selector);
+    }
 }
 
 impl Sampled {
     fn whole() -> Sampled {
         Sampled {
             plan: SamplePlan::Whole,
-            warmup: 0,
+            warmup_accesses: 0,
             end: WarmupEnd::None,
             discarded: 0,
-            warmup_costs: Vec::new(),
-            window_costs: Vec::new(),
+            warmup: Series::default(),
+            windows: Series::default(),
         }
     }
 }
@@ -376,22 +396,22 @@ fn warm_up<W: Workload>(
     cap_by_workload: bool,
     steady: Option<Steady>,
     progress: &mut ProgressFn<'_>,
-) -> Result<(u64, Vec<f64>, WarmupEnd), EngineError> {
+) -> Result<(u64, Series, WarmupEnd), EngineError> {
     let mut done = 0;
-    let mut costs = Vec::new();
+    let mut series = Series::default();
     while done < cap {
         let n = window.min(cap - done);
         let a = Snapshot::take(sys);
         let ran = run_accesses(w, sys, n, Phase::Warmup, &mut shifted(progress, done, cap))?;
         if ran > 0 {
-            costs.push(cost.per_access(&a, &Snapshot::take(sys), ran));
+            series.push(cost, &a, &Snapshot::take(sys), ran);
         }
         done += ran;
         if ran < n {
-            return Ok((done, costs, WarmupEnd::Workload));
+            return Ok((done, series, WarmupEnd::Workload));
         }
-        if steady.is_some_and(|s| s.converged(&costs)) {
-            return Ok((done, costs, WarmupEnd::Converged));
+        if steady.is_some_and(|s| s.converged(&series.costs)) {
+            return Ok((done, series, WarmupEnd::Converged));
         }
     }
     let end = if cap_by_workload {
@@ -401,7 +421,7 @@ fn warm_up<W: Workload>(
     } else {
         WarmupEnd::Cap
     };
-    Ok((done, costs, end))
+    Ok((done, series, end))
 }
 
 /// The measured sample: `sample` accesses in [`sampling::WINDOWS`] windows. Returns the
@@ -412,9 +432,9 @@ fn measure<W: Workload>(
     cost: &WindowCost<'_>,
     sample: u64,
     progress: &mut ProgressFn<'_>,
-) -> Result<(u64, Vec<f64>), EngineError> {
+) -> Result<(u64, Series), EngineError> {
     let mut done = 0;
-    let mut costs = Vec::new();
+    let mut series = Series::default();
     for i in 0..sampling::WINDOWS {
         let n = sampling::window_len(sample, i);
         if n == 0 {
@@ -429,14 +449,14 @@ fn measure<W: Workload>(
             &mut shifted(progress, done, sample),
         )?;
         if ran > 0 {
-            costs.push(cost.per_access(&a, &Snapshot::take(sys), ran));
+            series.push(cost, &a, &Snapshot::take(sys), ran);
         }
         done += ran;
         if ran < n {
             break;
         }
     }
-    Ok((done, costs))
+    Ok((done, series))
 }
 
 /// Run ops until `StartMeasurement`.
@@ -658,19 +678,21 @@ fn sample_report(
     cycles_per_access_to_seconds: f64,
     ghz: f64,
 ) -> (String, SampleReport) {
-    let ci = sampling::mean_ci(&sampled.window_costs).map(|c| c.half_width);
+    let ci = sampling::mean_ci(&sampled.windows.costs).map(|c| c.half_width);
     let mut report = SampleReport {
         warmup_end: sampled.end.name().to_string(),
         converged: sampled.end == WarmupEnd::Converged,
-        warmup_accesses: sampled.warmup,
+        warmup_accesses: sampled.warmup_accesses,
         discarded_samples: sampled.discarded,
         warmup_cap: 0,
         warmup_window_accesses: 0,
         tolerance: None,
         window_accesses: 0,
-        windows: sampled.window_costs.len() as u64,
-        warmup_cycles_per_access: sampled.warmup_costs.clone(),
-        window_cycles_per_access: sampled.window_costs.clone(),
+        windows: sampled.windows.costs.len() as u64,
+        warmup_cycles_per_access: sampled.warmup.costs.clone(),
+        window_cycles_per_access: sampled.windows.costs.clone(),
+        warmup_llc_policy_selector: sampled.warmup.llc_policy_selector.clone(),
+        window_llc_policy_selector: sampled.windows.llc_policy_selector.clone(),
         confidence: sampling::CONFIDENCE,
         cycles_per_access_ci: ci,
         seconds_ci: ci.map(|h| h * cycles_per_access_to_seconds),
@@ -803,7 +825,7 @@ fn report<W: Workload>(
         seed: config.seed,
         pretouch: config.pretouch,
         accesses_simulated: simulated,
-        accesses_warmup: sampled.warmup,
+        accesses_warmup: sampled.warmup_accesses,
         accesses_total: total,
         sample_method,
         sample,

@@ -371,6 +371,12 @@ impl Cache {
         }
     }
 
+    /// DRRIP's policy selector (0..=1023; at or above 512 the follower sets insert with
+    /// BRRIP), read only: `None` under another policy or with no leader sets.
+    pub fn policy_selector(&self) -> Option<u16> {
+        (self.policy == Replacement::Drrip && self.leader_stride != 0).then_some(self.psel)
+    }
+
     /// Empties the level and resets the replacement state (including DRRIP's selector).
     pub fn flush(&mut self) {
         self.sets
@@ -695,6 +701,16 @@ impl MemoryHierarchy {
         lines.map_or(u64::MAX, |l| l.saturating_mul(1 << self.line_shift))
     }
 
+    /// The LLC's DRRIP policy selector ([`Cache::policy_selector`]). Exact only with no
+    /// stream open.
+    pub fn llc_policy_selector(&self) -> Option<u16> {
+        debug_assert!(
+            matches!(self.stream, Stream::Immediate),
+            "selector read with references pending"
+        );
+        self.levels.llc.policy_selector()
+    }
+
     /// Counts since construction. Exact only with no stream open.
     pub fn stats(&self) -> &MemoryStats {
         debug_assert!(
@@ -991,6 +1007,49 @@ mod tests {
         assert_eq!(cyclic_hits(Replacement::Srrip), 0);
         let drrip = cyclic_hits(Replacement::Drrip);
         assert!(drrip > 40 * 128 * 6 / 4, "{drrip}");
+    }
+
+    #[test]
+    fn the_policy_selector_counts_leader_misses_and_reads_none_without_a_duel() {
+        // 128 sets: 32 leaders a side, a stride of 4: set 0 leads for SRRIP, set 2 for BRRIP.
+        let mut c = Cache::new(&level(128, 4, Replacement::Drrip), 6);
+        assert_eq!(c.policy_selector(), Some(512));
+        for line in [0, 128, 256] {
+            assert!(!c.access(line));
+        }
+        assert_eq!(
+            c.policy_selector(),
+            Some(515),
+            "an SRRIP leader's miss counts up"
+        );
+        assert!(c.access(0));
+        assert!(!c.access(1));
+        assert_eq!(
+            c.policy_selector(),
+            Some(515),
+            "hits and followers do not count"
+        );
+        assert!(!c.access(2));
+        assert_eq!(
+            c.policy_selector(),
+            Some(514),
+            "a BRRIP leader's miss counts down"
+        );
+        (0..1100).for_each(|k| {
+            c.access(k * 128 + 4);
+        });
+        assert_eq!(c.policy_selector(), Some(1023), "saturates at its maximum");
+        c.flush();
+        assert_eq!(c.policy_selector(), Some(512));
+        assert_eq!(
+            Cache::new(&level(128, 4, Replacement::Srrip), 6).policy_selector(),
+            None
+        );
+        assert_eq!(
+            Cache::new(&level(1, 4, Replacement::Drrip), 6).policy_selector(),
+            None
+        );
+        assert_eq!(Cache::new(&disabled(), 6).policy_selector(), None);
     }
 
     #[test]

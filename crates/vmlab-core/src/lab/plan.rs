@@ -241,6 +241,19 @@ impl Experiment {
     }
 }
 
+impl Job {
+    /// The host page size the run uses: its group's under a hypervisor; for native, which
+    /// has none, `vmlab run`'s default (4k), so that the native runs of every host page size
+    /// are one and the same run.
+    pub fn host_pages(&self) -> PageSize {
+        if self.paging.is_virtualized() {
+            self.group.host_pages
+        } else {
+            PageSize::Size4K
+        }
+    }
+}
+
 impl Plan {
     /// The machine profile of every run, loaded (a built-in one, or the file `machine` names).
     pub fn profile(&self) -> Result<Profile, LabError> {
@@ -263,13 +276,15 @@ impl Plan {
     }
 
     /// The run `job` stands for, as a serializable spec (the same run the lab runner does).
+    /// A native job records `vmlab run`'s default host page size, not its group's: native
+    /// has no host pages, and one native run stands for every host page size of a group.
     pub fn run_spec(&self, job: &Job) -> RunSpec {
         RunSpec {
             workload: job.spec.canonical(),
             paging: job.paging.name().to_string(),
             machine: self.machine.clone(),
             guest_pages: job.group.guest_pages.name().to_string(),
-            host_pages: job.group.host_pages.name().to_string(),
+            host_pages: job.host_pages().name().to_string(),
             fragmentation: 0.0,
             accesses: self.accesses,
             warmup: self.warmup,
@@ -381,6 +396,61 @@ mod tests {
                 "experiment pagetable: [quick] set: unknown key 'forkz'; valid keys (parameters of the experiment's workloads): forks, rss, tpt_task"
             );
         }
+    }
+
+    #[test]
+    fn a_native_run_spec_records_the_default_host_pages_not_its_groups() {
+        let text = r#"
+name = "hosts"
+title = "t"
+summary = "s"
+duration = "d"
+schemes = ["native", "nested"]
+guest_pages = ["4k"]
+host_pages = ["4k", "2m", "1g"]
+seed = 1
+
+[[workloads]]
+spec = "tlb-bench:size=1M"
+
+[sample]
+accesses = 1000
+warmup = 1000
+
+[quick]
+accesses = 1000
+warmup = 1000
+
+[report]
+tables = ["seconds"]
+plot = { kind = "lines", metric = "ns_per_access" }
+"#;
+        let plan = Experiment::from_toml(text, "hosts")
+            .expect("valid")
+            .plan(false)
+            .expect("plans");
+        let hosts = |paging: Paging| -> Vec<String> {
+            plan.jobs
+                .iter()
+                .filter(|j| j.paging == paging)
+                .map(|j| plan.run_spec(j).host_pages)
+                .collect()
+        };
+        assert_eq!(hosts(Paging::Native), ["4k", "4k", "4k"]);
+        assert_eq!(hosts(Paging::Nested), ["4k", "2m", "1g"]);
+        // One native run stands for the three groups, and its spec is the one `vmlab run`
+        // gives without --host-pages.
+        let native: Vec<&Job> = plan
+            .distinct_jobs()
+            .into_iter()
+            .filter(|j| j.paging == Paging::Native)
+            .collect();
+        assert_eq!(native.len(), 1);
+        let mut expected = RunSpec::new("tlb-bench:size=1M");
+        expected.workload = native[0].spec.canonical();
+        expected.accesses = 1000;
+        expected.warmup = 1000;
+        assert_eq!(plan.run_spec(native[0]), expected);
     }
 
     #[test]

@@ -63,7 +63,7 @@ fn run_config(plan: &Plan, job: &Job, profile: &Profile) -> RunConfig {
         paging: job.paging,
         profile: profile.clone(),
         guest_pages: job.group.guest_pages,
-        host_pages: job.group.host_pages,
+        host_pages: job.host_pages(),
         fragmentation: 0.0,
         accesses: plan.accesses,
         warmup: plan.warmup,

@@ -1,8 +1,10 @@
 //! Xen-style paravirtual direct paging: every address space's tables hold machine frames
 //! (the copies of `hv::direct`, walked in 1D); every update is a validated hypercall, batched
 //! in lazy-MMU sections (`hv::pv`); CR3 loads and flushes are hypercalls; system calls and
-//! faults bounce through the hypervisor, since a 64-bit PV kernel runs in ring 3. The
-//! guest-physical view the kernel reads stands in for Xen's machine-to-physical table.
+//! faults bounce through the hypervisor, since a 64-bit PV kernel runs in ring 3. There is
+//! no EPT: the toolstack populates the guest's memory when it builds the domain, so a first
+//! touch costs no exit. The guest-physical view the kernel reads stands in for Xen's
+//! machine-to-physical table.
 
 use super::{Machine, Paging, Scheme, SimError, SystemConfig};
 use crate::addr::{Gfn, Gva, PageSize};
@@ -30,8 +32,10 @@ impl Pv {
 
 impl Scheme for Pv {
     fn new(m: &mut Machine, config: &SystemConfig) -> Result<Pv, SimError> {
+        let mut vm = super::new_vm(m, config)?;
+        vm.populate_at_build();
         Ok(Pv {
-            vm: super::new_vm(m, config)?,
+            vm,
             direct: DirectTables::default(),
             batch: Multicall::default(),
         })
@@ -61,6 +65,23 @@ impl Scheme for Pv {
 
     fn kernel_entry(&mut self, _kernel: &Kernel) {
         self.vm.record_exit(ExitReason::PvBounce);
+    }
+
+    /// A guest page fault enters Xen through its IDT (only ring 0 can read CR2): handle_PF
+    /// finds nothing of Xen's own to fix for a user fault (fixup_page_fault: no writable
+    /// page-table emulation outside guest kernel mode, no shadow mode), and
+    /// pv_inject_page_fault bounces it to the guest kernel's #PF handler with CR2 saved in
+    /// the vCPU (xen/arch/x86/traps.c, pv/traps.c `pv_inject_event`). One `pv_page_fault`,
+    /// then the kernel's fault path, whose table updates are hypercalls.
+    fn guest_fault(
+        &mut self,
+        machine: &mut Machine,
+        kernel: &mut Kernel,
+        va: Gva,
+        write: bool,
+    ) -> Result<(), SimError> {
+        self.vm.record_exit(ExitReason::PvPageFault);
+        Ok(self.with_pvops(machine, |pv| kernel.page_fault(pv, va, write))?)
     }
 }
 

@@ -10,6 +10,8 @@
 //! Every report type is `Deserialize` too, so a report written as JSON reads back into the
 //! same value (names are owned strings; their JSON is the same as before).
 
+pub mod seeds;
+
 use crate::cost::CycleBreakdown;
 use crate::hv::ExitCounters;
 use crate::hw::cache::MemLevel;
@@ -91,6 +93,14 @@ pub struct SampleReport {
     pub warmup_cycles_per_access: Vec<f64>,
     /// Cycles per access of each measured window, in order.
     pub window_cycles_per_access: Vec<f64>,
+    /// The LLC's DRRIP policy selector (0..=1023; at or above 512 its follower sets insert
+    /// with BRRIP) at the end of each warm-up window, and of each measured window: the
+    /// hidden state behind a cost that changes regime long after it looked steady
+    /// (docs/model.md). Empty when the LLC does not use DRRIP.
+    #[serde(default)]
+    pub warmup_llc_policy_selector: Vec<u16>,
+    #[serde(default)]
+    pub window_llc_policy_selector: Vec<u16>,
     /// Confidence level of the intervals (0.95).
     pub confidence: f64,
     /// Half-width of the interval of `cycles_per_access` (Student t over the windows), and
@@ -100,8 +110,9 @@ pub struct SampleReport {
     pub ns_per_access_ci: Option<f64>,
 }
 
-/// One run of one workload under one paging scheme.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One run of one workload under one paging scheme (`Default`: an empty report, for
+/// building one by hand).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
     pub workload: String,
     pub paging: String,

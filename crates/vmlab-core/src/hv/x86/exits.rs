@@ -70,9 +70,12 @@ exit_reasons! {
     /// Paravirtual paging: a hypercall (mmu_update or a multicall of them, a CR3 switch, a
     /// TLB flush).
     Hypercall => "hypercall",
-    /// Paravirtual paging: a system call or fault of the guest bouncing through the
-    /// hypervisor (a 64-bit PV kernel runs in ring 3).
+    /// Paravirtual paging: a system call of the guest bouncing through the hypervisor (a
+    /// 64-bit PV kernel runs in ring 3).
     PvBounce => "pv_bounce",
+    /// Paravirtual paging: a guest page fault, taken by Xen (handle_PF finds nothing of its
+    /// own to fix) and bounced to the guest kernel's handler with CR2 saved for it.
+    PvPageFault => "pv_page_fault",
 }
 
 /// Exit counts by reason.

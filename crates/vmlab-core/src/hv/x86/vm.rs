@@ -52,6 +52,9 @@ pub struct Vm {
     remaps: RemapCounters,
     /// Translations read from the EPT, so the next read of the same frame needs no walk.
     memo: P2mMemo,
+    /// Guest memory counts as populated when the domain was built (Xen PV): the model still
+    /// backs a frame when it is first needed, but that is no exit.
+    populated_at_build: bool,
 }
 
 impl Vm {
@@ -76,6 +79,7 @@ impl Vm {
             backed_frames: [0; 3],
             remaps: RemapCounters::default(),
             memo: P2mMemo::default(),
+            populated_at_build: false,
         })
     }
 
@@ -146,11 +150,23 @@ impl Vm {
         Some((at.entry, size))
     }
 
+    /// Treat the guest's memory as populated when the domain was built, as Xen's toolstack
+    /// does for a PV guest (tools/libs/guest/xg_dom_x86.c, `meminit_pv`, populates every
+    /// pfn): a first touch then costs no exit. The model keeps backing frames when they are
+    /// first needed (so the p2m holds only what the guest uses), without counting an exit.
+    pub fn populate_at_build(&mut self) {
+        self.populated_at_build = true;
+    }
+
     /// The host frame backing `gfn`, backing it first if the guest never touched it: the
-    /// guest's first access to the frame traps as an EPT violation.
+    /// guest's first access to the frame traps as an EPT violation (no exit when the memory
+    /// was populated at build, [`Vm::populate_at_build`]).
     pub fn touch(&mut self, mem: &mut HostMemory, gfn: Gfn) -> Result<Hfn, HvError> {
         if let Some(hfn) = self.translate(mem, gfn) {
             return Ok(hfn);
+        }
+        if self.populated_at_build {
+            return self.back_unbacked(mem, gfn);
         }
         self.violation_on_unbacked(mem, gfn)
     }
@@ -357,6 +373,22 @@ mod tests {
             (330..=440).contains(&huge_regions),
             "{huge_regions} of 512 regions huge"
         );
+    }
+
+    #[test]
+    fn memory_populated_at_build_is_backed_on_first_use_without_an_exit() {
+        let mut mem = HostMemory::new(8 << 30);
+        let mut vm = vm(&mut mem, PageSize::Size4K, 0.0);
+        vm.populate_at_build();
+        let hfn = vm.touch(&mut mem, Gfn::new(5)).unwrap();
+        assert_eq!(vm.touch(&mut mem, Gfn::new(5)).unwrap(), hfn);
+        assert_eq!(vm.translate(&mem, Gfn::new(5)), Some(hfn));
+        assert_eq!(vm.exits().total(), 0);
+        assert_eq!(vm.backed_frames(), [1, 0, 0]);
+        assert!(matches!(
+            vm.touch(&mut mem, Gfn::new(1 << 20)),
+            Err(HvError::OutsideGuest(_))
+        ));
     }
 
     #[test]
