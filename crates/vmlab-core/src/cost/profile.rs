@@ -14,6 +14,7 @@
 //! in the profile; nothing here changes.
 
 use crate::cost::model::KernelCost;
+use crate::hv::x86::shadow_work::ShadowWork;
 use crate::hv::ExitReason;
 use crate::hw::assoc::TranslationCacheConfig;
 use crate::hw::cache::{CacheConfig, MemoryConfig};
@@ -93,6 +94,8 @@ pub struct Profile {
     pub virt: VirtSection,
     /// Cycles per VM exit, by [`ExitReason`] (the `[exits]` table).
     pub exits: CostTable<ExitReason>,
+    /// Cycles per unit of the shadow MMU's own work, by [`ShadowWork`] (the `[shadow]` table).
+    pub shadow: CostTable<ShadowWork>,
     /// Memory tags (TPT's isolation): how a check's cost is modeled.
     pub tags: TagsSection,
     /// The kernel's options and the costs of its own work.
@@ -113,6 +116,7 @@ struct ProfileFile {
     memory: MemoryConfig,
     virt: VirtSection,
     exits: CostTable<ExitReason>,
+    shadow: CostTable<ShadowWork>,
     tags: TagsSection,
     kernel: KernelSection,
 }
@@ -251,6 +255,23 @@ impl CostKey for ExitReason {
     }
     fn doc(self) -> &'static str {
         ExitReason::doc(self)
+    }
+}
+
+impl CostKey for ShadowWork {
+    const SECTION: &'static str = "shadow";
+    const OTHER_KEYS: &'static [&'static str] = &[];
+    fn all() -> &'static [Self] {
+        &ShadowWork::ALL
+    }
+    fn index(self) -> usize {
+        self as usize
+    }
+    fn name(self) -> &'static str {
+        ShadowWork::name(self)
+    }
+    fn doc(self) -> &'static str {
+        ShadowWork::doc(self)
     }
 }
 
@@ -493,6 +514,7 @@ impl Profile {
             memory,
             virt,
             exits,
+            shadow,
             tags,
             kernel,
         } = file;
@@ -504,6 +526,7 @@ impl Profile {
             memory,
             virt,
             exits,
+            shadow,
             tags,
             kernel,
             fingerprint,
@@ -668,6 +691,11 @@ impl Profile {
                 .map(|(r, v)| (format!("exits.{}", r.name()), v, cycles)),
         );
         numbers.extend(
+            self.shadow
+                .iter()
+                .map(|(w, v)| (format!("shadow.{}", w.name()), v, cycles)),
+        );
+        numbers.extend(
             self.kernel
                 .costs
                 .iter()
@@ -786,7 +814,9 @@ fn cost_doc(section: &str, key: &str) -> Option<&'static str> {
             .then(|| K::all().iter().find(|k| k.name() == key).map(|k| k.doc()))
             .flatten()
     }
-    find::<ExitReason>(section, key).or_else(|| find::<KernelCost>(section, key))
+    find::<ExitReason>(section, key)
+        .or_else(|| find::<ShadowWork>(section, key))
+        .or_else(|| find::<KernelCost>(section, key))
 }
 
 /// A TOML value on one line: tables inline (`{ entries = 64, ways = 4 }`).

@@ -15,6 +15,7 @@ pub mod sampling;
 use crate::addr::{Gva, PageSize, PAGE_SIZE};
 use crate::cost::{Events, Profile};
 use crate::hv::x86::shadow::ShadowConfig;
+use crate::hv::x86::shadow_work::ShadowWorkCounters;
 use crate::hv::x86::vm::BackingConfig;
 use crate::hv::{ExitCounters, RemapCounters};
 use crate::hw::cache::{MemoryStats, Requester};
@@ -125,6 +126,7 @@ struct Snapshot {
     mmu: MmuCounters,
     memory: MemoryStats,
     exits: ExitCounters,
+    shadow: ShadowWorkCounters,
     kernel: KernelCounters,
     remap: RemapCounters,
 }
@@ -135,6 +137,7 @@ impl Snapshot {
             mmu: *sys.mmu().counters(),
             memory: *sys.mmu().memory().stats(),
             exits: sys.exits(),
+            shadow: sys.shadow().map(|s| *s.work()).unwrap_or_default(),
             kernel: *sys.kernel().counters(),
             remap: sys.remap_counters(),
         }
@@ -645,6 +648,7 @@ fn interval_events(
         tag_served: memory.served[Requester::Tag as usize],
         tag_fills: mmu.tag_fills,
         exits: b.exits.since(&a.exits),
+        shadow: b.shadow.since(&a.shadow),
         kernel: b.kernel.since(&a.kernel),
         remap: b.remap.since(&a.remap),
     }
@@ -832,6 +836,7 @@ fn report<W: Workload>(
         data_served: LevelCounts::from(events.data_served),
         vm_exits: exits.total(),
         exits_by_reason: exits_by_reason(&exits),
+        shadow_work: crate::stats::shadow_work(&events.shadow),
         page_faults: kernel.page_faults,
         tag_checks: mmu.tag_checks,
         tag_violations: mmu.tag_violations,

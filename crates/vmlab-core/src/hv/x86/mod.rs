@@ -3,4 +3,5 @@
 
 pub mod exits;
 pub mod shadow;
+pub mod shadow_work;
 pub mod vm;
