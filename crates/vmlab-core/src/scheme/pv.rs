@@ -7,7 +7,7 @@
 use super::{Machine, Paging, Scheme, SimError, SystemConfig};
 use crate::addr::{Gfn, Gva, PageSize};
 use crate::hv::direct::DirectTables;
-use crate::hv::pv::{hypercall, Multicall};
+use crate::hv::pv::{batch, hypercall, Multicall};
 use crate::hv::x86::exits::ExitReason;
 use crate::hv::x86::vm::Vm;
 use crate::hw::frames::HostMemory;
@@ -19,6 +19,8 @@ pub struct Pv {
     vm: Vm,
     direct: DirectTables,
     batch: Multicall,
+    /// Paging levels of the guest's tables.
+    levels: u8,
 }
 
 impl Pv {
@@ -34,6 +36,7 @@ impl Scheme for Pv {
             vm: super::new_vm(m, config)?,
             direct: DirectTables::default(),
             batch: Multicall::default(),
+            levels: config.levels,
         })
     }
 
@@ -48,6 +51,7 @@ impl Scheme for Pv {
             vm: &mut self.vm,
             direct: &mut self.direct,
             batch: &mut self.batch,
+            levels: self.levels,
         })
     }
 
@@ -72,6 +76,7 @@ pub struct PvPvOps<'a> {
     pub vm: &'a mut Vm,
     pub direct: &'a mut DirectTables,
     pub batch: &'a mut Multicall,
+    pub levels: u8,
 }
 
 impl PvOps for PvPvOps<'_> {
@@ -154,6 +159,21 @@ impl PvOps for PvPvOps<'_> {
 
     fn lazy_mmu_end(&mut self) -> PvResult {
         self.batch.end(self.vm);
+        Ok(())
+    }
+
+    /// Linux's `xen_exit_mmap` unpins the dying address space (`xen_pgd_unpin`) in one
+    /// multicall batch: an MMUEXT_UNPIN_TABLE of the top-level table, then, walking the user
+    /// half, each table page made writable again (`MULTI_update_va_mapping`), a last-level
+    /// page with its own MMUEXT_UNPIN_TABLE first (split page-table locks): 1 + 2 per
+    /// last-level page + 1 per other page (the top-level one included) entries. The teardown
+    /// after it writes unpinned pages: plain stores (`xen_set_pmd` and friends), no hypercall.
+    fn mm_exiting(&mut self, pgd: Gfn) -> PvResult {
+        if !self.direct.is_direct(pgd) {
+            return Ok(());
+        }
+        let (last_level, upper) = self.direct.unpin(self.mem, self.vm, pgd, self.levels)?;
+        batch(self.vm, 1 + 2 * last_level + upper);
         Ok(())
     }
 
