@@ -294,3 +294,25 @@ fn counts_that_overflow_are_config_errors() {
         "{e}"
     );
 }
+
+#[test]
+fn a_forked_childs_touch_set_is_a_workload_parameter() {
+    // Each child writes `stack + data` pages, each a copy-on-write fault (a copy, or a reuse
+    // of the top stack page the parent already copied away from), and the parent re-faults
+    // its 2 pages; reads of text fork copied cost no fault.
+    for (params, child_faults) in [
+        ("", 16),
+        (",child_stack=1,child_data=2,child_text=4", 3),
+        (",child_stack=0,child_data=0,child_text=0", 0),
+    ] {
+        let workload = format!("fork-bench:rss=64K,forks=3{params}");
+        let r = go(&config(&workload, Paging::Native));
+        assert_eq!(r.forks, 3, "{workload}");
+        assert_eq!(r.page_faults, 3 * (child_faults + 2), "{workload}");
+        assert_eq!(
+            r.os.cow_faults + r.os.cow_reuses,
+            r.page_faults,
+            "{workload}"
+        );
+    }
+}
