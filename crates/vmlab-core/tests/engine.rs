@@ -316,3 +316,32 @@ fn a_forked_childs_touch_set_is_a_workload_parameter() {
         );
     }
 }
+
+#[test]
+fn the_kernel_takes_a_timer_tick_every_one_over_hz_of_simulated_time() {
+    for paging in [Paging::Native, Paging::Shadow, Paging::Pv] {
+        for hz in [0.0, 10_000.0] {
+            let mut c = config("lmbench:op=page-fault,size=1M,iters=3", paging);
+            c.profile.kernel.hz = hz;
+            let r = go(&c);
+            // Every operation is simulated after set-up, so the report's cycles are the
+            // time the ticks were counted over (their own cost included).
+            let period = c.profile.machine.frequency_ghz * 1e9 / hz;
+            let expected = if hz > 0.0 {
+                (r.cycles / period) as u64
+            } else {
+                0
+            };
+            assert_eq!(r.os.interrupts, expected, "{paging:?} hz {hz}");
+            if hz > 0.0 {
+                assert!(expected >= 10, "{paging:?}: {expected} ticks");
+            }
+            let timer_exits = r.exits_by_reason["timer"];
+            let want = match paging {
+                Paging::Shadow => r.os.interrupts,
+                _ => 0,
+            };
+            assert_eq!(timer_exits, want, "{paging:?} hz {hz}");
+        }
+    }
+}

@@ -80,6 +80,8 @@ kernel_costs! {
     ContextSwitch => "context_switch", |k| k.context_switches;
     /// Entry and exit of a memory system call (munmap, mprotect, madvise).
     Syscall => "syscall", |k| k.munmaps + k.mprotects + k.madvises;
+    /// A timer tick's interrupt handler (entry, tick_sched_timer's work, return).
+    TimerTick => "timer_tick", |k| k.interrupts;
 }
 
 /// The events of one measured interval.

@@ -222,6 +222,9 @@ pub struct KernelSection {
     /// X86_BUG_CPU_MELTDOWN): every kernel entry and exit switches between the process's
     /// kernel and user top-level tables (see `os::entry`).
     pub kpti: bool,
+    /// Timer ticks per second while a process runs (Linux's CONFIG_HZ); the engine delivers
+    /// one every 1/hz of simulated time.
+    pub hz: f64,
 }
 
 /// Something with a cost in a profile table, keyed by its name: an [`ExitReason`] under
@@ -277,7 +280,7 @@ impl CostKey for ShadowWork {
 
 impl CostKey for KernelCost {
     const SECTION: &'static str = "kernel";
-    const OTHER_KEYS: &'static [&'static str] = &["pcid", "kpti"];
+    const OTHER_KEYS: &'static [&'static str] = &["pcid", "kpti", "hz"];
     fn all() -> &'static [Self] {
         &KernelCost::ALL
     }
@@ -684,6 +687,11 @@ impl Profile {
             ("virt.remap_notify".into(), self.virt.remap_notify, cycles),
             ("virt.devirt_fixup".into(), self.virt.devirt_fixup, cycles),
             ("tags.per_fill".into(), self.tags.per_fill, latency),
+            (
+                "kernel.hz".into(),
+                self.kernel.hz,
+                Bound::closed(0.0, 100_000.0, "ticks per second (0: no ticks)"),
+            ),
         ];
         numbers.extend(
             self.exits

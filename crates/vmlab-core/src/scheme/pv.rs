@@ -66,6 +66,13 @@ impl Scheme for Pv {
     fn kernel_entry(&mut self, _kernel: &Kernel) {
         self.vm.record_exit(ExitReason::PvBounce);
     }
+
+    /// Xen delivers the tick as an event (VIRQ_TIMER, an upcall: the entry's bounce) and the
+    /// guest re-arms its timer with a hypercall (`xen_vcpuop_set_next_event`:
+    /// VCPUOP_set_singleshot_timer).
+    fn timer_interrupt(&mut self) {
+        hypercall(&mut self.vm);
+    }
 }
 
 /// The PV pv-ops backend: dual writes into machine-frame tables, each a hypercall or a place

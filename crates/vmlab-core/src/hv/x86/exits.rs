@@ -73,6 +73,12 @@ exit_reasons! {
     /// Paravirtual paging: a system call or fault of the guest bouncing through the
     /// hypervisor (a 64-bit PV kernel runs in ring 3).
     PvBounce => "pv_bounce",
+    /// Hardware virtualization: the guest's timer tick, an exit when the emulated LAPIC timer
+    /// fires (VMX preemption timer or the host's hrtimer) and the interrupt's injection.
+    Timer => "timer",
+    /// Hardware virtualization: the guest re-arms its LAPIC timer after a tick (WRMSR of
+    /// IA32_TSC_DEADLINE, intercepted; KVM's fastpath handles it).
+    TscDeadline => "tsc_deadline",
 }
 
 /// Exit counts by reason.
