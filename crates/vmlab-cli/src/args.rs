@@ -64,8 +64,8 @@ pub enum Command {
         A profile is TOML: [machine] (clock, paging levels, host and guest memory), [core] (IPC, memory-level\n\
         parallelism, page walkers), [latency] (cycles; DRAM in ns), [tlb] and [memory] (structure geometry,\n\
         cache replacement), [virt] (shadow paging options, host remapping costs), [exits] (cycles per VM exit,\n\
-        one key per exit reason), [tags] (TPT's tag-check cost) and [kernel] (cycles per kernel operation,\n\
-        and pcid). Every key is required; unknown keys and values out of bounds (each number has a lower\n\
+        one key per exit reason), [shadow] (cycles per unit of KVM's shadow-MMU work), [tags] (TPT's\n\
+        tag-check cost) and [kernel] (cycles per kernel operation, and pcid, kpti, hz). Every key is required; unknown keys and values out of bounds (each number has a lower\n\
         and an upper bound, and host_memory must be taggable by the caches) are errors naming the key.\n\
         profiles/skylake.toml gives the source of every number.")]
     Profile(ProfileArgs),

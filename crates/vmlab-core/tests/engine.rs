@@ -266,6 +266,10 @@ fn the_warmup_stops_at_steady_state_and_never_eats_the_sample() {
     let mut c = config("tlb-bench:size=4K,accesses=6000000", Paging::Native);
     c.fixed_warmup = false;
     c.warmup = 5_000_000;
+    // Without timer ticks: at 250 Hz every other 5M-cycle window takes one, which would make
+    // the windows' exact costs alternate (the convergence test tolerates it; this exact
+    // assertion would not).
+    c.profile.kernel.hz = 0.0;
     let r = go(&c);
     assert_eq!(r.sample.warmup_end, "converged");
     assert_eq!(r.accesses_warmup, 5_000_000);
@@ -317,4 +321,55 @@ fn the_report_gives_the_llc_policy_selector_at_each_window_end_under_drrip_only(
     assert!(r.sample.warmup_llc_policy_selector.is_empty());
     assert!(r.sample.window_llc_policy_selector.is_empty());
     assert_eq!(r.sample.window_cycles_per_access.len(), 10);
+}
+
+#[test]
+fn a_forked_childs_touch_set_is_a_workload_parameter() {
+    // Each child writes `stack + data` pages, each a copy-on-write fault (a copy, or a reuse
+    // of the top stack page the parent already copied away from), and the parent re-faults
+    // its 2 pages; reads of text fork copied cost no fault.
+    for (params, child_faults) in [
+        ("", 16),
+        (",child_stack=1,child_data=2,child_text=4", 3),
+        (",child_stack=0,child_data=0,child_text=0", 0),
+    ] {
+        let workload = format!("fork-bench:rss=64K,forks=3{params}");
+        let r = go(&config(&workload, Paging::Native));
+        assert_eq!(r.forks, 3, "{workload}");
+        assert_eq!(r.page_faults, 3 * (child_faults + 2), "{workload}");
+        assert_eq!(
+            r.os.cow_faults + r.os.cow_reuses,
+            r.page_faults,
+            "{workload}"
+        );
+    }
+}
+
+#[test]
+fn the_kernel_takes_a_timer_tick_every_one_over_hz_of_simulated_time() {
+    for paging in [Paging::Native, Paging::Shadow, Paging::Pv] {
+        for hz in [0.0, 10_000.0] {
+            let mut c = config("lmbench:op=page-fault,size=1M,iters=3", paging);
+            c.profile.kernel.hz = hz;
+            let r = go(&c);
+            // Every operation is simulated after set-up, so the report's cycles are the
+            // time the ticks were counted over (their own cost included).
+            let period = c.profile.machine.frequency_ghz * 1e9 / hz;
+            let expected = if hz > 0.0 {
+                (r.cycles / period) as u64
+            } else {
+                0
+            };
+            assert_eq!(r.os.interrupts, expected, "{paging:?} hz {hz}");
+            if hz > 0.0 {
+                assert!(expected >= 10, "{paging:?}: {expected} ticks");
+            }
+            let timer_exits = r.exits_by_reason["timer"];
+            let want = match paging {
+                Paging::Shadow => r.os.interrupts,
+                _ => 0,
+            };
+            assert_eq!(timer_exits, want, "{paging:?} hz {hz}");
+        }
+    }
 }

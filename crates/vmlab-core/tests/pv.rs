@@ -103,3 +103,27 @@ fn every_address_space_is_paravirtualized_and_cr3_loads_are_hypercalls() {
         (1, 1)
     );
 }
+
+#[test]
+fn an_exiting_address_space_is_unpinned_in_one_batch_and_torn_down_with_plain_stores() {
+    // The child maps what the parent had: `pages` entries in `pages / 512` page tables,
+    // under one page directory, one PDPT and its top-level table.
+    for (pages, tables) in [(256u64, 1u64), (8192, 16)] {
+        let mut sys = pv();
+        sys.mmap(va(0), pages * PAGE, true).unwrap();
+        for page in 0..pages {
+            sys.access(va(page), true).unwrap();
+        }
+        let child = sys.fork().unwrap();
+        sys.switch_to(child).unwrap();
+        let before = sys.exits();
+        sys.exit(0).unwrap();
+        let d = sys.exits().since(&before);
+        // xen_exit_mmap: one MMUEXT_UNPIN_TABLE, then an unpin and a remapping per page
+        // table and a remapping per upper-level page (PD, PDPT, top level), 32 to a
+        // multicall; zapping the entries and freeing the tables after it costs nothing.
+        let unpin = (1 + 2 * tables + 3).div_ceil(32);
+        // Besides: the dying PCID's flush and the switch to the parent (a CR3 load).
+        assert_eq!(d.get(ExitReason::Hypercall), 2 + unpin, "{pages} pages");
+    }
+}

@@ -13,6 +13,7 @@
 //! is the sum of its references' latencies (in-order walk); write-backs are free.
 
 use crate::cost::profile::Profile;
+use crate::hv::x86::shadow_work::ShadowWorkCounters;
 use crate::hv::{ExitCounters, ExitReason, RemapCounters};
 use crate::hw::cache::MemLevel;
 use crate::os::KernelCounters;
@@ -79,6 +80,8 @@ kernel_costs! {
     ContextSwitch => "context_switch", |k| k.context_switches;
     /// Entry and exit of a memory system call (munmap, mprotect, madvise).
     Syscall => "syscall", |k| k.munmaps + k.mprotects + k.madvises;
+    /// A timer tick's interrupt handler (entry, tick_sched_timer's work, return).
+    TimerTick => "timer_tick", |k| k.interrupts;
 }
 
 /// The events of one measured interval.
@@ -97,6 +100,8 @@ pub struct Events {
     pub tag_served: [u64; 4],
     pub tag_fills: u64,
     pub exits: ExitCounters,
+    /// The shadow MMU's work in the interval (zero under other schemes).
+    pub shadow: ShadowWorkCounters,
     /// What the kernel did in the interval.
     pub kernel: KernelCounters,
     /// Host remapping of guest pages in the interval.
@@ -139,6 +144,11 @@ impl Profile {
     /// Cycles of one exit of `reason` (the profile's `[exits]` table).
     pub fn exit_cost(&self, reason: ExitReason) -> f64 {
         self.exits[reason]
+    }
+
+    /// Cycles of the shadow MMU's own work: every unit's count times its cost (`[shadow]`).
+    pub fn shadow_cycles(&self, work: &ShadowWorkCounters) -> f64 {
+        work.iter().map(|(w, n)| n as f64 * self.shadow[w]).sum()
     }
 
     /// Cycles of one `op` of the kernel (its cost in the profile's `[kernel]` table).
@@ -192,6 +202,7 @@ impl Profile {
             .iter()
             .map(|(r, n)| n as f64 * self.exit_cost(r))
             .sum::<f64>()
+            + self.shadow_cycles(&e.shadow)
             + remap_host;
         let kernel = self.kernel_cycles(&e.kernel) + remap_guest;
         if dependent {
@@ -288,6 +299,29 @@ mod tests {
         assert!((c.data - data).abs() < 1e-9 && (c.walk - walk).abs() < 1e-9);
         assert_eq!(c.total, data.max(walk));
         assert_eq!(c.bound, if walk > data { "walk" } else { "data" });
+    }
+
+    #[test]
+    fn shadow_work_is_priced_per_unit_with_the_exits() {
+        use crate::hv::x86::shadow_work::{ShadowWork, ShadowWorkCounters};
+        let p = profile();
+        let mut shadow = ShadowWorkCounters::default();
+        shadow.add(ShadowWork::SyncScan, 512);
+        shadow.add(ShadowWork::SyncEntry, 3);
+        shadow.add(ShadowWork::RootBuild, 1);
+        let mut exits = ExitCounters::default();
+        exits.record(ExitReason::Cr3Load);
+        let e = Events {
+            exits,
+            shadow,
+            ..Events::default()
+        };
+        let c = p.cycles(&e, false);
+        let expected = p.exits[ExitReason::Cr3Load]
+            + 512.0 * p.shadow[ShadowWork::SyncScan]
+            + 3.0 * p.shadow[ShadowWork::SyncEntry]
+            + p.shadow[ShadowWork::RootBuild];
+        assert_eq!((c.exits, c.total), (expected, expected));
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! in the profile; nothing here changes.
 
 use crate::cost::model::KernelCost;
+use crate::hv::x86::shadow_work::ShadowWork;
 use crate::hv::ExitReason;
 use crate::hw::assoc::TranslationCacheConfig;
 use crate::hw::cache::{CacheConfig, MemoryConfig};
@@ -93,6 +94,8 @@ pub struct Profile {
     pub virt: VirtSection,
     /// Cycles per VM exit, by [`ExitReason`] (the `[exits]` table).
     pub exits: CostTable<ExitReason>,
+    /// Cycles per unit of the shadow MMU's own work, by [`ShadowWork`] (the `[shadow]` table).
+    pub shadow: CostTable<ShadowWork>,
     /// Memory tags (TPT's isolation): how a check's cost is modeled.
     pub tags: TagsSection,
     /// The kernel's options and the costs of its own work.
@@ -113,6 +116,7 @@ struct ProfileFile {
     memory: MemoryConfig,
     virt: VirtSection,
     exits: CostTable<ExitReason>,
+    shadow: CostTable<ShadowWork>,
     tags: TagsSection,
     kernel: KernelSection,
 }
@@ -218,6 +222,9 @@ pub struct KernelSection {
     /// X86_BUG_CPU_MELTDOWN): every kernel entry and exit switches between the process's
     /// kernel and user top-level tables (see `os::entry`).
     pub kpti: bool,
+    /// Timer ticks per second while a process runs (Linux's CONFIG_HZ); the engine delivers
+    /// one every 1/hz of simulated time.
+    pub hz: f64,
 }
 
 /// Something with a cost in a profile table, keyed by its name: an [`ExitReason`] under
@@ -254,9 +261,26 @@ impl CostKey for ExitReason {
     }
 }
 
+impl CostKey for ShadowWork {
+    const SECTION: &'static str = "shadow";
+    const OTHER_KEYS: &'static [&'static str] = &[];
+    fn all() -> &'static [Self] {
+        &ShadowWork::ALL
+    }
+    fn index(self) -> usize {
+        self as usize
+    }
+    fn name(self) -> &'static str {
+        ShadowWork::name(self)
+    }
+    fn doc(self) -> &'static str {
+        ShadowWork::doc(self)
+    }
+}
+
 impl CostKey for KernelCost {
     const SECTION: &'static str = "kernel";
-    const OTHER_KEYS: &'static [&'static str] = &["pcid", "kpti"];
+    const OTHER_KEYS: &'static [&'static str] = &["pcid", "kpti", "hz"];
     fn all() -> &'static [Self] {
         &KernelCost::ALL
     }
@@ -493,6 +517,7 @@ impl Profile {
             memory,
             virt,
             exits,
+            shadow,
             tags,
             kernel,
         } = file;
@@ -504,6 +529,7 @@ impl Profile {
             memory,
             virt,
             exits,
+            shadow,
             tags,
             kernel,
             fingerprint,
@@ -661,11 +687,21 @@ impl Profile {
             ("virt.remap_notify".into(), self.virt.remap_notify, cycles),
             ("virt.devirt_fixup".into(), self.virt.devirt_fixup, cycles),
             ("tags.per_fill".into(), self.tags.per_fill, latency),
+            (
+                "kernel.hz".into(),
+                self.kernel.hz,
+                Bound::closed(0.0, 100_000.0, "ticks per second (0: no ticks)"),
+            ),
         ];
         numbers.extend(
             self.exits
                 .iter()
                 .map(|(r, v)| (format!("exits.{}", r.name()), v, cycles)),
+        );
+        numbers.extend(
+            self.shadow
+                .iter()
+                .map(|(w, v)| (format!("shadow.{}", w.name()), v, cycles)),
         );
         numbers.extend(
             self.kernel
@@ -786,7 +822,9 @@ fn cost_doc(section: &str, key: &str) -> Option<&'static str> {
             .then(|| K::all().iter().find(|k| k.name() == key).map(|k| k.doc()))
             .flatten()
     }
-    find::<ExitReason>(section, key).or_else(|| find::<KernelCost>(section, key))
+    find::<ExitReason>(section, key)
+        .or_else(|| find::<ShadowWork>(section, key))
+        .or_else(|| find::<KernelCost>(section, key))
 }
 
 /// A TOML value on one line: tables inline (`{ entries = 64, ways = 4 }`).

@@ -15,6 +15,7 @@ pub mod sampling;
 use crate::addr::{Gva, PageSize, PAGE_SIZE};
 use crate::cost::{Events, Profile};
 use crate::hv::x86::shadow::ShadowConfig;
+use crate::hv::x86::shadow_work::ShadowWorkCounters;
 use crate::hv::x86::vm::BackingConfig;
 use crate::hv::{ExitCounters, RemapCounters};
 use crate::hw::cache::{MemoryStats, Requester};
@@ -28,8 +29,10 @@ use crate::stats::{
 use crate::workload::{AnyWorkload, Op, Workload, WorkloadSpec};
 use sampling::{SamplePlan, Steady, WarmupEnd};
 use std::ops::ControlFlow;
+use ticks::Ticker;
 
 mod pipeline;
+mod ticks;
 pub use pipeline::Pipeline;
 
 /// One run to do.
@@ -125,6 +128,7 @@ struct Snapshot {
     mmu: MmuCounters,
     memory: MemoryStats,
     exits: ExitCounters,
+    shadow: ShadowWorkCounters,
     kernel: KernelCounters,
     remap: RemapCounters,
     /// The LLC's DRRIP policy selector (none under another policy).
@@ -137,6 +141,7 @@ impl Snapshot {
             mmu: *sys.mmu().counters(),
             memory: *sys.mmu().memory().stats(),
             exits: sys.exits(),
+            shadow: sys.shadow().map(|s| *s.work()).unwrap_or_default(),
             kernel: *sys.kernel().counters(),
             remap: sys.remap_counters(),
             llc_policy_selector: sys.mmu().memory().llc_policy_selector(),
@@ -234,11 +239,18 @@ fn drive<W: Workload>(
     let start = Snapshot::default();
     setup(&mut w, sys, progress)?;
     let after_setup = Snapshot::take(sys);
+    let mut ticker = Ticker::new(
+        &config.profile,
+        cost.instructions_per_access,
+        cost.dependent,
+        sys,
+    );
+    let ticks = &mut ticker;
     let (before, simulated, sampled) = match plan {
         SamplePlan::Whole => {
             // The whole measured phase is simulated: its OS operations too, to the end.
-            let mut simulated = run_accesses(&mut w, sys, total, Phase::Measure, progress)?;
-            simulated += drain(&mut w, sys, progress)?;
+            let mut simulated = run_accesses(&mut w, sys, total, Phase::Measure, ticks, progress)?;
+            simulated += drain(&mut w, sys, ticks, progress)?;
             (after_setup, simulated, Sampled::whole())
         }
         SamplePlan::Windowed {
@@ -253,6 +265,7 @@ fn drive<W: Workload>(
                 &mut w,
                 sys,
                 &cost,
+                ticks,
                 warmup_window,
                 cap,
                 cap_by_workload,
@@ -264,7 +277,7 @@ fn drive<W: Workload>(
             let mut discarded = 0;
             let (before, simulated, window_series) = loop {
                 let before = Snapshot::take(sys);
-                let (simulated, series) = measure(&mut w, sys, &cost, sample, progress)?;
+                let (simulated, series) = measure(&mut w, sys, &cost, ticks, sample, progress)?;
                 if !steady.is_some_and(|s| s.trending(&series.costs)) {
                     break (before, simulated, series);
                 }
@@ -391,6 +404,7 @@ fn warm_up<W: Workload>(
     w: &mut W,
     sys: &mut System,
     cost: &WindowCost<'_>,
+    ticks: &mut Ticker<'_>,
     window: u64,
     cap: u64,
     cap_by_workload: bool,
@@ -402,7 +416,14 @@ fn warm_up<W: Workload>(
     while done < cap {
         let n = window.min(cap - done);
         let a = Snapshot::take(sys);
-        let ran = run_accesses(w, sys, n, Phase::Warmup, &mut shifted(progress, done, cap))?;
+        let ran = run_accesses(
+            w,
+            sys,
+            n,
+            Phase::Warmup,
+            ticks,
+            &mut shifted(progress, done, cap),
+        )?;
         if ran > 0 {
             series.push(cost, &a, &Snapshot::take(sys), ran);
         }
@@ -430,6 +451,7 @@ fn measure<W: Workload>(
     w: &mut W,
     sys: &mut System,
     cost: &WindowCost<'_>,
+    ticks: &mut Ticker<'_>,
     sample: u64,
     progress: &mut ProgressFn<'_>,
 ) -> Result<(u64, Series), EngineError> {
@@ -446,6 +468,7 @@ fn measure<W: Workload>(
             sys,
             n,
             Phase::Measure,
+            ticks,
             &mut shifted(progress, done, sample),
         )?;
         if ran > 0 {
@@ -474,16 +497,20 @@ fn setup<W: Workload>(
     Ok(())
 }
 
-/// Run every op left; returns how many were accesses.
+/// Run every op left, with the ticks that fall due; returns how many were accesses.
 fn drain<W: Workload>(
     w: &mut W,
     sys: &mut System,
+    ticks: &mut Ticker<'_>,
     progress: &mut ProgressFn<'_>,
 ) -> Result<u64, EngineError> {
     let mut accesses = 0;
     while let Some(op) = w.next_op() {
-        accesses += matches!(op, Op::Access { .. }) as u64;
+        let access = matches!(op, Op::Access { .. }) as u64;
+        accesses += access;
         os_op(sys, op, progress)?;
+        ticks.ran(access);
+        ticks.catch_up(sys)?;
     }
     Ok(accesses)
 }
@@ -545,6 +572,7 @@ fn run_accesses<W: Workload>(
     sys: &mut System,
     n: u64,
     phase: Phase,
+    ticks: &mut Ticker<'_>,
     progress: &mut ProgressFn<'_>,
 ) -> Result<u64, EngineError> {
     let mut done = 0;
@@ -563,11 +591,12 @@ fn run_accesses<W: Workload>(
         // Close the pipeline whatever happens (an error or a panic half-way through a
         // batch), so the counters are whole and no cache thread waits forever.
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_batches(w, sys, n, phase, progress, &mut window, &mut done)
+            run_batches(w, sys, n, phase, ticks, progress, &mut window, &mut done)
         }));
         window.close(sys);
         run.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })?;
+    ticks.catch_up(sys)?;
     report_progress(
         progress,
         Progress {
@@ -581,11 +610,13 @@ fn run_accesses<W: Workload>(
 
 /// The batch loop of [`run_accesses`], with the memory pipeline open; `done` counts the
 /// accesses run.
+#[allow(clippy::too_many_arguments)]
 fn run_batches<W: Workload>(
     w: &mut W,
     sys: &mut System,
     n: u64,
     phase: Phase,
+    ticks: &mut Ticker<'_>,
     progress: &mut ProgressFn<'_>,
     window: &mut pipeline::Window<'_, '_>,
     done: &mut u64,
@@ -628,9 +659,11 @@ fn run_batches<W: Workload>(
             }
         }
         window.count(len as u64);
+        ticks.ran(len as u64);
         if let Some(op) = other {
             window.close(sys);
             os_op(sys, op, progress)?;
+            ticks.catch_up(sys)?;
             window.open(sys);
         }
         if ended {
@@ -665,6 +698,7 @@ fn interval_events(
         tag_served: memory.served[Requester::Tag as usize],
         tag_fills: mmu.tag_fills,
         exits: b.exits.since(&a.exits),
+        shadow: b.shadow.since(&a.shadow),
         kernel: b.kernel.since(&a.kernel),
         remap: b.remap.since(&a.remap),
     }
@@ -854,6 +888,7 @@ fn report<W: Workload>(
         data_served: LevelCounts::from(events.data_served),
         vm_exits: exits.total(),
         exits_by_reason: exits_by_reason(&exits),
+        shadow_work: crate::stats::shadow_work(&events.shadow),
         page_faults: kernel.page_faults,
         tag_checks: mmu.tag_checks,
         tag_violations: mmu.tag_violations,

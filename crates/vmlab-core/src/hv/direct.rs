@@ -82,6 +82,53 @@ impl DirectTables {
         Ok(())
     }
 
+    /// Xen's unpin of the address space with top-level table `pgd` (`__xen_pgd_unpin`): its
+    /// tables stop being validated page tables and become ordinary guest memory, so their
+    /// copies go and later writes to them are plain stores. Walks the user half of the
+    /// guest's tables (`__xen_pgd_walk` up to `USER_LIMIT`) from `pgd`, `levels` deep.
+    /// Returns the table pages unpinned: (last-level pages, other pages with `pgd`).
+    pub fn unpin(
+        &mut self,
+        mem: &mut HostMemory,
+        vm: &mut Vm,
+        pgd: Gfn,
+        levels: u8,
+    ) -> Result<(u64, u64), HvError> {
+        let mut pages = (0, 0);
+        self.unpin_table(mem, vm, pgd, levels, 256, &mut pages)?;
+        self.roots.remove(&pgd.raw());
+        Ok(pages)
+    }
+
+    fn unpin_table(
+        &mut self,
+        mem: &mut HostMemory,
+        vm: &mut Vm,
+        table: Gfn,
+        level: u8,
+        entries: usize,
+        pages: &mut (u64, u64),
+    ) -> Result<(), HvError> {
+        if level == 1 {
+            pages.0 += 1;
+        } else {
+            pages.1 += 1;
+            for index in 0..entries {
+                let entry = self.read_entry(mem, vm, table, index)?;
+                if X86::is_present(entry) && !(level <= 3 && X86::is_large(entry)) {
+                    let child = Gfn::new((entry & FRAME_MASK) >> 12);
+                    self.unpin_table(mem, vm, child, level - 1, 512, pages)?;
+                }
+            }
+        }
+        if let Some(copy) = self.copies.remove(&table.raw()) {
+            mem.tags_mut().assign(copy.raw(), 1, false);
+            mem.free(copy, PageSize::Size4K);
+            self.stats.copies_freed += 1;
+        }
+        Ok(())
+    }
+
     /// The guest reads entry `index` of its table `table`.
     pub fn read_entry(
         &mut self,

@@ -23,6 +23,15 @@ pub fn hypercall(vm: &mut Vm) {
     vm.record_exit(ExitReason::Hypercall);
 }
 
+/// An explicit multicall batch of `entries` entries (`xen_mc_batch` ... `xen_mc_issue`):
+/// one hypercall per [`PV_BATCH`] entries or part of it (`__xen_mc_entry` flushes a full
+/// batch, `xen_mc_issue` the rest).
+pub fn batch(vm: &mut Vm, entries: u64) {
+    for _ in 0..entries.div_ceil(PV_BATCH as u64) {
+        hypercall(vm);
+    }
+}
+
 impl Multicall {
     /// One validated table update: its own hypercall, or a place in the next multicall.
     pub fn update(&mut self, vm: &mut Vm) {

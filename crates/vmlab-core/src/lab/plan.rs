@@ -393,7 +393,7 @@ mod tests {
                 .to_string();
             assert_eq!(
                 msg,
-                "experiment pagetable: [quick] set: unknown key 'forkz'; valid keys (parameters of the experiment's workloads): forks, rss, tpt_task"
+                "experiment pagetable: [quick] set: unknown key 'forkz'; valid keys (parameters of the experiment's workloads): child_data, child_stack, child_text, forks, rss, tpt_task"
             );
         }
     }

@@ -64,6 +64,12 @@ pub trait PvOps {
     fn mm_created(&mut self, _pgd: Gfn, _devirt: bool) -> PvResult {
         Ok(())
     }
+    /// The address space with top-level table `pgd` is about to be torn down (Linux's
+    /// `arch_exit_mmap`, at the start of `exit_mmap`); no CPU runs on it any more. Xen PV
+    /// unpins its tables here, so the teardown that follows is plain stores.
+    fn mm_exiting(&mut self, _pgd: Gfn) -> PvResult {
+        Ok(())
+    }
     /// Linux's arch_enter/leave_lazy_mmu_mode around loops of entry updates (fork's copy,
     /// munmap's zap, mprotect): a paravirtual backend may batch the updates between them.
     fn lazy_mmu_begin(&mut self) -> PvResult {

@@ -160,6 +160,8 @@ impl Kernel {
         pgd: Gfn,
         vmas: &VmaList,
     ) -> Result<(), OsError> {
+        // exit_mmap -> arch_exit_mmap first (Xen PV unpins the tables there).
+        pv.mm_exiting(pgd)?;
         let ranges: Vec<(Gva, Gva)> = vmas.iter().map(|v| (v.start, v.end)).collect();
         self.zap_leaves(pv, pgd, &ranges)?;
         // exit_mmap -> free_pgtables over the whole user range: every upper-level entry is

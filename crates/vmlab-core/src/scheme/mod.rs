@@ -20,6 +20,7 @@ pub mod tpt;
 pub use system::System;
 
 use crate::addr::{Gfn, Gva, PageSize};
+use crate::hv::x86::exits::ExitReason;
 use crate::hv::x86::shadow::ShadowConfig;
 use crate::hv::x86::vm::{BackingConfig, HvError, Vm};
 use crate::hw::cache::MemoryConfig;
@@ -215,6 +216,17 @@ pub trait Scheme: Sized {
     /// What entering the kernel and returning costs the scheme beyond the kernel's own work
     /// (a system call or a fault of the running process).
     fn kernel_entry(&mut self, _kernel: &Kernel) {}
+
+    /// What a timer tick costs the scheme beyond the kernel's entry: under hardware
+    /// virtualization the LAPIC timer is KVM's to emulate, so the tick exits (`timer`: the
+    /// VMX preemption timer, KVM injecting the interrupt) and the guest's re-arming of its
+    /// TSC deadline exits too (`tsc_deadline`); natively nothing.
+    fn timer_interrupt(&mut self) {
+        if let Some(vm) = self.vm_mut() {
+            vm.record_exit(ExitReason::Timer);
+            vm.record_exit(ExitReason::TscDeadline);
+        }
+    }
 
     /// A fault in the tables the hardware walks for the guest (not in the EPT): by default
     /// the guest kernel takes it as a page fault.

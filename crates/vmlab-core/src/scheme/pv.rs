@@ -9,7 +9,7 @@
 use super::{Machine, Paging, Scheme, SimError, SystemConfig};
 use crate::addr::{Gfn, Gva, PageSize};
 use crate::hv::direct::DirectTables;
-use crate::hv::pv::{hypercall, Multicall};
+use crate::hv::pv::{batch, hypercall, Multicall};
 use crate::hv::x86::exits::ExitReason;
 use crate::hv::x86::vm::Vm;
 use crate::hw::frames::HostMemory;
@@ -21,6 +21,8 @@ pub struct Pv {
     vm: Vm,
     direct: DirectTables,
     batch: Multicall,
+    /// Paging levels of the guest's tables.
+    levels: u8,
 }
 
 impl Pv {
@@ -38,6 +40,7 @@ impl Scheme for Pv {
             vm,
             direct: DirectTables::default(),
             batch: Multicall::default(),
+            levels: config.levels,
         })
     }
 
@@ -52,6 +55,7 @@ impl Scheme for Pv {
             vm: &mut self.vm,
             direct: &mut self.direct,
             batch: &mut self.batch,
+            levels: self.levels,
         })
     }
 
@@ -83,6 +87,13 @@ impl Scheme for Pv {
         self.vm.record_exit(ExitReason::PvPageFault);
         Ok(self.with_pvops(machine, |pv| kernel.page_fault(pv, va, write))?)
     }
+
+    /// Xen delivers the tick as an event (VIRQ_TIMER, an upcall: the entry's bounce) and the
+    /// guest re-arms its timer with a hypercall (`xen_vcpuop_set_next_event`:
+    /// VCPUOP_set_singleshot_timer).
+    fn timer_interrupt(&mut self) {
+        hypercall(&mut self.vm);
+    }
 }
 
 /// The PV pv-ops backend: dual writes into machine-frame tables, each a hypercall or a place
@@ -93,6 +104,7 @@ pub struct PvPvOps<'a> {
     pub vm: &'a mut Vm,
     pub direct: &'a mut DirectTables,
     pub batch: &'a mut Multicall,
+    pub levels: u8,
 }
 
 impl PvOps for PvPvOps<'_> {
@@ -175,6 +187,21 @@ impl PvOps for PvPvOps<'_> {
 
     fn lazy_mmu_end(&mut self) -> PvResult {
         self.batch.end(self.vm);
+        Ok(())
+    }
+
+    /// Linux's `xen_exit_mmap` unpins the dying address space (`xen_pgd_unpin`) in one
+    /// multicall batch: an MMUEXT_UNPIN_TABLE of the top-level table, then, walking the user
+    /// half, each table page made writable again (`MULTI_update_va_mapping`), a last-level
+    /// page with its own MMUEXT_UNPIN_TABLE first (split page-table locks): 1 + 2 per
+    /// last-level page + 1 per other page (the top-level one included) entries. The teardown
+    /// after it writes unpinned pages: plain stores (`xen_set_pmd` and friends), no hypercall.
+    fn mm_exiting(&mut self, pgd: Gfn) -> PvResult {
+        if !self.direct.is_direct(pgd) {
+            return Ok(());
+        }
+        let (last_level, upper) = self.direct.unpin(self.mem, self.vm, pgd, self.levels)?;
+        batch(self.vm, 1 + 2 * last_level + upper);
         Ok(())
     }
 

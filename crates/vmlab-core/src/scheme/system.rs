@@ -300,8 +300,13 @@ impl System {
         self.syscall(|k, pv| k.exit(pv, next))
     }
 
-    /// A timer interrupt while the running process computes: entry and return.
+    /// A timer interrupt while the running process computes: what the scheme pays for the
+    /// tick (its exits or hypercalls, the entry's), then entry and return.
     pub fn timer_tick(&mut self) -> Result<(), SimError> {
+        dispatch!(&mut self.scheme, s => {
+            s.kernel_entry(&self.kernel);
+            s.timer_interrupt();
+        });
         self.with_pvops(|k, pv| {
             k.enter(pv, EntryKind::Interrupt)?;
             k.leave(pv)

@@ -13,6 +13,7 @@
 pub mod seeds;
 
 use crate::cost::CycleBreakdown;
+use crate::hv::x86::shadow_work::ShadowWorkCounters;
 use crate::hv::ExitCounters;
 use crate::hw::cache::MemLevel;
 use crate::os::KernelCounters;
@@ -155,6 +156,10 @@ pub struct RunReport {
     pub data_served: LevelCounts,
     pub vm_exits: u64,
     pub exits_by_reason: BTreeMap<String, u64>,
+    /// The shadow MMU's own work in the measured phase, by unit (`[shadow]` in the profile
+    /// prices each; empty under other schemes).
+    #[serde(default)]
+    pub shadow_work: BTreeMap<String, u64>,
     pub page_faults: u64,
     /// Memory-tag checks (TPT): frames checked, and checks that refused a translation.
     pub tag_checks: u64,
@@ -212,6 +217,16 @@ impl From<CycleBreakdown> for Breakdown {
             bound: b.bound.to_string(),
         }
     }
+}
+
+/// Shadow-MMU work keyed by unit name, for reports (empty when there was none).
+pub fn shadow_work(work: &ShadowWorkCounters) -> BTreeMap<String, u64> {
+    if work.iter().all(|(_, n)| n == 0) {
+        return BTreeMap::new();
+    }
+    work.iter()
+        .map(|(w, n)| (w.name().to_string(), n))
+        .collect()
 }
 
 /// Exit counts keyed by reason name, for reports.

@@ -15,7 +15,8 @@
 //! user mode before `_exit`, and [`Op::Exit`] back to the parent, pid 0. A real child that
 //! exits at once takes 16 page faults on this machine (`fork_child_page_faults` in
 //! `probes/results-2026-11-22b.json`), copy-on-write writes to its stack and libc's data: the
-//! model's child writes 4 stack pages and 12 data pages and reads a page of text. After each
+//! model's child writes 4 stack pages and 12 data pages and reads a page of text by default,
+//! and the set is a parameter ([`ChildTouches`]: `child_stack`, `child_data`, `child_text`). After each
 //! fork the parent writes a stack page and a libc data page before waitpid (2 faults,
 //! measured: [`PARENT_RUNS`]). These page touches are ops, not counted data accesses, so
 //! [`Workload::measured_accesses_total`] is 0 and the engine runs all of it.
@@ -32,10 +33,12 @@ const DATA: Gva = SMALL_IMAGE[1].start;
 const DATA_LEN: u64 = 16 * PAGE;
 const STACK: Gva = SMALL_IMAGE[2].start;
 const STACK_LEN: u64 = SMALL_IMAGE[2].len;
-/// The child's copy-on-write writes between fork and `_exit` (16 faults, measured): the
-/// top 4 pages of its stack and 12 pages of data.
-const CHILD_STACK_PAGES: u64 = 4;
-const CHILD_DATA_PAGES: u64 = 12;
+/// Pages of the stack mapped (the child may write at most these).
+pub const STACK_PAGES: u64 = STACK_LEN / PAGE;
+/// Pages of data mapped.
+pub const DATA_PAGES: u64 = DATA_LEN / PAGE;
+/// Pages of text mapped.
+pub const TEXT_PAGES: u64 = TEXT_LEN / PAGE;
 
 /// A running program's own image, mapped and faulted in before it does anything else: its
 /// text (read-only, read), its data and its stack (written).
@@ -87,24 +90,60 @@ pub(super) const PARENT_RUNS: [Op; 2] = [
     },
 ];
 
-/// What a forked child does in user mode before `_exit`.
-pub(super) const CHILD_RUNS: [Op; 3] = [
-    Op::TouchPages {
-        start: Gva::new(STACK.raw() + STACK_LEN - CHILD_STACK_PAGES * PAGE),
-        len: CHILD_STACK_PAGES * PAGE,
-        write: true,
-    },
-    Op::TouchPages {
-        start: DATA,
-        len: CHILD_DATA_PAGES * PAGE,
-        write: true,
-    },
-    Op::TouchPages {
-        start: TEXT,
-        len: PAGE,
-        write: false,
-    },
-];
+/// What a forked child touches in user mode between fork and `_exit`: the top pages of its
+/// stack and the first pages of its data (libc's .data and .bss, the GOT, TLS), written,
+/// and pages of text (program and libc), read.
+///
+/// The default is measured: a real child of a dynamically linked program that calls
+/// `_exit(0)` at once takes 16 page faults (`fork_child_page_faults`, 16 in every one of 15
+/// reps, `probes/results-2026-11-22b.json` and again in `results-2026-11-24.json`), here 4
+/// stack pages and 12 data pages written, each a copy-on-write fault. How the 16 split
+/// between stack and data, and the one text page read (a text page fork copied the entry
+/// of, so no fault), are assumptions: the probe counts faults, not where they fall.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ChildTouches {
+    /// Stack pages written, from the top (at most [`STACK_PAGES`]).
+    pub stack: u64,
+    /// Data pages written, from the start (at most [`DATA_PAGES`]).
+    pub data: u64,
+    /// Text pages read, from the start (at most [`TEXT_PAGES`]).
+    pub text: u64,
+}
+
+impl Default for ChildTouches {
+    /// 4 stack pages and 12 data pages written (the 16 measured faults), 1 text page read.
+    fn default() -> Self {
+        ChildTouches {
+            stack: 4,
+            data: 12,
+            text: 1,
+        }
+    }
+}
+
+impl ChildTouches {
+    /// The child's run as ops (one per region, empty ones included: the loop's steps are
+    /// fixed).
+    pub(super) fn runs(&self) -> [Op; 3] {
+        [
+            Op::TouchPages {
+                start: Gva::new(STACK.raw() + STACK_LEN - self.stack * PAGE),
+                len: self.stack * PAGE,
+                write: true,
+            },
+            Op::TouchPages {
+                start: DATA,
+                len: self.data * PAGE,
+                write: true,
+            },
+            Op::TouchPages {
+                start: TEXT,
+                len: self.text * PAGE,
+                write: false,
+            },
+        ]
+    }
+}
 
 /// The parameters of a `fork-bench` run (validated by [`super::WorkloadSpec`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -115,14 +154,18 @@ pub struct ForkBenchConfig {
     /// Fork-exit-wait rounds in the measured phase (at most `u32::MAX`: each takes a new
     /// pid).
     pub forks: u64,
+    /// What each child touches before `_exit`.
+    pub child: ChildTouches,
 }
 
 impl Default for ForkBenchConfig {
-    /// 64 MiB resident (16384 pages of 4 KiB, 32 page tables to copy), 100 forks.
+    /// 64 MiB resident (16384 pages of 4 KiB, 32 page tables to copy), 100 forks, the
+    /// measured child.
     fn default() -> Self {
         ForkBenchConfig {
             rss: 64 << 20,
             forks: 100,
+            child: ChildTouches::default(),
         }
     }
 }
@@ -146,7 +189,7 @@ impl ForkBench {
             config,
             image_ops: 0,
             prologue: Prologue::new(config.rss),
-            forks: ForkLoop::new(config.forks, false),
+            forks: ForkLoop::new(config.forks, false, config.child),
         }
     }
 
@@ -195,19 +238,23 @@ pub(super) struct ForkLoop {
     /// Rounds finished.
     done: u64,
     /// Position in the current round: 0 fork, 1..=2 the parent's run ([`PARENT_RUNS`]),
-    /// 3 switch, 4..=6 the child's run ([`CHILD_RUNS`]), 7 exec (if `exec`), then exit.
+    /// 3 switch, 4..=6 the child's run ([`ChildTouches`]), 7 exec (if `exec`), then exit.
     step: u8,
     exec: bool,
+    /// The child's run.
+    child: [Op; 3],
 }
 
 impl ForkLoop {
-    /// `iters` rounds (at most `u32::MAX`, so every child's pid fits a `u32`).
-    pub(super) fn new(iters: u64, exec: bool) -> Self {
+    /// `iters` rounds (at most `u32::MAX`, so every child's pid fits a `u32`), each child
+    /// touching `child`.
+    pub(super) fn new(iters: u64, exec: bool, child: ChildTouches) -> Self {
         ForkLoop {
             iters,
             done: 0,
             step: 0,
             exec,
+            child: child.runs(),
         }
     }
 
@@ -222,7 +269,7 @@ impl ForkLoop {
             (0, _) => Op::Fork,
             (1..=2, _) => PARENT_RUNS[self.step as usize - 1],
             (3, _) => Op::Switch { pid: child },
-            (4..=6, _) => CHILD_RUNS[self.step as usize - 4],
+            (4..=6, _) => self.child[self.step as usize - 4],
             (7, true) => Op::Exec,
             _ => Op::Exit { next: 0 },
         };
@@ -241,7 +288,12 @@ pub(crate) mod tests {
     use super::super::BUFFER_BASE;
     use super::*;
 
-    pub(in crate::workload) use super::{CHILD_RUNS, PARENT_RUNS};
+    pub(in crate::workload) use super::PARENT_RUNS;
+
+    /// The default child's run.
+    pub(in crate::workload) fn child_runs() -> [Op; 3] {
+        ChildTouches::default().runs()
+    }
 
     fn drain(w: &mut impl Workload) -> Vec<Op> {
         let ops: Vec<Op> = std::iter::from_fn(|| w.next_op()).collect();
@@ -255,6 +307,7 @@ pub(crate) mod tests {
         let c = ForkBenchConfig {
             rss: 8 << 10,
             forks: 2,
+            ..ForkBenchConfig::default()
         };
         let mut w = ForkBench::new(c, 0);
         let mut expected = IMAGE_SETUP.to_vec();
@@ -274,7 +327,7 @@ pub(crate) mod tests {
             expected.push(Op::Fork);
             expected.extend(PARENT_RUNS);
             expected.push(Op::Switch { pid });
-            expected.extend(CHILD_RUNS);
+            expected.extend(child_runs());
             expected.push(Op::Exit { next: 0 });
         }
         assert_eq!(drain(&mut w), expected);
@@ -287,11 +340,12 @@ pub(crate) mod tests {
         let c = ForkBenchConfig {
             rss: 4 << 10,
             forks: 1000,
+            ..ForkBenchConfig::default()
         };
         let ops = drain(&mut ForkBench::new(c, 0));
         assert_eq!(
             ops.len(),
-            IMAGE_SETUP.len() + 3 + (3 + PARENT_RUNS.len() + CHILD_RUNS.len()) * 1000
+            IMAGE_SETUP.len() + 3 + (3 + PARENT_RUNS.len() + child_runs().len()) * 1000
         );
         let pids: Vec<u32> = ops
             .iter()
@@ -306,14 +360,14 @@ pub(crate) mod tests {
 
     #[test]
     fn fork_loop_with_exec_execs_in_the_child() {
-        let mut l = ForkLoop::new(2, true);
+        let mut l = ForkLoop::new(2, true, ChildTouches::default());
         let ops: Vec<Op> = std::iter::from_fn(|| l.next()).collect();
         let mut expected = Vec::new();
         for pid in 1..=2 {
             expected.push(Op::Fork);
             expected.extend(PARENT_RUNS);
             expected.push(Op::Switch { pid });
-            expected.extend(CHILD_RUNS);
+            expected.extend(child_runs());
             expected.extend([Op::Exec, Op::Exit { next: 0 }]);
         }
         assert_eq!(ops, expected);

@@ -40,7 +40,7 @@
 //! refills a switch causes) at a sixteenth of the ops; their instructions are counted in
 //! [`Workload::instructions_per_access`]. With `ws=0` (the default) no data is touched.
 
-use super::fork_bench::{ForkLoop, IMAGE_SETUP};
+use super::fork_bench::{ChildTouches, ForkLoop, IMAGE_SETUP};
 use super::{Op, Workload, BUFFER_BASE};
 use crate::addr::Gva;
 
@@ -247,7 +247,11 @@ impl Lmbench {
         let script = match config.test {
             LmbenchTest::ForkExit | LmbenchTest::ForkExec => Script::Proc {
                 image_ops: 0,
-                forks: ForkLoop::new(iters, config.test == LmbenchTest::ForkExec),
+                forks: ForkLoop::new(
+                    iters,
+                    config.test == LmbenchTest::ForkExec,
+                    ChildTouches::default(),
+                ),
             },
             LmbenchTest::PageFault { size } => Script::PageFault(PageFault {
                 len: size,
@@ -677,7 +681,7 @@ mod tests {
             expected.push(Op::Fork);
             expected.extend(crate::workload::fork_bench::tests::PARENT_RUNS);
             expected.push(Op::Switch { pid });
-            expected.extend(crate::workload::fork_bench::tests::CHILD_RUNS);
+            expected.extend(crate::workload::fork_bench::tests::child_runs());
             expected.push(Op::Exit { next: 0 });
         }
         assert_eq!(ops, expected);
@@ -694,7 +698,7 @@ mod tests {
             expected.push(Op::Fork);
             expected.extend(crate::workload::fork_bench::tests::PARENT_RUNS);
             expected.push(Op::Switch { pid });
-            expected.extend(crate::workload::fork_bench::tests::CHILD_RUNS);
+            expected.extend(crate::workload::fork_bench::tests::child_runs());
             expected.extend([Op::Exec, Op::Exit { next: 0 }]);
         }
         assert_eq!(ops, expected);

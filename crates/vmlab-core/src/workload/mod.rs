@@ -27,7 +27,7 @@ mod tlb_bench;
 mod tpt_probe;
 
 pub use crate::units::{format_size, parse_size, SizeError};
-pub use fork_bench::{ForkBench, ForkBenchConfig};
+pub use fork_bench::{ChildTouches, ForkBench, ForkBenchConfig};
 pub use gups::{Gups, GupsConfig};
 pub use host_remap::{HostRemap, HostRemapConfig};
 pub use lmbench::{Lmbench, LmbenchConfig, LmbenchOp, LmbenchTest};

@@ -1,12 +1,14 @@
 //! Workload specs: how users name a workload (`NAME[:key=value,...]`), parsed, validated
 //! and with defaults filled, plus the catalog behind `vmlab list` and `--help`.
 
+use super::fork_bench::{DATA_PAGES, STACK_PAGES, TEXT_PAGES};
 use super::{AccessMode, AnyWorkload, Gups, GupsConfig, MemOper, SysbenchMem, SysbenchMemConfig};
-use super::{ForkBench, ForkBenchConfig, Lmbench, LmbenchConfig, LmbenchOp, LmbenchTest};
+use super::{ChildTouches, ForkBench, ForkBenchConfig};
 use super::{
     HostRemap, HostRemapConfig, TlbBench, TlbBenchConfig, TptIsolationProbe,
     TptIsolationProbeConfig,
 };
+use super::{Lmbench, LmbenchConfig, LmbenchOp, LmbenchTest};
 use crate::units::{format_size, parse_size, SizeError};
 use std::fmt;
 use std::str::FromStr;
@@ -107,6 +109,21 @@ const FORK_BENCH_PARAMS: &[ParamInfo] = &[
         default: "100",
         help: "fork + child exit + wait rounds, 1 to 4294967295 (each child takes a new pid)",
     },
+    ParamInfo {
+        key: "child_stack",
+        default: "4",
+        help: "stack pages each child writes before _exit, 0 to 8 (default: with child_data, the 16 faults a real child takes, measured)",
+    },
+    ParamInfo {
+        key: "child_data",
+        default: "12",
+        help: "data pages (libc .data/.bss, GOT, TLS) each child writes before _exit, 0 to 16",
+    },
+    ParamInfo {
+        key: "child_text",
+        default: "1",
+        help: "text pages each child reads before _exit, 0 to 16",
+    },
 ];
 
 const LMBENCH_PARAMS: &[ParamInfo] = &[
@@ -173,6 +190,9 @@ const MAX_FORKS: u64 = u32::MAX as u64;
 const FORKS_RANGE: &str = "must be at most 4294967295 (each fork takes a new 32-bit pid)";
 const PROCS_RANGE: &str = "a ring has 2 to 2048 processes (lat_ctx's MAXPROC)";
 const PAGES_RANGE: &str = "must be 1 to 1048576 pages of 4K";
+const CHILD_STACK_RANGE: &str = "must be 0 to 8 (the program's stack is 8 pages)";
+const CHILD_DATA_RANGE: &str = "must be 0 to 16 (the program's data is 16 pages)";
+const CHILD_TEXT_RANGE: &str = "must be 0 to 16 (the program's text is 16 pages)";
 
 /// The workloads by name; private so the catalog, parser and builder cannot disagree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -417,6 +437,16 @@ impl WorkloadConfig {
                         FORKS_RANGE,
                     ));
                 }
+                let child = [
+                    ("child_stack", c.child.stack, STACK_PAGES, CHILD_STACK_RANGE),
+                    ("child_data", c.child.data, DATA_PAGES, CHILD_DATA_RANGE),
+                    ("child_text", c.child.text, TEXT_PAGES, CHILD_TEXT_RANGE),
+                ];
+                for (key, pages, most, why) in child {
+                    if pages > most {
+                        return Err(out_of_range(workload, key, pages.to_string(), why));
+                    }
+                }
             }
             WorkloadConfig::HostRemap(c) => {
                 check_size("size", c.size)?;
@@ -548,6 +578,11 @@ impl WorkloadSpec {
             Kind::ForkBench => WorkloadConfig::ForkBench(ForkBenchConfig {
                 rss: values.size("rss")?,
                 forks: values.count("forks")?,
+                child: ChildTouches {
+                    stack: values.count("child_stack")?,
+                    data: values.count("child_data")?,
+                    text: values.count("child_text")?,
+                },
             }),
             Kind::Lmbench => WorkloadConfig::Lmbench(parse_lmbench(&values)?),
             Kind::TptIsolationProbe => WorkloadConfig::TptIsolationProbe(TptIsolationProbeConfig {
@@ -678,7 +713,17 @@ impl WorkloadSpec {
                 )
             }
             WorkloadConfig::ForkBench(c) => {
-                format!("{name}:rss={},forks={}", format_size(c.rss), c.forks)
+                // The child's touches only when not the measured default, so the names of
+                // runs with the default stay as they were.
+                let child = if c.child == ChildTouches::default() {
+                    String::new()
+                } else {
+                    format!(
+                        ",child_stack={},child_data={},child_text={}",
+                        c.child.stack, c.child.data, c.child.text
+                    )
+                };
+                format!("{name}:rss={},forks={}{child}", format_size(c.rss), c.forks)
             }
             WorkloadConfig::Lmbench(c) => {
                 let own = match c.test {
@@ -1203,6 +1248,8 @@ mod tests {
                         let mut in_catalog = catalog_keys.iter();
                         assert!(keys.iter().all(|k| in_catalog.any(|c| c == k)), "{keys:?}");
                     }
+                    // rss and forks: the child's touches appear only when not the default.
+                    WorkloadConfig::ForkBench(_) => assert_eq!(keys, catalog_keys[..2]),
                     // Every catalog key but tpt_task, which appears only when given.
                     _ => assert_eq!(keys, catalog_keys[..catalog_keys.len() - 1]),
                 }
@@ -1421,12 +1468,50 @@ mod tests {
         );
         assert_eq!(
             err("fork-bench:size=1G"),
-            r#"unknown parameter "size" for fork-bench; valid parameters: rss, forks, tpt_task"#
+            r#"unknown parameter "size" for fork-bench; valid parameters: rss, forks, child_stack, child_data, child_text, tpt_task"#
         );
         assert_eq!(
             err("fork-bench:rss"),
             r#"malformed parameter "rss" for fork-bench: expected key=value, e.g. fork-bench:rss=64M"#
         );
+        assert_eq!(
+            err("fork-bench:child_stack=9"),
+            "fork-bench child_stack=9 is out of range: must be 0 to 8 (the program's stack is 8 pages)"
+        );
+        assert_eq!(
+            err("fork-bench:child_data=17"),
+            "fork-bench child_data=17 is out of range: must be 0 to 16 (the program's data is 16 pages)"
+        );
+        assert_eq!(
+            err("fork-bench:child_text=17"),
+            "fork-bench child_text=17 is out of range: must be 0 to 16 (the program's text is 16 pages)"
+        );
+    }
+
+    #[test]
+    fn fork_bench_child_touches_are_parameters_named_only_when_not_the_default() {
+        let s = WorkloadSpec::parse("fork-bench:rss=8M,child_data=2,child_stack=0").unwrap();
+        let WorkloadConfig::ForkBench(c) = s.config() else {
+            panic!("{s:?}")
+        };
+        assert_eq!(
+            c.child,
+            ChildTouches {
+                stack: 0,
+                data: 2,
+                text: 1
+            }
+        );
+        assert_eq!(
+            s.canonical(),
+            "fork-bench:rss=8M,forks=100,child_stack=0,child_data=2,child_text=1"
+        );
+        assert_eq!(
+            WorkloadSpec::parse(&s.canonical()).unwrap().config(),
+            s.config()
+        );
+        let default = WorkloadSpec::parse("fork-bench:child_stack=4,child_data=12,child_text=1");
+        assert_eq!(default.unwrap().canonical(), "fork-bench:rss=64M,forks=100");
     }
 
     #[test]

@@ -76,6 +76,12 @@ exit_reasons! {
     /// Paravirtual paging: a guest page fault, taken by Xen (handle_PF finds nothing of its
     /// own to fix) and bounced to the guest kernel's handler with CR2 saved for it.
     PvPageFault => "pv_page_fault",
+    /// Hardware virtualization: the guest's timer tick, an exit when the emulated LAPIC timer
+    /// fires (VMX preemption timer or the host's hrtimer) and the interrupt's injection.
+    Timer => "timer",
+    /// Hardware virtualization: the guest re-arms its LAPIC timer after a tick (WRMSR of
+    /// IA32_TSC_DEADLINE, intercepted; KVM's fastpath handles it).
+    TscDeadline => "tsc_deadline",
 }
 
 /// Exit counts by reason.

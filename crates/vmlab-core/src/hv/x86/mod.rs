@@ -5,4 +5,5 @@
 pub mod exits;
 pub mod p2m_memo;
 pub mod shadow;
+pub mod shadow_work;
 pub mod vm;

@@ -33,12 +33,18 @@
 //! - A **reverse map** from guest data frames to the shadow entries mapping them, so a frame
 //!   that becomes a page table is write-protected everywhere it is mapped.
 //!
+//! - **Work per unit**: beyond the exits (counted by the VM), the hypervisor's own work is
+//!   counted per unit ([`ShadowWork`]: entries a resync looks at and reads, entries and pages
+//!   a zap visits and drops, frames protected and unprotected, remote flushes, pages
+//!   allocated, roots built), each priced by the profile's `[shadow]` table.
+//!
 //! Simplifications: any change to a present shadow entry flushes the whole TLB (KVM flushes
 //! the VM's translations remotely); a guest page written wholesale (zeroed or copied) while
 //! shadowed is unshadowed at once, as flooding would do after three writes.
 
 use crate::addr::{Gfn, Gpa, Gva, Hfn, Hpa, PageSize, PAGE_SHIFT};
 use crate::hv::x86::exits::ExitReason;
+use crate::hv::x86::shadow_work::{ShadowWork, ShadowWorkCounters};
 use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
 use crate::hw::x86::mmu::{Mmu, Root};
@@ -145,6 +151,8 @@ pub struct ShadowMmu {
     current: Option<(Gfn, u16)>,
     clock: u64,
     stats: ShadowStats,
+    /// The hypervisor's work by unit, priced under the profile's `[shadow]`.
+    work: ShadowWorkCounters,
 }
 
 const ROOT_CACHE: usize = 4;
@@ -172,11 +180,24 @@ impl ShadowMmu {
             current: None,
             clock: 0,
             stats: ShadowStats::default(),
+            work: ShadowWorkCounters::default(),
         }
     }
 
     pub fn stats(&self) -> &ShadowStats {
         &self.stats
+    }
+
+    /// The hypervisor's work so far, by unit.
+    pub fn work(&self) -> &ShadowWorkCounters {
+        &self.work
+    }
+
+    /// KVM's kvm_flush_remote_tlbs after a change to present shadow entries: every vCPU's
+    /// translations of the VM go (one vCPU here).
+    fn remote_flush(&mut self, ctx: &mut Ctx) {
+        self.work.add(ShadowWork::RemoteFlush, 1);
+        ctx.mmu.flush_all();
     }
 
     /// Shadow pages alive now.
@@ -212,14 +233,17 @@ impl ShadowMmu {
         self.current = Some((pgd, pcid));
         let root = match self.roots.iter().position(|&(g, _, _)| g == pgd.raw()) {
             Some(at) => self.roots.remove(at).1,
-            None => self.get_or_create(
-                ctx,
-                pgd,
-                Role {
-                    level: self.mode.levels(),
-                    direct: false,
-                },
-            )?,
+            None => {
+                self.work.add(ShadowWork::RootBuild, 1);
+                self.get_or_create(
+                    ctx,
+                    pgd,
+                    Role {
+                        level: self.mode.levels(),
+                        direct: false,
+                    },
+                )?
+            }
         };
         self.roots.insert(0, (pgd.raw(), root, pcid));
         self.roots.truncate(ROOT_CACHE);
@@ -336,7 +360,7 @@ impl ShadowMmu {
             changed |= self.update_entry(ctx, id, index, entry)?;
         }
         if changed {
-            ctx.mmu.flush_all();
+            self.remote_flush(ctx);
         }
         self.ensure_root(ctx)
     }
@@ -353,7 +377,7 @@ impl ShadowMmu {
         for id in ids {
             self.zap(ctx, id);
         }
-        ctx.mmu.flush_all();
+        self.remote_flush(ctx);
         self.ensure_root(ctx)
     }
 
@@ -520,7 +544,7 @@ impl ShadowMmu {
         if X86::is_present(old) {
             self.clear_spte(ctx, at);
             if old != spte {
-                ctx.mmu.flush_all();
+                self.remote_flush(ctx);
             }
         }
         ctx.mem.write_u64(at, spte);
@@ -556,7 +580,7 @@ impl ShadowMmu {
         }
         if X86::is_present(spte) {
             self.clear_spte(ctx, at);
-            ctx.mmu.flush_all();
+            self.remote_flush(ctx);
         }
         let child = self.get_or_create(ctx, gfn, role)?;
         ctx.mem
@@ -598,6 +622,7 @@ impl ShadowMmu {
         };
         self.live += 1;
         self.stats.pages_created += 1;
+        self.work.add(ShadowWork::PageAlloc, 1);
         self.by_key.insert((gfn.raw(), role), id);
         self.by_hfn.insert(hfn.raw(), id);
         if !role.direct {
@@ -615,6 +640,7 @@ impl ShadowMmu {
         let Some(sptes) = self.rmap.get(&gfn.raw()) else {
             return;
         };
+        self.work.add(ShadowWork::RmapProtect, sptes.len() as u64);
         let mut changed = false;
         for &at in sptes {
             let spte = ctx.mem.read_u64(Hpa::new(at));
@@ -624,7 +650,7 @@ impl ShadowMmu {
             }
         }
         if changed {
-            ctx.mmu.flush_all();
+            self.remote_flush(ctx);
         }
     }
 
@@ -668,6 +694,8 @@ impl ShadowMmu {
             .collect();
         let mut changed = false;
         for id in unsync {
+            self.work
+                .add(ShadowWork::SyncScan, self.mode.entries_per_table() as u64);
             for index in 0..self.mode.entries_per_table() {
                 changed |= self.sync_entry_quiet(ctx, id, index);
             }
@@ -675,13 +703,13 @@ impl ShadowMmu {
             self.stats.syncs += 1;
         }
         if changed {
-            ctx.mmu.flush_all();
+            self.remote_flush(ctx);
         }
     }
 
     fn sync_entry(&mut self, ctx: &mut Ctx, id: SpId, index: usize) {
         if self.sync_entry_quiet(ctx, id, index) {
-            ctx.mmu.flush_all();
+            self.remote_flush(ctx);
         }
     }
 
@@ -693,6 +721,7 @@ impl ShadowMmu {
         if !X86::is_present(spte) {
             return false;
         }
+        self.work.add(ShadowWork::SyncEntry, 1);
         let gfn = self.sp(id).gfn;
         let guest = match ctx.vm.translate(ctx.mem, gfn) {
             Some(hfn) => ctx.mem.read_u64(hfn.addr_at(self.mode.entry_offset(index))),
@@ -720,6 +749,7 @@ impl ShadowMmu {
         if !X86::is_present(spte) {
             return;
         }
+        self.work.add(ShadowWork::SpteDrop, 1);
         let Some(&owner) = self.by_hfn.get(&at.frame().raw()) else {
             return;
         };
@@ -749,9 +779,13 @@ impl ShadowMmu {
     /// Remove a shadow page: clear the entries pointing at it, unlink its own entries, free it.
     fn zap(&mut self, ctx: &mut Ctx, id: SpId) {
         let parents = std::mem::take(&mut self.sp_mut(id).parents);
+        self.work.add(ShadowWork::SpteDrop, parents.len() as u64);
         for at in parents {
             ctx.mem.write_u64(at, 0);
         }
+        self.work.add(ShadowWork::PageZap, 1);
+        self.work
+            .add(ShadowWork::ZapScan, self.mode.entries_per_table() as u64);
         let (hfn, gfn, role) = {
             let sp = self.sp(id);
             (sp.hfn, sp.gfn, sp.role)
@@ -766,6 +800,7 @@ impl ShadowMmu {
             ids.retain(|i| *i != id);
             if ids.is_empty() {
                 self.by_gfn.remove(&gfn.raw());
+                self.work.add(ShadowWork::Unprotect, 1);
             }
         }
         self.roots.retain(|&(_, r, _)| r != id);
@@ -791,7 +826,7 @@ impl ShadowMmu {
             Some(id) => {
                 self.zap(ctx, id);
                 self.stats.budget_zaps += 1;
-                ctx.mmu.flush_all();
+                self.remote_flush(ctx);
                 true
             }
             None => false,
@@ -814,6 +849,7 @@ impl ShadowMmu {
         if self.root_id(pgd).is_some() {
             return Ok(());
         }
+        self.work.add(ShadowWork::RootBuild, 1);
         let root = self.get_or_create(
             ctx,
             pgd,
