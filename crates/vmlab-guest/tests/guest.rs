@@ -469,3 +469,19 @@ fn a_directory_received_from_outside_reaches_nothing() {
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "vmlab-secret\n");
     let _ = std::fs::remove_dir_all(root.parent().unwrap());
 }
+
+#[test]
+fn a_clone_into_a_new_namespace_is_refused_while_plain_forks_run() {
+    // clone(CLONE_NEWUSER | SIGCHLD) through perl's syscall(): refused (-1, EPERM) under every
+    // mechanism, including the notify ones, whose filter stops only such clones; the shell's
+    // own forks around it run.
+    let Some(perl) = which("perl") else { return };
+    let perl = perl.to_str().unwrap().to_string();
+    let script = format!(
+        "{perl} -e 'my $r = syscall(56, 0x10000000 | 17, 0, 0, 0, 0); print \"$r \", ($! + 0), \"\\n\"; exit 0 if $r == 0'; echo done | cat"
+    );
+    for m in mechanisms() {
+        let out = guest(m, None, &["sh", "-c", &script]);
+        assert_eq!(text(&out.stdout), format!("-1 {}\ndone\n", libc::EPERM), "{m}: {}", text(&out.stderr));
+    }
+}

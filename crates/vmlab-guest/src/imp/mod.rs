@@ -183,6 +183,21 @@ fn find_program(root: &Path, program: &OsString) -> Result<(), GuestError> {
 /// The seccomp filter of a mechanism: `action` for every call the guest kernel must see (all
 /// with `all`), allow for the rest.
 pub(crate) fn filter(kernel: &Kernel, all: bool, action: SeccompAction) -> Result<Vec<sock_filter>, GuestError> {
+    filter_with(kernel, all, false, action)
+}
+
+/// [`filter`], where `clone_ns_only` stops only the clones that ask for a new namespace (the
+/// guest kernel refuses those) and lets every other clone run unstopped. For the notify
+/// mechanisms: a notified call that a signal interrupts before the supervisor answers returns
+/// ERESTARTSYS, which a handler without SA_RESTART turns into EINTR, so a shell's fork could
+/// fail with EINTR when its previous child's SIGCHLD arrived, as native fork never does.
+pub(crate) fn filter_with(
+    kernel: &Kernel,
+    all: bool,
+    clone_ns_only: bool,
+    action: SeccompAction,
+) -> Result<Vec<sock_filter>, GuestError> {
+    use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
     let rooted = kernel.root.is_some();
     let mut rules = BTreeMap::new();
     // Numbers past the known ones are refused too, up to 511 (the x86-64 table ends near 470;
@@ -192,6 +207,26 @@ pub(crate) fn filter(kernel: &Kernel, all: bool, action: SeccompAction) -> Resul
         if (known || nr >= crate::sysnames::NAMES.len() as i64) && calls::needs_trap(nr, rooted, all) {
             rules.insert(nr, Vec::new());
         }
+    }
+    if clone_ns_only && !all && rules.contains_key(&c::SYS_clone) {
+        let flags = [
+            c::CLONE_NEWNS,
+            c::CLONE_NEWPID,
+            c::CLONE_NEWUSER,
+            c::CLONE_NEWNET,
+            c::CLONE_NEWUTS,
+            c::CLONE_NEWIPC,
+            c::CLONE_NEWCGROUP,
+        ];
+        let mut ns_rules = Vec::new();
+        for flag in flags {
+            let flag = flag as u64;
+            let cond = SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(flag), flag)
+                .and_then(|c| SeccompRule::new(vec![c]))
+                .map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?;
+            ns_rules.push(cond);
+        }
+        rules.insert(c::SYS_clone, ns_rules);
     }
     let f = SeccompFilter::new(rules, SeccompAction::Allow, action, TargetArch::x86_64)
         .map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?;

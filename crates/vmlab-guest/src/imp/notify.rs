@@ -16,7 +16,7 @@
 //! thread.
 
 use super::kernel::{read_msg_name, refusal, Call, Kernel};
-use super::{filter, strace, Exec, Trap, INTERRUPT};
+use super::{filter_with, strace, Exec, Trap, INTERRUPT};
 use crate::{Config, GuestError, Outcome};
 use libc as c;
 use seccompiler::SeccompAction;
@@ -158,7 +158,7 @@ pub(crate) fn start(
 
 /// The notify filter: SECCOMP_RET_USER_NOTIF for every call the guest kernel must see.
 fn notify_filter(kernel: &Kernel, all: bool) -> Result<Vec<seccompiler::sock_filter>, GuestError> {
-    let mut prog = filter(kernel, all, SeccompAction::Trace(MARK))?;
+    let mut prog = filter_with(kernel, all, true, SeccompAction::Trace(MARK))?;
     for insn in prog.iter_mut() {
         if insn.code == (c::BPF_RET | c::BPF_K) as u16 && insn.k == c::SECCOMP_RET_TRACE | MARK {
             insn.k = c::SECCOMP_RET_USER_NOTIF;
