@@ -415,18 +415,18 @@ fn warm_up<W: Workload>(
     let mut series = Series::default();
     while done < cap {
         let n = window.min(cap - done);
-        let a = Snapshot::take(sys);
-        let ran = run_accesses(
+        let ran = run_window(
             w,
             sys,
+            cost,
+            ticks,
             n,
             Phase::Warmup,
-            ticks,
-            &mut shifted(progress, done, cap),
+            &mut series,
+            progress,
+            done,
+            cap,
         )?;
-        if ran > 0 {
-            series.push(cost, &a, &Snapshot::take(sys), ran);
-        }
         done += ran;
         if ran < n {
             return Ok((done, series, WarmupEnd::Workload));
@@ -462,24 +462,47 @@ fn measure<W: Workload>(
         if n == 0 {
             break;
         }
-        let a = Snapshot::take(sys);
-        let ran = run_accesses(
+        let ran = run_window(
             w,
             sys,
+            cost,
+            ticks,
             n,
             Phase::Measure,
-            ticks,
-            &mut shifted(progress, done, sample),
+            &mut series,
+            progress,
+            done,
+            sample,
         )?;
-        if ran > 0 {
-            series.push(cost, &a, &Snapshot::take(sys), ran);
-        }
         done += ran;
         if ran < n {
             break;
         }
     }
     Ok((done, series))
+}
+
+/// One window of `n` accesses in `phase`, its cost appended to `series` (if it ran any);
+/// progress is reported as `done` of `total` plus the window's own. Returns the accesses run.
+#[allow(clippy::too_many_arguments)]
+fn run_window<W: Workload>(
+    w: &mut W,
+    sys: &mut System,
+    cost: &WindowCost<'_>,
+    ticks: &mut Ticker<'_>,
+    n: u64,
+    phase: Phase,
+    series: &mut Series,
+    progress: &mut ProgressFn<'_>,
+    done: u64,
+    total: u64,
+) -> Result<u64, EngineError> {
+    let before = Snapshot::take(sys);
+    let ran = run_accesses(w, sys, n, phase, ticks, &mut shifted(progress, done, total))?;
+    if ran > 0 {
+        series.push(cost, &before, &Snapshot::take(sys), ran);
+    }
+    Ok(ran)
 }
 
 /// Run ops until `StartMeasurement`.
