@@ -47,15 +47,7 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
         })
         .collect();
     // Every run is checked before the first one starts.
-    for config in &configs {
-        engine::check(config).map_err(|msg| {
-            crate::UsageError(format!(
-                "{} under {}: {msg}",
-                workload.canonical(),
-                config.paging.name()
-            ))
-        })?;
-    }
+    crate::run::check_all(&configs)?;
     let mut rows = Vec::new();
     for config in configs {
         let paging = config.paging;

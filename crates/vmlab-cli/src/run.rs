@@ -30,15 +30,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         })
         .collect();
     // Every run is checked before the first one starts.
-    for config in &configs {
-        engine::check(config).map_err(|msg| {
-            crate::UsageError(format!(
-                "{} under {}: {msg}",
-                workload.canonical(),
-                config.paging.name()
-            ))
-        })?;
-    }
+    crate::run::check_all(&configs)?;
     let mut reports: Vec<RunReport> = Vec::new();
     for config in configs {
         let paging = config.paging;
@@ -86,6 +78,21 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         if let Some(across) = &across {
             print!("{}", table::render_seeds(across));
         }
+    }
+    Ok(())
+}
+
+/// Checks every run before the first one starts: a usage error naming the workload and the
+/// scheme of the first run that cannot be made.
+pub(crate) fn check_all(configs: &[RunConfig]) -> Result<(), crate::UsageError> {
+    for config in configs {
+        engine::check(config).map_err(|msg| {
+            crate::UsageError(format!(
+                "{} under {}: {msg}",
+                config.workload.canonical(),
+                config.paging.name()
+            ))
+        })?;
     }
     Ok(())
 }
