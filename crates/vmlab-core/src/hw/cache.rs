@@ -584,6 +584,8 @@ pub struct MemoryHierarchy {
     levels: Levels,
     /// Where [`Self::reference`] sends references.
     stream: Stream,
+    /// References emitted while a stream is open and not yet served or sent.
+    pending: pipeline::Chunk,
 }
 
 impl MemoryHierarchy {
@@ -600,6 +602,7 @@ impl MemoryHierarchy {
                 stats: MemoryStats::default(),
             },
             stream: Stream::Immediate,
+            pending: pipeline::Chunk::default(),
         }
     }
 
@@ -616,28 +619,41 @@ impl MemoryHierarchy {
 
     /// A reference whose serving level nobody waits for: served at once, or queued in order
     /// while a stream is open ([`Self::stage`], [`Self::detach`]).
-    #[inline]
+    #[inline(always)]
     pub fn reference(&mut self, hpa: Hpa, who: Requester) {
         let line = hpa.raw() >> self.line_shift;
+        if matches!(self.stream, Stream::Immediate) {
+            self.serve_now(line, who);
+        } else if self.pending.push(pipeline::encode(line, who)) {
+            self.chunk_full();
+        }
+    }
+
+    /// [`Self::reference`] with no stream open: out of line, so that the emitting paths stay
+    /// small.
+    #[inline(never)]
+    fn serve_now(&mut self, line: u64, who: Requester) {
+        self.levels.access(line, who);
+    }
+
+    /// The pending chunk is full: serve it level by level, or send it to the cache thread.
+    #[cold]
+    #[inline(never)]
+    fn chunk_full(&mut self) {
         match &mut self.stream {
-            Stream::Immediate => {
-                self.levels.access(line, who);
+            Stream::Immediate => unreachable!("references are pending only in a stream"),
+            Stream::Staged => {
+                pipeline::serve(&mut self.levels, self.pending.refs_mut());
+                self.pending.clear();
             }
-            Stream::Staged(pending) => {
-                pending.push(pipeline::encode(line, who));
-                if pending.len() == pipeline::CHUNK {
-                    pipeline::serve(&mut self.levels, pending);
-                    pending.clear();
-                }
-            }
-            Stream::Threaded(sender) => sender.push(pipeline::encode(line, who)),
+            Stream::Threaded(sender) => sender.send(&mut self.pending),
         }
     }
 
     /// Open a stream served on this thread, a chunk at a time, level by level.
     pub fn stage(&mut self) {
         self.end_stream();
-        self.stream = Stream::Staged(Vec::with_capacity(pipeline::CHUNK));
+        self.stream = Stream::Staged;
     }
 
     /// Open a stream served by a cache thread: the levels leave with the returned worker
@@ -655,7 +671,7 @@ impl MemoryHierarchy {
     /// levels once it has served everything; then give them to [`Self::attach`].
     pub fn hang_up(&mut self) {
         if let Stream::Threaded(sender) = &mut self.stream {
-            sender.send();
+            sender.send(&mut self.pending);
             self.stream = Stream::Immediate;
         }
     }
@@ -670,7 +686,10 @@ impl MemoryHierarchy {
     pub fn end_stream(&mut self) {
         match std::mem::take(&mut self.stream) {
             Stream::Immediate => {}
-            Stream::Staged(mut pending) => pipeline::serve(&mut self.levels, &mut pending),
+            Stream::Staged => {
+                pipeline::serve(&mut self.levels, self.pending.refs_mut());
+                self.pending.clear();
+            }
             Stream::Threaded(_) => {
                 unreachable!("a threaded stream ends with hang_up and attach")
             }

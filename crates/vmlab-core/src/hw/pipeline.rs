@@ -26,6 +26,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 /// References per chunk: a few times the references of a batch of random accesses, and small
 /// enough (16 KiB) to stay in the host's L1D while the levels run over it.
 pub const CHUNK: usize = 2048;
+const _: () = assert!(CHUNK.is_power_of_two());
 
 /// Chunks that may wait in the queue to the cache thread before translation waits.
 const QUEUE_DEPTH: usize = 4;
@@ -50,6 +51,54 @@ fn who_of(reference: u64) -> usize {
     (reference & 3) as usize
 }
 
+/// A chunk of references on their way to the cache levels: a fixed array, so that emitting
+/// a reference is a store and an increment, with no growth check and no bounds check.
+#[derive(Debug)]
+pub struct Chunk {
+    refs: Box<[u64; CHUNK]>,
+    len: usize,
+}
+
+impl Default for Chunk {
+    fn default() -> Self {
+        Self {
+            refs: vec![0; CHUNK]
+                .into_boxed_slice()
+                .try_into()
+                .expect("CHUNK elements"),
+            len: 0,
+        }
+    }
+}
+
+impl Chunk {
+    /// Append `reference`; returns true when the chunk is now full (serve or send it before
+    /// the next push).
+    #[inline(always)]
+    pub fn push(&mut self, reference: u64) -> bool {
+        // `len < CHUNK` here (a full chunk is emptied before the next push), so the mask
+        // changes nothing; it shows the compiler the index is in range.
+        self.refs[self.len & (CHUNK - 1)] = reference;
+        self.len += 1;
+        self.len == CHUNK
+    }
+
+    /// The references held, in order (mutable: serving uses them as scratch).
+    pub fn refs_mut(&mut self) -> &mut [u64] {
+        &mut self.refs[..self.len]
+    }
+
+    /// Whether the chunk holds no references.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Forget the references held (they have been served).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+}
+
 /// Where memory references go.
 #[derive(Debug, Default)]
 pub enum Stream {
@@ -57,7 +106,7 @@ pub enum Stream {
     #[default]
     Immediate,
     /// Buffered, and served level by level whenever a chunk fills.
-    Staged(Vec<u64>),
+    Staged,
     /// Buffered, and sent a chunk at a time to the cache thread.
     Threaded(Sender),
 }
@@ -65,49 +114,38 @@ pub enum Stream {
 /// The translation side of the queue to the cache thread.
 #[derive(Debug)]
 pub struct Sender {
-    chunk: Vec<u64>,
-    full: SyncSender<Vec<u64>>,
-    empty: Receiver<Vec<u64>>,
+    full: SyncSender<Chunk>,
+    empty: Receiver<Chunk>,
 }
 
 impl Sender {
-    #[inline(always)]
-    pub fn push(&mut self, reference: u64) {
-        self.chunk.push(reference);
-        if self.chunk.len() == CHUNK {
-            self.send();
-        }
-    }
-
-    /// Send what is buffered; reuse a chunk the cache thread has served, if any.
+    /// Send what `chunk` holds, leaving it empty: a chunk the cache thread has served if
+    /// there is one, else a new one.
     #[cold]
-    pub fn send(&mut self) {
-        if self.chunk.is_empty() {
+    pub fn send(&mut self, chunk: &mut Chunk) {
+        if chunk.is_empty() {
             return;
         }
-        let next = self
-            .empty
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
-        let chunk = std::mem::replace(&mut self.chunk, next);
+        let next = self.empty.try_recv().unwrap_or_default();
+        let full = std::mem::replace(chunk, next);
         // The cache thread only ends once this sender is dropped, so it is there to receive.
         self.full
-            .send(chunk)
+            .send(full)
             .expect("the cache thread outlives the stream");
     }
 }
 
 /// The cache thread's side of the queue.
 pub struct Worker {
-    full: Receiver<Vec<u64>>,
-    empty: SyncSender<Vec<u64>>,
+    full: Receiver<Chunk>,
+    empty: SyncSender<Chunk>,
 }
 
 impl Worker {
     /// Serve every chunk in arrival order until translation hangs up; returns the levels.
     pub fn run(self, mut levels: Levels) -> Levels {
         for mut chunk in self.full {
-            serve(&mut levels, &mut chunk);
+            serve(&mut levels, chunk.refs_mut());
             chunk.clear();
             // Translation may be gone already, or have chunks enough: then drop this one.
             let _ = self.empty.try_send(chunk);
@@ -121,11 +159,7 @@ pub fn queue() -> (Sender, Worker) {
     let (full, full_rx) = sync_channel(QUEUE_DEPTH);
     let (empty_tx, empty) = sync_channel(QUEUE_DEPTH + 2);
     (
-        Sender {
-            chunk: Vec::with_capacity(CHUNK),
-            full,
-            empty,
-        },
+        Sender { full, empty },
         Worker {
             full: full_rx,
             empty: empty_tx,
