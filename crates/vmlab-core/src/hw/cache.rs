@@ -299,11 +299,30 @@ impl Cache {
     /// [`Self::access`] looking at the first `N` lanes of the set (`N >= ways`).
     #[inline(always)]
     fn access_lanes<const N: usize>(&mut self, line: u64) -> bool {
+        match self.policy {
+            Replacement::Lru => self.access_as::<N, true>(line),
+            Replacement::Srrip | Replacement::Drrip => self.access_as::<N, false>(line),
+        }
+    }
+
+    /// How this level looks a line up, for loops that choose once for many accesses:
+    /// `(lanes, lru)` such that [`Self::access_as`]`::<lanes, lru>` is [`Self::access`].
+    pub(crate) fn access_kind(&self) -> (usize, bool) {
+        let lanes = if self.ways <= 8 { 8 } else { 16 };
+        (lanes, self.policy == Replacement::Lru)
+    }
+
+    /// [`Self::access`] with the lanes looked at and the policy family (LRU, or SRRIP and
+    /// DRRIP) fixed by the caller, as [`Self::access_kind`] says.
+    #[inline(always)]
+    pub(crate) fn access_as<const N: usize, const LRU: bool>(&mut self, line: u64) -> bool {
+        debug_assert_eq!(self.access_kind(), (N, LRU));
         let set = (line & self.set_mask) as usize;
         let tag = self.tag_of(line);
-        match self.policy {
-            Replacement::Lru => self.access_lru::<N>(set, tag),
-            Replacement::Srrip | Replacement::Drrip => self.access_rrip::<N>(set, tag),
+        if LRU {
+            self.access_lru::<N>(set, tag)
+        } else {
+            self.access_rrip::<N>(set, tag)
         }
     }
 

@@ -183,21 +183,43 @@ pub fn serve(levels: &mut Levels, refs: &mut [u64]) {
 /// One level over `refs`, in order: counts its hits as served by `level` and keeps its
 /// misses, in order, at the front of `refs` (never ahead of what it reads), as the next
 /// level's input; returns how many missed.
-#[inline(always)]
 fn pass(cache: &mut Cache, level: MemLevel, refs: &mut [u64], stats: &mut MemoryStats) -> usize {
     if !cache.is_enabled() {
         return refs.len();
     }
+    // The lookup's form is fixed for the level: chosen once here, not per reference.
+    match cache.access_kind() {
+        (8, true) => pass_as::<8, true>(cache, level, refs, stats),
+        (8, false) => pass_as::<8, false>(cache, level, refs, stats),
+        (_, true) => pass_as::<16, true>(cache, level, refs, stats),
+        (_, false) => pass_as::<16, false>(cache, level, refs, stats),
+    }
+}
+
+/// [`pass`] with the level's lookup form fixed ([`Cache::access_as`]).
+#[inline(always)]
+fn pass_as<const N: usize, const LRU: bool>(
+    cache: &mut Cache,
+    level: MemLevel,
+    refs: &mut [u64],
+    stats: &mut MemoryStats,
+) -> usize {
+    // Hits by requester, indexed by the reference's two low bits (so no bounds check),
+    // added to the level's counts at the end.
+    let mut hits = [0u64; 4];
     let mut missed = 0;
     for i in 0..refs.len() {
         if let Some(&ahead) = refs.get(i + PREFETCH_AHEAD) {
             cache.prefetch(line_of(ahead));
         }
         let reference = refs[i];
-        let hit = cache.access(line_of(reference));
-        stats.served[who_of(reference)][level as usize] += u64::from(hit);
+        let hit = cache.access_as::<N, LRU>(line_of(reference));
+        hits[(reference & 3) as usize] += u64::from(hit);
         refs[missed] = reference;
         missed += usize::from(!hit);
+    }
+    for (who, served) in stats.served.iter_mut().enumerate() {
+        served[level as usize] += hits[who];
     }
     missed
 }
