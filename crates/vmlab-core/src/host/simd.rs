@@ -6,7 +6,8 @@
 //! On x86-64 these are a handful of SSE2 instructions (a compare and a `pmovmskb`); the
 //! compiler does not find that form on its own for a bit-mask result. SSE2 is part of the
 //! x86-64 baseline, so this needs no run-time detection. Elsewhere a plain loop does the
-//! same.
+//! same. The cache levels' LRU loops also have AVX2 forms ([`avx2`]), chosen at run time
+//! once per pass over a chunk where the host has AVX2.
 
 /// Bit `i` set when `lanes[i] == value`.
 #[inline]
@@ -205,6 +206,83 @@ mod sse2 {
     }
 }
 
+/// AVX2 forms of the whole-entry compare and the move to front, for loops that check
+/// [`avx2::available`] once and run many lookups (a cache level's pass over a chunk): two
+/// 8-lane vectors per set instead of four 4-lane ones. x86-64 only.
+#[cfg(target_arch = "x86_64")]
+pub mod avx2 {
+    use core::arch::x86_64::*;
+
+    /// Whether the host has AVX2 (std caches the answer after the first check).
+    #[inline]
+    pub fn available() -> bool {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+
+    /// Bit `i` set when `lanes[i] == value`, for the first `N` lanes (8 or 16).
+    ///
+    /// # Safety
+    /// The host must have AVX2 ([`available`]).
+    #[inline(always)]
+    pub unsafe fn eq_mask_u32x16<const N: usize>(lanes: &[u32; 16], value: u32) -> u32 {
+        const { assert!(N == 8 || N == 16) };
+        // SAFETY: AVX2 is there (the caller's contract); the loads read lanes 0..16 of
+        // `lanes`, in bounds, and unaligned loads have no alignment requirement.
+        unsafe {
+            let value = _mm256_set1_epi32(value as i32);
+            let at = |i: usize| _mm256_loadu_si256(lanes[i..i + 8].as_ptr().cast());
+            let lo = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(at(0), value)));
+            if N == 8 {
+                return lo as u32;
+            }
+            let hi = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(at(8), value)));
+            lo as u32 | (hi as u32) << 8
+        }
+    }
+
+    /// [`super::move_to_front_u32x16`] with AVX2.
+    ///
+    /// # Safety
+    /// The host must have AVX2 ([`available`]).
+    #[inline(always)]
+    pub unsafe fn move_to_front_u32x16<const N: usize>(
+        lanes: &mut [u32; 16],
+        last: usize,
+        value: u32,
+    ) {
+        const { assert!(N == 8 || N == 16) };
+        debug_assert!(last < N);
+        // SAFETY: AVX2 is there (the caller's contract); the loads and stores touch lanes
+        // 0..16 of `lanes`, in bounds, and unaligned ones have no alignment requirement.
+        unsafe {
+            let last = _mm256_set1_epi32(last as i32);
+            // Each lane takes the one below it (lane 0 its own, replaced next).
+            let up = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6);
+            let ptr = lanes.as_mut_ptr();
+            let lo = _mm256_loadu_si256(ptr.cast());
+            // Lanes after `last` keep their value, the others take the one from the lane
+            // below, and lane 0 takes `value`.
+            let keep_lo = _mm256_cmpgt_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), last);
+            let moved = _mm256_blend_epi32::<1>(
+                _mm256_permutevar8x32_epi32(lo, up),
+                _mm256_set1_epi32(value as i32),
+            );
+            _mm256_storeu_si256(ptr.cast(), _mm256_blendv_epi8(moved, lo, keep_lo));
+            if N == 16 {
+                let hi = _mm256_loadu_si256(ptr.add(8).cast());
+                let keep_hi =
+                    _mm256_cmpgt_epi32(_mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15), last);
+                // Lane 8 takes lane 7, from the low half as it was.
+                let moved = _mm256_blend_epi32::<1>(
+                    _mm256_permutevar8x32_epi32(hi, up),
+                    _mm256_permutevar8x32_epi32(lo, _mm256_set1_epi32(7)),
+                );
+                _mm256_storeu_si256(ptr.add(8).cast(), _mm256_blendv_epi8(moved, hi, keep_hi));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,6 +337,36 @@ mod tests {
                     let mut got = lanes;
                     move_to_front_u32x16::<8>(&mut got, last, value);
                     assert_eq!(got, want, "last {last}, 8 lanes");
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            if avx2::available() {
+                for last in 0..16 {
+                    let mut want = lanes;
+                    want.copy_within(0..last, 1);
+                    want[0] = value;
+                    let mut got = lanes;
+                    // SAFETY: AVX2 is there (checked above).
+                    unsafe { avx2::move_to_front_u32x16::<16>(&mut got, last, value) };
+                    assert_eq!(got, want, "avx2, last {last}");
+                    if last < 8 {
+                        let mut got = lanes;
+                        // SAFETY: AVX2 is there (checked above).
+                        unsafe { avx2::move_to_front_u32x16::<8>(&mut got, last, value) };
+                        assert_eq!(got, want, "avx2, last {last}, 8 lanes");
+                    }
+                }
+                for probe in [lanes[0], lanes[5], lanes[9], lanes[15], u32::MAX] {
+                    let want = (0..16).fold(0, |m, i| m | u32::from(lanes[i] == probe) << i);
+                    // SAFETY: AVX2 is there (checked above).
+                    let (all, half) = unsafe {
+                        (
+                            avx2::eq_mask_u32x16::<16>(&lanes, probe),
+                            avx2::eq_mask_u32x16::<8>(&lanes, probe),
+                        )
+                    };
+                    assert_eq!(all, want);
+                    assert_eq!(half, want & 0xff);
                 }
             }
             let values = [0, 3, 7, 15];

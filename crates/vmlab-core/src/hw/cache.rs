@@ -326,6 +326,35 @@ impl Cache {
         }
     }
 
+    /// [`Self::access_as`] for an LRU level, with AVX2 set operations.
+    ///
+    /// # Safety
+    /// The host must have AVX2 ([`crate::host::simd::avx2::available`]).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub(crate) unsafe fn access_lru_avx2<const N: usize>(&mut self, line: u64) -> bool {
+        debug_assert_eq!(self.access_kind(), (N, true));
+        let set = (line & self.set_mask) as usize;
+        let tag = self.tag_of(line);
+        let ways = self.ways;
+        let Some(Set(entries)) = self.sets.get_mut(set) else {
+            return false;
+        };
+        use crate::host::simd::avx2;
+        // SAFETY: AVX2 is there (the caller's contract).
+        let hits = unsafe { avx2::eq_mask_u32x16::<N>(entries, tag) };
+        // As in `access_lru`: a hit and a miss are the same move to the front.
+        let hit = hits != 0;
+        let way = if hit {
+            hits.trailing_zeros() as usize
+        } else {
+            ways - 1
+        };
+        // SAFETY: as above.
+        unsafe { avx2::move_to_front_u32x16::<N>(entries, way, tag) };
+        hit
+    }
+
     /// [`Self::access_lanes`] under LRU: the set is in recency order, so a hit moves the line
     /// to lane 0, and a miss pushes it in at lane 0 and drops the last valid lane (the least
     /// recent line, or an empty way while the set is not full, as empties come last).

@@ -188,12 +188,40 @@ fn pass(cache: &mut Cache, level: MemLevel, refs: &mut [u64], stats: &mut Memory
         return refs.len();
     }
     // The lookup's form is fixed for the level: chosen once here, not per reference.
+    #[cfg(target_arch = "x86_64")]
+    if crate::host::simd::avx2::available() {
+        match cache.access_kind() {
+            // SAFETY: the host has AVX2 (checked just above).
+            (8, true) => return unsafe { pass_lru_avx2::<8>(cache, level, refs, stats) },
+            // SAFETY: as above.
+            (_, true) => return unsafe { pass_lru_avx2::<16>(cache, level, refs, stats) },
+            _ => {}
+        }
+    }
     match cache.access_kind() {
         (8, true) => pass_as::<8, true>(cache, level, refs, stats),
         (8, false) => pass_as::<8, false>(cache, level, refs, stats),
         (_, true) => pass_as::<16, true>(cache, level, refs, stats),
         (_, false) => pass_as::<16, false>(cache, level, refs, stats),
     }
+}
+
+/// [`pass`] over an LRU level with AVX2 set operations ([`Cache::access_lru_avx2`]).
+///
+/// # Safety
+/// The host must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pass_lru_avx2<const N: usize>(
+    cache: &mut Cache,
+    level: MemLevel,
+    refs: &mut [u64],
+    stats: &mut MemoryStats,
+) -> usize {
+    // SAFETY: the host has AVX2 (this function's contract).
+    pass_with(cache, level, refs, stats, |cache, line| unsafe {
+        cache.access_lru_avx2::<N>(line)
+    })
 }
 
 /// [`pass`] with the level's lookup form fixed ([`Cache::access_as`]).
@@ -204,6 +232,20 @@ fn pass_as<const N: usize, const LRU: bool>(
     refs: &mut [u64],
     stats: &mut MemoryStats,
 ) -> usize {
+    pass_with(cache, level, refs, stats, |cache, line| {
+        cache.access_as::<N, LRU>(line)
+    })
+}
+
+/// [`pass`]'s loop, looking lines up with `access`.
+#[inline(always)]
+fn pass_with(
+    cache: &mut Cache,
+    level: MemLevel,
+    refs: &mut [u64],
+    stats: &mut MemoryStats,
+    mut access: impl FnMut(&mut Cache, u64) -> bool,
+) -> usize {
     // Hits by requester, indexed by the reference's two low bits (so no bounds check),
     // added to the level's counts at the end.
     let mut hits = [0u64; 4];
@@ -213,7 +255,7 @@ fn pass_as<const N: usize, const LRU: bool>(
             cache.prefetch(line_of(ahead));
         }
         let reference = refs[i];
-        let hit = cache.access_as::<N, LRU>(line_of(reference));
+        let hit = access(cache, line_of(reference));
         hits[(reference & 3) as usize] += u64::from(hit);
         refs[missed] = reference;
         missed += usize::from(!hit);
