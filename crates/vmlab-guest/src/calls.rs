@@ -135,6 +135,42 @@ pub(crate) fn path_args(nr: i64) -> &'static [PathArg] {
     }
 }
 
+/// Whether `nr` is a metadata call (stat, access, chmod, chown, utimes, statfs, readlink,
+/// xattrs), which the ptrace mechanisms run in the guest kernel on a descriptor under a root.
+pub(crate) fn is_metadata(nr: i64) -> bool {
+    matches!(
+        nr,
+        c::SYS_stat
+            | c::SYS_lstat
+            | c::SYS_newfstatat
+            | c::SYS_statx
+            | c::SYS_access
+            | c::SYS_faccessat
+            | c::SYS_faccessat2
+            | c::SYS_chmod
+            | c::SYS_fchmodat
+            | c::SYS_fchmodat2
+            | c::SYS_chown
+            | c::SYS_lchown
+            | c::SYS_fchownat
+            | c::SYS_utime
+            | c::SYS_utimes
+            | c::SYS_futimesat
+            | c::SYS_utimensat
+            | c::SYS_statfs
+            | c::SYS_readlink
+            | c::SYS_readlinkat
+            | c::SYS_getxattr
+            | c::SYS_lgetxattr
+            | c::SYS_setxattr
+            | c::SYS_lsetxattr
+            | c::SYS_listxattr
+            | c::SYS_llistxattr
+            | c::SYS_removexattr
+            | c::SYS_lremovexattr
+    )
+}
+
 /// Calls that translate guest process ids (in arguments, results or both).
 pub(crate) fn is_pid_call(nr: i64) -> bool {
     matches!(
@@ -183,6 +219,10 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
             c::SYS_symlink | c::SYS_symlinkat => {
                 (Rewritten, "link path contained; the target is stored as given and resolved in the root when used")
             }
+            n if is_metadata(n) => (
+                Rewritten,
+                "paths contained in the guest root; ptrace mechanisms run it on a descriptor opened with openat2(RESOLVE_IN_ROOT)",
+            ),
             _ => (Rewritten, "paths contained in the guest root (.., symlinks, directory descriptors, /proc)"),
         };
     }
