@@ -137,7 +137,14 @@ pub(crate) fn start(
             }
             // The guest kernel finds the listener in /proc/PID/fd: from here on every call
             // may be trapped, and only the supervisor thread, not yet started, answers.
-            let fd = super::install_filter(&prog, c::SECCOMP_FILTER_FLAG_NEW_LISTENER) as i32;
+            // Once the supervisor has received a call, only a fatal signal ends the wait (Linux
+            // 5.19): an ordinary signal would return ERESTARTSYS, i.e. EINTR from a call such as
+            // getpid under a handler without SA_RESTART. Older kernels refuse the flag.
+            let listener = c::SECCOMP_FILTER_FLAG_NEW_LISTENER;
+            let mut fd = super::install_filter(&prog, listener | c::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) as i32;
+            if fd < 0 {
+                fd = super::install_filter(&prog, listener) as i32;
+            }
             if fd < 0 {
                 c::_exit(126);
             }
