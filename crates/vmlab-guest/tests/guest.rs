@@ -483,18 +483,33 @@ fn with_received_directory(mechanism: Option<&str>, root: &Path, secret: &Path) 
 
 /// A directory descriptor from outside the root, received with SCM_RIGHTS over a socket the
 /// guest was given, reaches nothing: not the file in it, not `..` from it (under chroot that
-/// would leave the root). Natively both reads succeed.
+/// would leave the root), neither to read nor for metadata (stat, chmod, fchdir then stat).
+/// Natively every attempt succeeds.
 #[test]
 fn a_directory_received_from_outside_reaches_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let attempts = [
+        "scm-rights-dirfd",
+        "scm-rights-dotdot",
+        "scm-rights-stat",
+        "scm-rights-dotdot-stat",
+        "scm-rights-chmod",
+        "scm-rights-fchdir-stat",
+    ];
     let (root, secret) = make_root("scm");
     let native = with_received_directory(None, &root, &secret);
-    assert!(native.contains("scm-rights-dirfd ESCAPED") && native.contains("scm-rights-dotdot ESCAPED"), "{native}");
+    for a in attempts {
+        assert!(native.contains(&format!("{a} ESCAPED")), "{native}");
+    }
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
     for m in mechanisms() {
         let report = with_received_directory(Some(m), &root, &secret);
         assert!(report.contains("received true"), "{m}: {report}");
-        for a in ["scm-rights-dirfd", "scm-rights-dotdot"] {
+        for a in attempts {
             assert!(report.contains(&format!("{a} refused")), "{m}: {report}");
         }
+        let mode = std::fs::metadata(&secret).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "{m}: chmod reached the file outside the root");
     }
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "vmlab-secret\n");
     let _ = std::fs::remove_dir_all(root.parent().unwrap());

@@ -598,4 +598,19 @@ fn received_directory(outside: &str) {
     };
     report("scm-rights-dirfd", read_at(name));
     report("scm-rights-dotdot", read_at(&format!("../{dir}/{name}")));
+    // Metadata, which Landlock does not cover: stat and chmod through the descriptor and by
+    // `..` from it, and stat relative to it as the working directory.
+    let stat_at = |base: i32, path: &str| -> bool {
+        let p = cstr(path);
+        // SAFETY: all-zero is a valid stat; a valid C string.
+        let mut st: c::stat = unsafe { std::mem::zeroed() };
+        unsafe { c::fstatat(base, p.as_ptr(), &mut st, 0) == 0 }
+    };
+    report("scm-rights-stat", stat_at(fd, name));
+    report("scm-rights-dotdot-stat", stat_at(fd, &format!("../{dir}/{name}")));
+    let p = cstr(name);
+    // SAFETY: a valid C string.
+    report("scm-rights-chmod", unsafe { c::fchmodat(fd, p.as_ptr(), 0o640, 0) } == 0);
+    // SAFETY: fchdir takes no memory.
+    report("scm-rights-fchdir-stat", unsafe { c::fchdir(fd) } == 0 && stat_at(c::AT_FDCWD, name));
 }

@@ -443,17 +443,12 @@ impl Kernel {
     /// Calls that take paths, descriptors or socket addresses, under a root other than `/`.
     fn rooted(&mut self, tid: i32, tgid: i32, call: &Call, scratch: Option<u64>) -> Decision {
         let a = call.args;
-        let root = self.root.as_ref().expect("rooted");
         match call.nr {
             c::SYS_getcwd => return Decision::Forward { args: None, post: Post::Getcwd(a[0]) },
             c::SYS_fchdir => {
-                let link = std::fs::read_link(format!("/proc/{tid}/fd/{}", a[0] as i32));
-                return match link {
-                    Ok(p) if root.guest_path(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str())).is_some() => {
-                        Decision::Forward { args: None, post: Post::None }
-                    }
-                    Ok(_) => Decision::Emulate(neg(c::EACCES)),
-                    Err(_) => Decision::Emulate(neg(c::EBADF)),
+                return match self.fchdir_refusal(tid, a[0] as i32) {
+                    Some(e) => Decision::Emulate(e),
+                    None => Decision::Forward { args: None, post: Post::None },
                 };
             }
             c::SYS_bind | c::SYS_connect | c::SYS_sendto | c::SYS_sendmsg | c::SYS_sendmmsg => {
@@ -526,6 +521,42 @@ impl Kernel {
         let who = Who { tid, tgid, host_pid: &to_host };
         let root = self.root.as_ref().ok_or(c::EINVAL)?;
         root.resolve(&who, base, &guest, follows(spec, a)).map(Some)
+    }
+
+    /// fchdir under the root: -EACCES when descriptor `fd` of thread `tid` is a directory
+    /// outside the root (received from outside), -EBADF when it is not open; None lets the host
+    /// run the call. Checked when the call is made: a second guest thread could swap the
+    /// number for another descriptor before the host runs it, but only for one it already has.
+    pub(crate) fn fchdir_refusal(&self, tid: i32, fd: i32) -> Option<i64> {
+        let root = self.root.as_ref()?;
+        match std::fs::read_link(format!("/proc/{tid}/fd/{fd}")) {
+            Ok(p) if root.guest_path(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str())).is_some() => None,
+            Ok(_) => Some(neg(c::EACCES)),
+            Err(_) => Some(neg(c::EBADF)),
+        }
+    }
+
+    /// For the mechanisms that leave paths to chroot (seccomp-notify, sigsys, user-dispatch):
+    /// a metadata call under the root relative to a directory descriptor. chroot keeps `..`
+    /// inside the root from the working directory and the root, not from a directory received
+    /// from outside, so the guest kernel runs such a call itself on a descriptor, as for the
+    /// ptrace mechanisms (refused when the base is outside the root); the result, or None to
+    /// let the host run the call (the working directory as base, or reading a descriptor's own
+    /// metadata).
+    pub(crate) fn metadata_at_descriptor(&mut self, tid: i32, tgid: i32, call: &Call) -> Option<i64> {
+        self.root.as_ref()?;
+        if !calls::is_metadata(call.nr) {
+            return None;
+        }
+        let spec = calls::path_args(call.nr).first()?;
+        let dirfd = call.args[spec.dirfd?] as i32;
+        if dirfd == c::AT_FDCWD {
+            return None;
+        }
+        match self.metadata(tid, tgid, call, spec)? {
+            Decision::Emulate(r) => Some(r),
+            _ => None,
+        }
     }
 
     /// A metadata call under the root, run by the guest kernel on a descriptor (`meta.rs`);

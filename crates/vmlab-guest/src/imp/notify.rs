@@ -18,7 +18,7 @@
 
 use super::kernel::{read_msg_name, refusal, Call, Kernel};
 use super::{filter_with, strace, Exec, Trap, INTERRUPT};
-use crate::{Config, GuestError, Outcome};
+use crate::{calls, Config, GuestError, Outcome};
 use libc as c;
 use seccompiler::SeccompAction;
 use std::collections::HashMap;
@@ -386,6 +386,10 @@ pub(crate) fn answer(
         {
             Some(-(c::EPERM as i64))
         }
+        // A directory received from outside the root is not inside the chroot: `..` from it
+        // leads anywhere, and the host would run these calls from it unchecked.
+        c::SYS_fchdir => kernel.fchdir_refusal(tid, call.args[0] as i32),
+        _ if kernel.root.is_some() && calls::is_metadata(call.nr) => kernel.metadata_at_descriptor(tid, tgid, call),
         _ => match refusal(call) {
             Some(e) => Some(e),
             None => match kernel.identity(tid, tgid, call) {
