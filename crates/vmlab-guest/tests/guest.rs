@@ -641,3 +641,22 @@ print('bad', bad)\n";
         assert_eq!(text(&out.stdout), "bad 0\n", "{m}: {}", text(&out.stderr));
     }
 }
+
+/// The newest metadata calls (setxattrat to removexattrat, file_getattr, file_setattr) are
+/// refused with ENOSYS under every mechanism, where natively the host runs them (here: ENOENT
+/// for a missing file).
+#[test]
+fn the_newest_metadata_calls_are_refused() {
+    let Some(perl) = which("perl") else { return };
+    let perl = perl.to_str().unwrap().to_string();
+    let script = "for my $nr (463, 464, 465, 466, 468, 469) { my $p = \"vmlab-missing\"; my $r = syscall($nr, -100, $p, 0, 0, 0); print \"$nr $r \", ($! + 0), \"\\n\" }";
+    let native = text(&native(&[&perl, "-e", script]).stdout);
+    assert_eq!(native.lines().count(), 6, "{native}");
+    assert!(native.lines().all(|l| !l.ends_with(&format!(" {}", libc::ENOSYS))), "{native}");
+    let refused: String =
+        [463, 464, 465, 466, 468, 469].iter().map(|nr| format!("{nr} -1 {}\n", libc::ENOSYS)).collect();
+    for m in mechanisms() {
+        let out = guest(m, None, &[&perl, "-e", script]);
+        assert_eq!(text(&out.stdout), refused, "{m}: {}", text(&out.stderr));
+    }
+}

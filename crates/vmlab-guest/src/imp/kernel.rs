@@ -745,6 +745,7 @@ pub(crate) fn refusal(call: &Call) -> Option<i64> {
             | c::SYS_io_uring_setup
             | c::SYS_io_uring_enter
             | c::SYS_io_uring_register => c::ENOSYS,
+            n if calls::is_newest_metadata(n) => c::ENOSYS,
             _ => c::EPERM,
         };
         return Some(neg(errno));
