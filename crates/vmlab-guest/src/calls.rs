@@ -138,16 +138,31 @@ pub(crate) fn path_args(nr: i64) -> &'static [PathArg] {
 /// Whether `nr` is a metadata call (stat, access, chmod, chown, utimes, statfs, readlink,
 /// xattrs), which the ptrace mechanisms run in the guest kernel on a descriptor under a root.
 pub(crate) fn is_metadata(nr: i64) -> bool {
+    changes_metadata(nr)
+        || matches!(
+            nr,
+            c::SYS_stat
+                | c::SYS_lstat
+                | c::SYS_newfstatat
+                | c::SYS_statx
+                | c::SYS_access
+                | c::SYS_faccessat
+                | c::SYS_faccessat2
+                | c::SYS_statfs
+                | c::SYS_readlink
+                | c::SYS_readlinkat
+                | c::SYS_getxattr
+                | c::SYS_lgetxattr
+                | c::SYS_listxattr
+                | c::SYS_llistxattr
+        )
+}
+
+/// Whether metadata call `nr` changes something (rather than only reading).
+pub(crate) fn changes_metadata(nr: i64) -> bool {
     matches!(
         nr,
-        c::SYS_stat
-            | c::SYS_lstat
-            | c::SYS_newfstatat
-            | c::SYS_statx
-            | c::SYS_access
-            | c::SYS_faccessat
-            | c::SYS_faccessat2
-            | c::SYS_chmod
+        c::SYS_chmod
             | c::SYS_fchmodat
             | c::SYS_fchmodat2
             | c::SYS_chown
@@ -157,15 +172,8 @@ pub(crate) fn is_metadata(nr: i64) -> bool {
             | c::SYS_utimes
             | c::SYS_futimesat
             | c::SYS_utimensat
-            | c::SYS_statfs
-            | c::SYS_readlink
-            | c::SYS_readlinkat
-            | c::SYS_getxattr
-            | c::SYS_lgetxattr
             | c::SYS_setxattr
             | c::SYS_lsetxattr
-            | c::SYS_listxattr
-            | c::SYS_llistxattr
             | c::SYS_removexattr
             | c::SYS_lremovexattr
     )

@@ -572,7 +572,7 @@ impl Kernel {
             // The descriptor itself: reading its metadata reveals no more than the descriptor
             // does; changing it needs the descriptor to be inside the root, checked on the
             // guest kernel's own copy (the guest could swap the number meanwhile).
-            Ok(None) if !meta::changes(call.nr) => return None,
+            Ok(None) if !calls::changes_metadata(call.nr) => return None,
             Ok(None) => match spec.dirfd.map(|i| a[i] as i32) {
                 Some(c::AT_FDCWD) | None => {
                     let to_host = |g: i32| self.to_host.get(&g).copied();

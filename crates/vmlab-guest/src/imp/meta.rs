@@ -18,27 +18,6 @@ use libc as c;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-/// Whether metadata call `nr` changes something (rather than only reading).
-pub(crate) fn changes(nr: i64) -> bool {
-    matches!(
-        nr,
-        c::SYS_chmod
-            | c::SYS_fchmodat
-            | c::SYS_fchmodat2
-            | c::SYS_chown
-            | c::SYS_lchown
-            | c::SYS_fchownat
-            | c::SYS_utime
-            | c::SYS_utimes
-            | c::SYS_futimesat
-            | c::SYS_utimensat
-            | c::SYS_setxattr
-            | c::SYS_lsetxattr
-            | c::SYS_removexattr
-            | c::SYS_lremovexattr
-    )
-}
-
 /// The largest xattr value or list (XATTR_SIZE_MAX) and name (XATTR_NAME_MAX).
 const XATTR_SIZE_MAX: u64 = 65536;
 const XATTR_NAME_MAX: usize = 255;
