@@ -94,7 +94,7 @@ pub enum OsError {
         "{0} splits a 2 MiB page, which the kernel model does not do; align the range to 2 MiB"
     )]
     SplitsHugePage(&'static str),
-    /// The paging backend (the hypervisor) failed; see [`BackendError`].
+    /// The paging backend (the hypervisor) failed; see [`BackendError`](crate::os::BackendError).
     #[error(transparent)]
     Backend(#[from] crate::os::pvops::BackendError),
 }

@@ -147,7 +147,8 @@ pub struct SystemConfig {
     /// How the hypervisor backs guest memory (host page size, fragmentation).
     pub backing: BackingConfig,
     /// The program the first process runs, and TPT's mark (which program's next exec runs
-    /// with TPT: see [`KernelConfig::tpt_task`]); the mark is ignored outside TPT.
+    /// with TPT: see [`KernelConfig::tpt_task`](crate::os::KernelConfig::tpt_task)); the
+    /// mark is ignored outside TPT.
     pub program: &'static str,
     /// The program whose next exec runs with TPT (see `program`).
     pub tpt_task: Option<&'static str>,
