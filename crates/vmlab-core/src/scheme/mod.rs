@@ -52,7 +52,8 @@ pub enum Paging {
 }
 
 impl Paging {
-    /// Every scheme, in the order runs and reports list them.
+    /// Every scheme, in the order `vmlab list` and `vmlab bench` use (a scheme's place here
+    /// is also its colour in figures).
     pub const ALL: [Paging; 6] = [
         Paging::Native,
         Paging::Nested,
@@ -152,7 +153,7 @@ pub struct SystemConfig {
     pub program: &'static str,
     /// The program whose next exec runs with TPT (see `program`).
     pub tpt_task: Option<&'static str>,
-    /// Sizes and ways of the TLBs and walk caches.
+    /// Geometry of the TLBs, the nested TLB and the walk caches.
     pub tlb: TlbConfig,
     /// The cache hierarchy.
     pub memory: MemoryConfig,
