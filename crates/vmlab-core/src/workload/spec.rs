@@ -661,7 +661,7 @@ impl WorkloadSpec {
     }
 
     /// The same workload with TPT's mark on `program` (one of [`Self::programs`], or
-    /// [`NO_TPT_TASK`]).
+    /// `"none"`).
     pub fn with_tpt_task(mut self, program: &str) -> Result<WorkloadSpec, WorkloadError> {
         let valid = self.programs().into_iter().chain([NO_TPT_TASK]);
         let task =
