@@ -16,13 +16,15 @@ pub const AFTER_HELP: &str = "Examples:\n  \
     vmlab reproduce guest --quick                       the benchmark table: each mechanism's cost\n\n\
     Mechanisms: ptrace (PTRACE_SYSCALL, two stops per call), sysemu (PTRACE_SYSEMU, one stop),\n\
     seccomp-trace (only the calls the guest kernel must see stop), seccomp-notify (a supervisor\n\
-    thread answers, no ptrace), sigsys (a stub in each guest process answers ids and uname through\n\
-    shared memory, no stop; the rest as seccomp-notify). The exit status is the guest's (128+N if signal N killed it).\n\
+    thread answers, no ptrace), sigsys (a stub in each guest process answers the id calls itself,\n\
+    uname and set*id through shared memory, no stop; the rest as seccomp-notify), user-dispatch\n\
+    (sigsys with syscall user dispatch: every call of a program's main thread goes to the stub,\n\
+    which runs the ones the guest kernel need not see itself). The exit status is the guest's (128+N if signal N killed it).\n\
     docs/guest.md explains the design and lists every system call.";
 
 #[derive(Args)]
 pub struct GuestArgs {
-    /// Trap mechanism: ptrace, sysemu, seccomp-trace, seccomp-notify, sigsys.
+    /// Trap mechanism: ptrace, sysemu, seccomp-trace, seccomp-notify, sigsys, user-dispatch.
     #[arg(long, short = 'M', value_name = "M", default_value = "seccomp-trace")]
     pub mechanism: String,
     /// Guest root directory: every path the guest uses resolves inside it.
@@ -43,7 +45,8 @@ pub struct GuestArgs {
     /// Pin the guest kernel and the guest to this CPU.
     #[arg(long, value_name = "N")]
     pub cpu: Option<usize>,
-    /// At the end, print how many guest system calls the guest kernel handled (on stderr).
+    /// At the end, print how many guest system calls were trapped (on stderr), and how many of
+    /// them the sigsys (or user-dispatch) stub answered inside the guest process.
     #[arg(long)]
     pub count: bool,
     /// The program and its arguments (after --).
@@ -78,10 +81,7 @@ pub fn guest(a: GuestArgs) -> ExitCode {
     match vmlab_guest::run(&config, &a.command) {
         Ok(out) => {
             if a.count {
-                eprintln!(
-                    "vmlab guest: {} system calls trapped ({mechanism})",
-                    out.trapped
-                );
+                eprintln!("vmlab guest: {}", out.count_line(mechanism));
             }
             ExitCode::from(out.status.clamp(0, 255) as u8)
         }

@@ -9,7 +9,7 @@ const VMLAB: &str = env!("CARGO_BIN_EXE_vmlab");
 
 #[test]
 fn vmlab_guest_runs_a_program_as_guest_pid_1_and_returns_its_status() {
-    for m in ["ptrace", "seccomp-trace", "sigsys"] {
+    for m in ["ptrace", "seccomp-trace", "sigsys", "user-dispatch"] {
         let out = Command::new(VMLAB)
             .args([
                 "guest",

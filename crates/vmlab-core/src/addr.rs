@@ -167,9 +167,11 @@ macro_rules! address_type {
         pub struct $name(u64);
 
         impl $name {
+            /// Wraps a raw byte address; no translation or check happens here.
             pub const fn new(raw: u64) -> Self {
                 Self(raw)
             }
+            /// The address as a plain byte number, e.g. to form a page-table index.
             pub const fn raw(self) -> u64 {
                 self.0
             }
@@ -185,9 +187,11 @@ macro_rules! address_type {
             pub const fn align_down(self, size: PageSize) -> Self {
                 Self(self.0 & !(size.bytes() - 1))
             }
+            /// Whether this address starts a page of `size`.
             pub const fn is_aligned(self, size: PageSize) -> bool {
                 self.offset_in(size) == 0
             }
+            /// The address `bytes` further on, or `None` past the top of the 64-bit space.
             pub fn checked_add(self, bytes: u64) -> Option<Self> {
                 self.0.checked_add(bytes).map(Self)
             }
@@ -208,9 +212,11 @@ macro_rules! frame_type {
         pub struct $name(u64);
 
         impl $name {
+            /// Wraps a raw frame number (address >> 12); no translation or check happens here.
             pub const fn new(raw: u64) -> Self {
                 Self(raw)
             }
+            /// The frame number as a plain integer (in 4 KiB frames).
             pub const fn raw(self) -> u64 {
                 self.0
             }
@@ -222,6 +228,7 @@ macro_rules! frame_type {
             pub const fn addr_at(self, offset: u64) -> $addr {
                 $addr((self.0 << PAGE_SHIFT) + offset)
             }
+            /// The frame `frames` 4 KiB frames further on, or `None` on overflow.
             pub fn checked_add(self, frames: u64) -> Option<Self> {
                 self.0.checked_add(frames).map(Self)
             }

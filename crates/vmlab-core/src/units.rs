@@ -6,12 +6,15 @@
 /// Why a size string was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SizeError {
+    /// No leading digits, or a suffix that is not `K`, `M`, `G`, `T` (optionally `iB`) or `B`.
     #[error(
         "expected a number with optional K, M, G or T suffix (binary units), e.g. 4K, 16M, 4G"
     )]
     Malformed,
+    /// A unit followed by a bare `B`, such as `GB`; holds the unit letter (upper case).
     #[error("{0}B is ambiguous (decimal or binary?): write {0} or {0}iB, binary units (1G = 2^30 bytes)")]
     Ambiguous(char),
+    /// The number, or the number times its unit, does not fit in a `u64` of bytes.
     #[error("too large: does not fit in 64 bits")]
     Overflow,
 }

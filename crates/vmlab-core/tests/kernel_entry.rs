@@ -3,49 +3,15 @@
 
 mod common;
 
-use common::Setup;
+use common::{exits_of, kvm_shadow, va, PAGE};
 
-use vmlab_core::addr::Gva;
-use vmlab_core::hv::x86::shadow::ShadowConfig;
 use vmlab_core::hv::ExitReason;
-use vmlab_core::scheme::{Paging, System};
-
-const REGION: u64 = 0x40_0000_0000;
-const PAGE: u64 = 4096;
-
-fn va(page: u64) -> Gva {
-    Gva::new(REGION + page * PAGE)
-}
-
-/// KVM's shadow MMU as current KVM runs it with EPT off (unsync on, every #PF exits).
-fn shadow(kpti: bool) -> System {
-    Setup {
-        kpti,
-        shadow: Some(ShadowConfig {
-            unsync: true,
-            bypass_not_present: false,
-            budget_pages: 100_000,
-        }),
-        ..Setup::skylake(Paging::Shadow)
-    }
-    .build()
-}
-
-fn exits_of(sys: &mut System, f: impl FnOnce(&mut System)) -> Vec<(&'static str, u64)> {
-    let before = sys.exits();
-    f(sys);
-    sys.exits()
-        .since(&before)
-        .iter()
-        .filter(|&(_, n)| n > 0)
-        .map(|(r, n)| (r.name(), n))
-        .collect()
-}
+use vmlab_core::scheme::System;
 
 /// A process with `pages` written pages in a region of its own, and every root it uses
 /// already linked to the kernel half (one system call made).
 fn warm(kpti: bool, pages: u64) -> System {
-    let mut sys = shadow(kpti);
+    let mut sys = kvm_shadow(kpti);
     sys.mmap(va(0), 64 * PAGE, true).unwrap();
     for page in 0..pages {
         sys.access(va(page), true).unwrap();
@@ -57,7 +23,7 @@ fn warm(kpti: bool, pages: u64) -> System {
 fn a_new_root_links_each_kernel_entry_it_uses_with_one_shadow_fault() {
     // Boot leaves the first root unlinked; the first system call links the five top-level
     // entries of the kernel half (text, direct map, vmalloc, vmemmap, CPU entry area).
-    let mut sys = shadow(false);
+    let mut sys = kvm_shadow(false);
     let first = exits_of(&mut sys, |s| s.mmap(va(0), PAGE, true).unwrap());
     assert_eq!(first, [("shadow_fault", 5)]);
     assert_eq!(sys.shadow().unwrap().stats().kernel_links, 5);
@@ -65,7 +31,7 @@ fn a_new_root_links_each_kernel_entry_it_uses_with_one_shadow_fault() {
     let second = exits_of(&mut sys, |s| s.mmap(va(8), PAGE, true).unwrap());
     assert_eq!(second, []);
     // Under KPTI the user root links the trampoline (2) and the kernel root all five.
-    let mut kpti = shadow(true);
+    let mut kpti = kvm_shadow(true);
     let first = exits_of(&mut kpti, |s| s.mmap(va(0), PAGE, true).unwrap());
     assert_eq!(first, [("shadow_fault", 5), ("cr3_load", 2)]);
     assert_eq!(kpti.shadow().unwrap().stats().kernel_links, 7);

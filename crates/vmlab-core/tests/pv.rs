@@ -2,19 +2,11 @@
 
 mod common;
 
-use common::Setup;
+use common::{va, Setup, PAGE};
 
-use vmlab_core::addr::Gva;
 use vmlab_core::hv::ExitReason;
 use vmlab_core::hw::x86::mmu::Root;
 use vmlab_core::scheme::{Paging, System};
-
-const REGION: u64 = 0x40_0000_0000;
-const PAGE: u64 = 4096;
-
-fn va(page: u64) -> Gva {
-    Gva::new(REGION + page * PAGE)
-}
 
 fn pv() -> System {
     Setup::skylake(Paging::Pv).build()

@@ -2,20 +2,12 @@
 
 mod common;
 
-use common::Setup;
+use common::{exits_of, va, Setup, PAGE};
 
-use vmlab_core::addr::Gva;
 use vmlab_core::hv::x86::shadow::ShadowConfig;
 use vmlab_core::hv::ExitReason;
 use vmlab_core::hw::x86::mmu::TlbConfig;
 use vmlab_core::scheme::{Paging, System};
-
-const REGION: u64 = 0x40_0000_0000;
-const PAGE: u64 = 4096;
-
-fn va(page: u64) -> Gva {
-    Gva::new(REGION + page * PAGE)
-}
 
 fn shadow_system(unsync: bool, bypass_not_present: bool, tlb: Option<TlbConfig>) -> System {
     let setup = Setup {
@@ -46,17 +38,6 @@ fn warm(unsync: bool, bypass: bool) -> System {
     // A read through the region re-syncs and re-shadows its page table.
     sys.access(va(0), false).unwrap();
     sys
-}
-
-fn exits_of(sys: &mut System, f: impl FnOnce(&mut System)) -> Vec<(&'static str, u64)> {
-    let before = sys.exits();
-    f(sys);
-    sys.exits()
-        .since(&before)
-        .iter()
-        .filter(|&(_, n)| n > 0)
-        .map(|(r, n)| (r.name(), n))
-        .collect()
 }
 
 #[test]

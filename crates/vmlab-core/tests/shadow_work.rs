@@ -3,38 +3,17 @@
 
 mod common;
 
-use common::Setup;
+use common::{kvm_shadow, va, PAGE};
 
-use vmlab_core::addr::Gva;
-use vmlab_core::hv::x86::shadow::ShadowConfig;
-use vmlab_core::scheme::{Paging, System};
+use vmlab_core::scheme::System;
 
-const REGION: u64 = 0x40_0000_0000;
-const PAGE: u64 = 4096;
-/// A region in a top-level entry of its own (512 GiB above `REGION`).
+/// A region in a top-level entry of its own (512 GiB above the test region).
 const FAR: u64 = 1 << 27;
-
-fn va(page: u64) -> Gva {
-    Gva::new(REGION + page * PAGE)
-}
-
-fn shadow(kpti: bool) -> System {
-    Setup {
-        kpti,
-        shadow: Some(ShadowConfig {
-            unsync: true,
-            bypass_not_present: false,
-            budget_pages: 100_000,
-        }),
-        ..Setup::skylake(Paging::Shadow)
-    }
-    .build()
-}
 
 /// A process with `pages` written pages in a 64-page region, and a page mapped beyond them
 /// (so the region's page table outlives a munmap of the region); every root linked.
 fn warm(kpti: bool, pages: u64) -> System {
-    let mut sys = shadow(kpti);
+    let mut sys = kvm_shadow(kpti);
     sys.mmap(va(0), 64 * PAGE, true).unwrap();
     for page in 0..pages {
         sys.access(va(page), true).unwrap();

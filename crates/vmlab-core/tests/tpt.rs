@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::Setup;
+use common::{va, Setup, PAGE};
 
 use proptest::prelude::*;
 use vmlab_core::addr::{Gfn, Gva, Hpa};
@@ -10,13 +10,6 @@ use vmlab_core::hw::x86::mmu::{Root, TlbConfig};
 use vmlab_core::hw::x86::pte::{FRAME_MASK, X86};
 use vmlab_core::hw::x86::walker::level_shift;
 use vmlab_core::scheme::{Paging, System};
-
-const REGION: u64 = 0x40_0000_0000;
-const PAGE: u64 = 4096;
-
-fn va(page: u64) -> Gva {
-    Gva::new(REGION + page * PAGE)
-}
 
 fn tpt(tlb: Option<TlbConfig>) -> System {
     tpt_scheme(Paging::Tpt, tlb)

@@ -42,12 +42,23 @@ pub enum Mechanism {
     /// and hands the call to the guest kernel through a shared page (no ptrace stop); the calls
     /// the host must run go the `SeccompNotify` way.
     Sigsys,
+    /// `sigsys` with syscall user dispatch (PR_SET_SYSCALL_USER_DISPATCH) instead of the
+    /// SECCOMP_RET_TRAP filter: every call of a program's main thread raises SIGSYS; the stub
+    /// answers the guest kernel's calls as `sigsys` does and runs the rest itself from its own
+    /// code, which dispatch lets through (the notify filter still sees them).
+    UserDispatch,
 }
 
 impl Mechanism {
     /// Every mechanism, in the order of the benchmark table.
-    pub const ALL: [Mechanism; 5] =
-        [Mechanism::Ptrace, Mechanism::Sysemu, Mechanism::SeccompTrace, Mechanism::SeccompNotify, Mechanism::Sigsys];
+    pub const ALL: [Mechanism; 6] = [
+        Mechanism::Ptrace,
+        Mechanism::Sysemu,
+        Mechanism::SeccompTrace,
+        Mechanism::SeccompNotify,
+        Mechanism::Sigsys,
+        Mechanism::UserDispatch,
+    ];
 
     /// The name `--mechanism` takes.
     pub fn name(self) -> &'static str {
@@ -57,6 +68,7 @@ impl Mechanism {
             Mechanism::SeccompTrace => "seccomp-trace",
             Mechanism::SeccompNotify => "seccomp-notify",
             Mechanism::Sigsys => "sigsys",
+            Mechanism::UserDispatch => "user-dispatch",
         }
     }
 
@@ -131,8 +143,24 @@ pub struct Outcome {
     /// The exit status of guest pid 1, as a shell reports it: its exit code, or 128 + N when a
     /// signal N killed it.
     pub status: i32,
-    /// The guest system calls the guest kernel handled (those its mechanism trapped).
+    /// The guest system calls the guest kernel handled (those its mechanism trapped), including
+    /// `in_process`.
     pub trapped: u64,
+    /// Of those, the calls answered inside the guest process without reaching the guest kernel
+    /// (the `sigsys` stub's id calls); 0 for the other mechanisms.
+    pub in_process: u64,
+}
+
+impl Outcome {
+    /// The `--count` line: the calls trapped, and those answered in the process if any.
+    pub fn count_line(&self, mechanism: Mechanism) -> String {
+        let inside = if self.in_process > 0 {
+            format!(", {} of them answered inside the guest process", self.in_process)
+        } else {
+            String::new()
+        };
+        format!("{} system calls trapped ({mechanism}{inside})", self.trapped)
+    }
 }
 
 /// Why a guest could not run.

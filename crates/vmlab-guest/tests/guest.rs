@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 const GUEST: &str = env!("CARGO_BIN_EXE_vmlab-guest");
 const BENCH: &str = env!("CARGO_BIN_EXE_vmlab-guest-bench");
-const MECHANISMS: [&str; 5] = ["ptrace", "sysemu", "seccomp-trace", "seccomp-notify", "sigsys"];
+const MECHANISMS: [&str; 6] = ["ptrace", "sysemu", "seccomp-trace", "seccomp-notify", "sigsys", "user-dispatch"];
 
 /// The mechanisms this host runs; the others are skipped with a printed reason.
 fn mechanisms() -> Vec<&'static str> {
@@ -93,6 +93,23 @@ fn real_programs_match_native_under_every_mechanism() {
             "-c".into(),
             format!("import os, sys, subprocess; print(sum(range(10))); print(sorted(os.listdir('{t}/a'))); print(subprocess.run(['echo','sub'], capture_output=True).stdout); sys.exit(4)"),
         ]);
+        // A signal handler that makes calls, interrupting a sleep that resumes; a thread; a
+        // vfork-style spawn; a fork; a timer.
+        cases.push(vec![
+            "python3".into(),
+            "-c".into(),
+            "import os, signal, threading, subprocess, time\n\
+got = []\n\
+signal.signal(signal.SIGALRM, lambda s, f: got.append(os.getpid()))\n\
+signal.setitimer(signal.ITIMER_REAL, 0.05)\n\
+time.sleep(0.3)\n\
+t = threading.Thread(target=lambda: got.append(len(os.listdir('/')) > 0)); t.start(); t.join()\n\
+r = subprocess.run(['sh', '-c', 'echo $((6*7))'], capture_output=True)\n\
+pid = os.fork()\n\
+if pid == 0: os._exit(3)\n\
+print(got[0] == os.getpid(), got[1], r.stdout, os.waitpid(pid, 0)[1] >> 8)\n"
+                .into(),
+        ]);
     } else {
         eprintln!("skipping the python3 case: no python3 on PATH");
     }
@@ -116,7 +133,7 @@ fn real_programs_match_native_under_every_mechanism() {
 #[test]
 fn a_guest_killed_by_a_signal_reports_128_plus_n() {
     for m in mechanisms() {
-        if m == "seccomp-notify" || m == "sigsys" {
+        if matches!(m, "seccomp-notify" | "sigsys" | "user-dispatch") {
             // Its guest pid 1 is a pid namespace's init, which signals from inside cannot kill.
             continue;
         }
@@ -287,7 +304,7 @@ fn nothing_escapes_the_guest_root() {
             .output()
             .unwrap();
         let report = text(&out.stdout);
-        if m == "seccomp-notify" || m == "sigsys" {
+        if matches!(m, "seccomp-notify" | "sigsys" | "user-dispatch") {
             assert_eq!(out.status.code(), Some(2), "{m}: {report}");
             continue;
         }
@@ -325,7 +342,7 @@ fn bad_input_is_a_one_line_error_with_status_2() {
         assert!(err.starts_with("error: "), "{args:?}: {err}");
     }
     let out = Command::new(GUEST).args(["-M", "bogus", "--", "true"]).output().unwrap();
-    assert!(text(&out.stderr).contains("ptrace, sysemu, seccomp-trace, seccomp-notify, sigsys"));
+    assert!(text(&out.stderr).contains("ptrace, sysemu, seccomp-trace, seccomp-notify, sigsys, user-dispatch"));
 }
 
 #[test]
@@ -367,6 +384,19 @@ t = threading.Thread(target=f); t.start(); t.join()\n";
     let out = guest("sigsys", None, &["python3", "-c", script]);
     assert_eq!(text(&out.stdout), "1\n0\n", "{}", text(&out.stderr));
     assert_eq!(out.status.code(), Some(5));
+}
+
+/// A guest that jumps to a `syscall` instruction in the stub's code page to make a refused call
+/// (ptrace) is refused like anywhere else: the guest kernel does not wave calls from the stub's
+/// page through.
+#[test]
+fn a_refused_call_made_from_the_stubs_page_is_still_refused() {
+    for m in mechanisms().into_iter().filter(|m| matches!(*m, "sigsys" | "user-dispatch")) {
+        let out = guest(m, None, &[BENCH, "stubjump"]);
+        assert_eq!(text(&out.stdout), format!("stub-jump refused {}\n", libc::EPERM), "{m}: {}", text(&out.stderr));
+    }
+    // Without a stub the probe says so (its pattern is the stub's, not something else).
+    assert_eq!(text(&native(&[BENCH, "stubjump"]).stdout), "stub-jump absent\n");
 }
 
 /// A static program (no dynamic loader, so no preloaded library could reach it) gets the stub
@@ -453,18 +483,33 @@ fn with_received_directory(mechanism: Option<&str>, root: &Path, secret: &Path) 
 
 /// A directory descriptor from outside the root, received with SCM_RIGHTS over a socket the
 /// guest was given, reaches nothing: not the file in it, not `..` from it (under chroot that
-/// would leave the root). Natively both reads succeed.
+/// would leave the root), neither to read nor for metadata (stat, chmod, fchdir then stat).
+/// Natively every attempt succeeds.
 #[test]
 fn a_directory_received_from_outside_reaches_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let attempts = [
+        "scm-rights-dirfd",
+        "scm-rights-dotdot",
+        "scm-rights-stat",
+        "scm-rights-dotdot-stat",
+        "scm-rights-chmod",
+        "scm-rights-fchdir-stat",
+    ];
     let (root, secret) = make_root("scm");
     let native = with_received_directory(None, &root, &secret);
-    assert!(native.contains("scm-rights-dirfd ESCAPED") && native.contains("scm-rights-dotdot ESCAPED"), "{native}");
+    for a in attempts {
+        assert!(native.contains(&format!("{a} ESCAPED")), "{native}");
+    }
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
     for m in mechanisms() {
         let report = with_received_directory(Some(m), &root, &secret);
         assert!(report.contains("received true"), "{m}: {report}");
-        for a in ["scm-rights-dirfd", "scm-rights-dotdot"] {
+        for a in attempts {
             assert!(report.contains(&format!("{a} refused")), "{m}: {report}");
         }
+        let mode = std::fs::metadata(&secret).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "{m}: chmod reached the file outside the root");
     }
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "vmlab-secret\n");
     let _ = std::fs::remove_dir_all(root.parent().unwrap());
@@ -483,5 +528,135 @@ fn a_clone_into_a_new_namespace_is_refused_while_plain_forks_run() {
     for m in mechanisms() {
         let out = guest(m, None, &["sh", "-c", &script]);
         assert_eq!(text(&out.stdout), format!("-1 {}\ndone\n", libc::EPERM), "{m}: {}", text(&out.stderr));
+    }
+}
+
+/// Guest pids and ids across fork, set*id and a parent's death, under every mechanism: a child
+/// that sets its uid passes it to its own child but not to its parent, and an orphan's getppid
+/// becomes 1 (guest init) once its parent is gone.
+#[test]
+fn ids_follow_fork_setuid_and_reparenting() {
+    if which("python3").is_none() {
+        eprintln!("skipping: no python3 on PATH");
+        return;
+    }
+    let script = "import os, time\n\
+r, w = os.pipe(); r2, w2 = os.pipe()\n\
+p = os.fork()\n\
+if p == 0:\n    os.setuid(5)\n    q = os.fork()\n    if q == 0:\n        first = os.getppid()\n        os.write(w2, b'x')\n        for _ in range(1000):\n            if os.getppid() != first: break\n            time.sleep(0.01)\n        os.write(w, b'%d %d %d %d' % (os.getpid(), first, os.getppid(), os.getuid()))\n        os._exit(0)\n    os.read(r2, 1)\n    os.write(w, b'%d %d %d ' % (os.getpid(), os.getuid(), q))\n    os._exit(0)\n\
+os.waitpid(p, 0)\n\
+os.close(w)\n\
+data = b''\n\
+while True:\n    chunk = os.read(r, 100)\n    if not chunk: break\n    data += chunk\n\
+mid, mid_uid, q, gc, first, after, gc_uid = data.split()\n\
+print(int(mid) == p, mid_uid.decode(), q == gc, int(first) == p, after.decode(), gc_uid.decode(), os.getpid(), os.getuid())\n";
+    for m in mechanisms() {
+        let out = guest(m, None, &["python3", "-c", script]);
+        // The middle process's pid is what fork returned, its uid 5; the grandchild's pid is
+        // what fork returned, its ppid the middle's and then 1, its uid 5; pid 1 keeps uid 0.
+        assert_eq!(text(&out.stdout), "True 5 True True 1 5 1 0\n", "{m}: {}", text(&out.stderr));
+    }
+}
+
+/// The sigsys stub answers getpid, the uid/gid calls and getppid inside the guest process, without
+/// the guest kernel (the --count line says how many), with the same answers; with --strace the
+/// guest kernel sees every call instead.
+#[test]
+fn sigsys_stub_answers_id_calls_in_the_process() {
+    if !mechanisms().contains(&"sigsys") {
+        return;
+    }
+    let inside = |err: &str| -> u64 {
+        let line = err.lines().find(|l| l.contains("system calls trapped")).unwrap_or_else(|| panic!("{err}"));
+        line.split(", ").nth(1).and_then(|s| s.split_whitespace().next()?.parse().ok()).unwrap_or(0)
+    };
+    let out = Command::new(GUEST).args(["-M", "sigsys", "--count", "--", BENCH, "null", "1000"]).output().unwrap();
+    assert!(inside(&text(&out.stderr)) >= 1000, "{}", text(&out.stderr));
+    let out = Command::new(GUEST)
+        .args(["-M", "sigsys", "--count", "--uid", "3", "--gid", "4", "--", "sh", "-c", "id -u; id -g; echo $$"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "3\n4\n1\n", "{}", text(&out.stderr));
+    assert!(inside(&text(&out.stderr)) >= 2, "{}", text(&out.stderr));
+    let out =
+        Command::new(GUEST).args(["-M", "sigsys", "--count", "--strace", "--", BENCH, "null", "10"]).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(inside(&err), 0, "{err}");
+    assert!(err.lines().filter(|l| l.starts_with("[pid 1] getppid() = 0")).count() >= 10, "{err}");
+}
+
+/// Metadata calls raced against a directory swapped for a symbolic link that leads out of the
+/// root: stat never sees the file outside, and chmod and utimes never change it. Natively the
+/// same probe (run from the root) does reach the outside file.
+#[test]
+fn a_raced_symlink_swap_never_reaches_outside_the_root() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let (root, secret) = make_root("race");
+    let ino = std::fs::metadata(&secret).unwrap().ino().to_string();
+    let name = secret.file_name().unwrap().to_str().unwrap();
+    let native = Command::new(BENCH).args(["race", "tmp/race", name, &ino, "50"]).current_dir(&root).output().unwrap();
+    assert!(text(&native.stdout).contains("race-link ESCAPED"), "{}", text(&native.stdout));
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let before = std::fs::metadata(&secret).unwrap();
+    for m in mechanisms() {
+        let out = guest(m, Some(&root), &[BENCH, "race", "tmp/race", name, &ino, "3000"]);
+        let report = text(&out.stdout);
+        let refused = ["race-link refused", "race-stat refused", "race-done"].iter().all(|l| report.contains(l));
+        assert!(refused, "{m}: {report}{}", text(&out.stderr));
+        let after = std::fs::metadata(&secret).unwrap();
+        assert_eq!(after.mode(), before.mode(), "{m}: chmod reached the file outside the root");
+        assert_eq!(
+            (after.mtime(), after.mtime_nsec()),
+            (before.mtime(), before.mtime_nsec()),
+            "{m}: utimes reached it"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "vmlab-secret\n");
+    let _ = std::fs::remove_dir_all(root.parent().unwrap());
+}
+
+/// getpid under a flood of signals whose handler has no SA_RESTART (Python installs its handlers
+/// so): natively it never fails, and neither does it under the mechanisms that answer it at a
+/// ptrace stop or in the process. Under seccomp-notify a signal that arrives before the
+/// supervisor has received the call still makes it fail with EINTR (docs/guest.md), so that
+/// mechanism is left out.
+#[test]
+fn getpid_never_fails_under_a_signal_flood() {
+    if which("python3").is_none() {
+        eprintln!("skipping: no python3 on PATH");
+        return;
+    }
+    let script = "import os, signal, time\n\
+signal.signal(signal.SIGUSR1, lambda s, f: None)\n\
+me = os.getpid()\n\
+child = os.fork()\n\
+if child == 0:\n    while True:\n        try:\n            os.kill(me, signal.SIGUSR1)\n        except ProcessLookupError:\n            os._exit(0)\n        time.sleep(0.00002)\n\
+bad = sum(1 for _ in range(20000) if os.getpid() != me)\n\
+os.kill(child, signal.SIGKILL)\n\
+os.waitpid(child, 0)\n\
+print('bad', bad)\n";
+    assert_eq!(text(&native(&["python3", "-c", script]).stdout), "bad 0\n");
+    for m in mechanisms().into_iter().filter(|&m| m != "seccomp-notify") {
+        let out = guest(m, None, &["python3", "-c", script]);
+        assert_eq!(text(&out.stdout), "bad 0\n", "{m}: {}", text(&out.stderr));
+    }
+}
+
+/// The newest metadata calls (setxattrat to removexattrat, file_getattr, file_setattr) are
+/// refused with ENOSYS under every mechanism, where natively the host runs them (here: ENOENT
+/// for a missing file).
+#[test]
+fn the_newest_metadata_calls_are_refused() {
+    let Some(perl) = which("perl") else { return };
+    let perl = perl.to_str().unwrap().to_string();
+    let script = "for my $nr (463, 464, 465, 466, 468, 469) { my $p = \"vmlab-missing\"; my $r = syscall($nr, -100, $p, 0, 0, 0); print \"$nr $r \", ($! + 0), \"\\n\" }";
+    let native = text(&native(&[&perl, "-e", script]).stdout);
+    assert_eq!(native.lines().count(), 6, "{native}");
+    assert!(native.lines().all(|l| !l.ends_with(&format!(" {}", libc::ENOSYS))), "{native}");
+    let refused: String =
+        [463, 464, 465, 466, 468, 469].iter().map(|nr| format!("{nr} -1 {}\n", libc::ENOSYS)).collect();
+    for m in mechanisms() {
+        let out = guest(m, None, &[&perl, "-e", script]);
+        assert_eq!(text(&out.stdout), refused, "{m}: {}", text(&out.stderr));
     }
 }

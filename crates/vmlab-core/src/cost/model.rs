@@ -87,6 +87,7 @@ kernel_costs! {
 /// The events of one measured interval.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Events {
+    /// The workload's memory accesses in the interval.
     pub accesses: u64,
     /// Non-memory instructions of the workload's loop.
     pub instructions: f64,
@@ -94,11 +95,15 @@ pub struct Events {
     pub data_served: [u64; 4],
     /// Walk references (both dimensions) by the level that served them.
     pub walk_served: [u64; 4],
+    /// L1 TLB misses that hit the STLB, each charged the profile's `stlb_hit` latency.
     pub stlb_hits: u64,
     /// Memory-tag checks by the cache level that served their tag-table reads
-    /// (`check_cost = "per-frame"`), and TLB fills that were tag-checked.
+    /// (`check_cost = "per-frame"`).
     pub tag_served: [u64; 4],
+    /// TLB fills that were tag-checked (walks from a tagged root), each charged
+    /// `tags.per_fill` cycles under `check_cost = "per-fill"`.
     pub tag_fills: u64,
+    /// VM exits by reason, each charged its profile cost.
     pub exits: ExitCounters,
     /// The shadow MMU's work in the interval (zero under other schemes).
     pub shadow: ShadowWorkCounters,

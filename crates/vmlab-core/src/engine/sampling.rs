@@ -119,12 +119,18 @@ pub enum SamplePlan {
     /// test `steady`, or none for a fixed warm-up), then measure `sample` accesses in
     /// [`WINDOWS`] windows of about `window` accesses.
     Windowed {
+        /// Accesses per warm-up window ([`WARMUP_WINDOW`]).
         warmup_window: u64,
+        /// Accesses per measured window: `sample` / [`WINDOWS`], rounded up.
         window: u64,
+        /// Most warm-up accesses: the requested cap, or less if the workload leaves less
+        /// beside the sample.
         cap: u64,
         /// The cap was lowered to leave the sample its accesses.
         cap_by_workload: bool,
+        /// The steady-state test that may end the warm-up early; `None` for a fixed warm-up.
         steady: Option<Steady>,
+        /// Accesses measured.
         sample: u64,
     },
 }
@@ -194,7 +200,9 @@ pub fn mean(xs: &[f64]) -> f64 {
 /// A mean and the half-width of its confidence interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MeanCi {
+    /// Mean of the values.
     pub mean: f64,
+    /// Half-width of the interval: it is `mean ± half_width`.
     pub half_width: f64,
 }
 

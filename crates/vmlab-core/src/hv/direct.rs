@@ -41,8 +41,9 @@ pub struct DirectStats {
     pub dual_writes: u64,
     /// Host-frame table reads (`gfn_to_hfn`; one per leaf entry copied).
     pub gfn_to_hfn_reads: u64,
-    /// Copies allocated and freed.
+    /// Copies allocated (one 4 KiB host frame each).
     pub copies_allocated: u64,
+    /// Copies freed, with their guest table, back to the host.
     pub copies_freed: u64,
     /// Pages the guest touched so the host would back them before copying an entry.
     pub touched_for_backing: u64,
@@ -59,6 +60,7 @@ fn guest_entry_addr(
 }
 
 impl DirectTables {
+    /// What direct paging has done so far (cumulative counts).
     pub fn stats(&self) -> &DirectStats {
         &self.stats
     }

@@ -33,6 +33,7 @@ pub struct RemapCounters {
 }
 
 impl RemapCounters {
+    /// The counts accumulated since the snapshot `earlier` (field by field difference).
     pub fn since(&self, earlier: &RemapCounters) -> RemapCounters {
         RemapCounters {
             remaps: self.remaps - earlier.remaps,
@@ -51,8 +52,11 @@ impl RemapCounters {
 pub struct Moved {
     /// First guest frame of the backing page.
     pub gfn: Gfn,
+    /// First host frame of the page before the move (now freed).
     pub old: Hfn,
+    /// First host frame of the page after the move.
     pub new: Hfn,
+    /// Size of the backing page that moved.
     pub size: PageSize,
 }
 

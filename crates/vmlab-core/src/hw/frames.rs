@@ -179,7 +179,9 @@ impl Arena {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("out of host memory: {size} allocation failed with {total_frames} frames of 4 KiB in total; raise host_memory in the machine profile")]
 pub struct OutOfMemory {
+    /// The page size that could not be allocated.
     pub size: PageSize,
+    /// Host memory in all, in 4 KiB frames.
     pub total_frames: u64,
 }
 
@@ -196,6 +198,8 @@ pub struct HostMemory {
 }
 
 impl HostMemory {
+    /// `bytes` of host RAM (whole 4 KiB frames), all free, no table contents, no frame owned
+    /// by the VM.
     pub fn new(bytes: u64) -> Self {
         let total_frames = bytes >> crate::addr::PAGE_SHIFT;
         HostMemory {
@@ -209,14 +213,17 @@ impl HostMemory {
         }
     }
 
+    /// The memory tags: which frames the VM owns.
     pub fn tags(&self) -> &TagTable {
         &self.tags
     }
 
+    /// The memory tags, to assign frames to the VM or take them back.
     pub fn tags_mut(&mut self) -> &mut TagTable {
         &mut self.tags
     }
 
+    /// Host RAM in 4 KiB frames.
     pub fn total_frames(&self) -> u64 {
         self.total_frames
     }
@@ -386,6 +393,7 @@ pub struct FrameAllocator {
 }
 
 impl FrameAllocator {
+    /// An allocator of `total_frames` 4 KiB frames, all free (frame 0 is never handed out).
     pub fn new(total_frames: u64) -> Self {
         // Frame 0 is never handed out, so a zero frame number can mean "none" in tables.
         FrameAllocator {
@@ -422,6 +430,8 @@ impl FrameAllocator {
         Some(frame)
     }
 
+    /// Return the page of `size` starting at `frame` (as [`Self::alloc`] gave it) to the free
+    /// list of its size.
     pub fn free(&mut self, frame: u64, size: PageSize) {
         debug_assert!(frame < self.total);
         self.in_use -= size.frames();
@@ -433,10 +443,12 @@ impl FrameAllocator {
         (size.shift() - PageSize::MIN_SHIFT) as usize
     }
 
+    /// Frames currently allocated (in 4 KiB units).
     pub fn in_use(&self) -> u64 {
         self.in_use
     }
 
+    /// Frames managed in all (4 KiB units).
     pub fn total(&self) -> u64 {
         self.total
     }

@@ -48,6 +48,7 @@ pub struct Experiment {
     /// Guest page sizes (4k, 2m) and host backing page sizes (4k, 2m, 1g) to cross.
     #[serde(default = "default_pages")]
     pub guest_pages: Vec<String>,
+    /// Host backing page sizes to cross (see `guest_pages`); native runs, with no host, use 4k.
     #[serde(default = "default_pages")]
     pub host_pages: Vec<String>,
     /// The seed of every run.
@@ -135,6 +136,7 @@ pub struct PlotSpec {
     pub x_label: Option<String>,
 }
 
+/// How an experiment's figure draws its table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PlotKind {

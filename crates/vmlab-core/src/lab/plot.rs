@@ -11,26 +11,37 @@ use std::fmt::Write;
 
 /// A figure: a title, a legend of series, and one or more panels stacked vertically.
 pub struct Figure {
+    /// The heading, centred at the top (and the SVG's `<title>`).
     pub title: String,
+    /// A smaller grey line under the heading (may be empty).
     pub subtitle: String,
     /// Series names, in legend order (the schemes), each with its style: an index into the
     /// palette, so that a scheme keeps its colour from figure to figure.
     pub series: Vec<(String, usize)>,
+    /// Bars or lines, for every panel.
     pub kind: Kind,
+    /// The plot areas, top to bottom.
     pub panels: Vec<Panel>,
 }
 
+/// How a figure draws its values.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// Grouped bars: a group per category, a bar per series.
     Bars,
+    /// A line per series over a size axis.
     Lines,
 }
 
 /// One plot area.
 pub struct Panel {
+    /// A heading over the panel, if any.
     pub title: Option<String>,
+    /// What the points along the x axis are.
     pub x: XAxis,
+    /// The y axis's label, with its unit.
     pub y_label: String,
+    /// Log-scale y axis (the label then says so).
     pub y_log: bool,
     /// `values[series][point]`: a point per category or size; `None` where nothing ran.
     pub values: Vec<Vec<Option<f64>>>,
@@ -39,13 +50,22 @@ pub struct Panel {
     pub notes: Vec<Vec<Option<String>>>,
 }
 
+/// The x axis of a panel: its label and one point per category or size.
 pub enum XAxis {
     /// Named groups (bars).
-    Categories { label: String, names: Vec<String> },
+    Categories {
+        /// The axis's label.
+        label: String,
+        /// The groups' names, in order.
+        names: Vec<String>,
+    },
     /// Sizes in bytes, placed on a log2 scale, labelled with their names.
     Sizes {
+        /// The axis's label.
         label: String,
+        /// Each point's size, in bytes.
         bytes: Vec<u64>,
+        /// Each point's tick label (e.g. `4K`).
         names: Vec<String>,
     },
 }
@@ -65,6 +85,7 @@ const DASHES: [&str; 8] = ["", "8 4", "2 3", "10 3 2 3", "5 5", "1 2", "6 2", "3
 const MAX_NOTED_BARS: usize = 12;
 
 impl Figure {
+    /// The figure as a standalone SVG document (deterministic: the same figure, the same bytes).
     pub fn to_svg(&self) -> String {
         let height = HEADER + PANEL_HEIGHT * self.panels.len() as f64;
         let mut s = String::new();

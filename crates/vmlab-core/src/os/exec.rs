@@ -8,15 +8,20 @@ use crate::os::pvops::PvOps;
 /// One region of a program image, and how a starting program touches it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ImageRegion {
+    /// Where the loader maps it (4 KiB aligned).
     pub start: Gva,
+    /// Its size in bytes (a multiple of 4 KiB).
     pub len: u64,
+    /// Mapped read-write and written page by page at start-up; otherwise read-only and read.
     pub writable: bool,
 }
 
 /// A program as exec sees it: its name (what TPT's task_name matches) and its image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Program {
+    /// The program's name, matched against TPT's mark.
     pub name: &'static str,
+    /// The regions exec maps, in order.
     pub image: &'static [ImageRegion],
 }
 

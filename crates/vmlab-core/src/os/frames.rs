@@ -7,6 +7,7 @@ use crate::addr::{Gfn, PageSize};
 use crate::hw::frames::FrameAllocator;
 use rustc_hash::FxHashMap;
 
+/// The frames the kernel manages: an allocator and the reference counts of shared frames.
 pub struct PhysMemory {
     allocator: FrameAllocator,
     /// Reference count of each frame mapped more than once (keyed by first 4 KiB frame).
@@ -14,6 +15,7 @@ pub struct PhysMemory {
 }
 
 impl PhysMemory {
+    /// `frames` free 4 KiB frames, none shared.
     pub fn new(frames: u64) -> Self {
         PhysMemory {
             allocator: FrameAllocator::new(frames),
@@ -59,6 +61,7 @@ impl PhysMemory {
         self.allocator.in_use()
     }
 
+    /// Frames managed in all (4 KiB units).
     pub fn total(&self) -> u64 {
         self.allocator.total()
     }

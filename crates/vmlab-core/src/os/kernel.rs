@@ -15,16 +15,21 @@ use rustc_hash::{FxHashMap, FxHashSet};
 /// Transparent huge pages for anonymous memory (`/sys/kernel/mm/transparent_hugepage/enabled`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ThpPolicy {
+    /// Anonymous memory is mapped with 4 KiB pages only.
     Never,
+    /// A fault maps a 2 MiB page when its VMA covers the aligned 2 MiB around it and a
+    /// free 2 MiB block exists.
     Always,
 }
 
+/// What the kernel is booted with: its memory, paging mode and options.
 #[derive(Clone, Copy, Debug)]
 pub struct KernelConfig {
     /// Physical memory the kernel manages, in bytes (the guest's RAM, or the machine's).
     pub memory: u64,
     /// Paging levels (4 or 5).
     pub levels: u8,
+    /// Transparent huge pages for anonymous memory.
     pub thp: ThpPolicy,
     /// Tag TLB entries with a PCID per address space, so a context switch need not flush.
     pub pcid: bool,
@@ -43,25 +48,53 @@ pub struct KernelConfig {
 /// A process identifier. The first process is 0; every fork takes the next number.
 pub type Pid = u32;
 
+/// Why the kernel refused an operation of the workload.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum OsError {
+    /// A fault at an address no VMA maps with the needed permission (SIGSEGV).
     #[error("segmentation fault: {} access to {va:?} outside any mapping with that permission", if *write { "write" } else { "read" })]
-    SegFault { va: Gva, write: bool },
+    SegFault {
+        /// The faulting address.
+        va: Gva,
+        /// The access was a write.
+        write: bool,
+    },
+    /// A new mapping would overlap an existing VMA (the model has no MAP_FIXED replace).
     #[error("mapping {start:?}+{len:#x} overlaps an existing mapping at {existing:?}")]
-    Overlap { start: Gva, len: u64, existing: Gva },
+    Overlap {
+        /// Start of the requested mapping.
+        start: Gva,
+        /// Bytes requested.
+        len: u64,
+        /// Start of the VMA it overlaps.
+        existing: Gva,
+    },
+    /// A range that is not 4 KiB aligned, is empty or wraps around the address space.
     #[error("range {start:?}+{len:#x} is not 4 KiB aligned, is empty, or wraps")]
-    BadRange { start: Gva, len: u64 },
+    BadRange {
+        /// Start of the range given.
+        start: Gva,
+        /// Bytes given.
+        len: u64,
+    },
+    /// The kernel's frame allocator has no free block of the size needed.
     #[error("the kernel ran out of physical memory ({frames} frames of 4 KiB); raise guest_memory in the machine profile")]
-    OutOfMemory { frames: u64 },
+    OutOfMemory {
+        /// Frames the kernel manages in all (4 KiB each).
+        frames: u64,
+    },
+    /// An operation named a process that does not exist or has exited.
     #[error("no process {0}")]
     NoProcess(Pid),
+    /// The only live process tried to exit.
     #[error("process {0} cannot exit: it is the last one")]
     LastProcess(Pid),
+    /// munmap, madvise or mprotect (the call named) would split a 2 MiB page.
     #[error(
         "{0} splits a 2 MiB page, which the kernel model does not do; align the range to 2 MiB"
     )]
     SplitsHugePage(&'static str),
-    /// The paging backend (the hypervisor) failed; see [`BackendError`].
+    /// The paging backend (the hypervisor) failed; see [`BackendError`](crate::os::BackendError).
     #[error(transparent)]
     Backend(#[from] crate::os::pvops::BackendError),
 }
@@ -83,19 +116,28 @@ pub struct KernelCounters {
     pub frames_copied: u64,
     /// Data frames (4 KiB units) freed by munmap, madvise, exec and exit.
     pub frames_freed: u64,
+    /// Forks: children created.
     pub forks: u64,
     /// Leaf entries fork copied into a child.
     pub ptes_copied: u64,
     /// Page-table pages fork allocated for children.
     pub fork_table_pages: u64,
+    /// Execs: address spaces replaced by a new program's image.
     pub execs: u64,
+    /// Processes that exited.
     pub exits: u64,
+    /// Switches to another process's page tables.
     pub context_switches: u64,
+    /// munmap calls.
     pub munmaps: u64,
+    /// mprotect calls.
     pub mprotects: u64,
+    /// madvise(MADV_DONTNEED) calls.
     pub madvises: u64,
-    /// Single-page TLB invalidations and full flushes the kernel issued.
+    /// Single-page TLB invalidations the kernel issued.
     pub invlpgs: u64,
+    /// Full TLB flushes the kernel issued (CR3 loads without PCIDs, ranges past the flush
+    /// ceiling, fork, exec and address-space teardown).
     pub tlb_flushes: u64,
     /// INVPCIDs of one user page (page-table isolation with PCIDs).
     #[serde(default)]
@@ -109,8 +151,9 @@ pub struct KernelCounters {
     /// CR3 writes of kernel entries and exits (page-table isolation).
     #[serde(default)]
     pub cr3_writes: u64,
-    /// Page-table pages in use now, and the most ever.
+    /// Page-table pages in use now (a gauge).
     pub table_pages: u64,
+    /// The most page-table pages in use at once so far (a gauge).
     pub table_pages_peak: u64,
 }
 
@@ -149,10 +192,15 @@ impl KernelCounters {
 /// A process: an address space (top-level table and VMAs) and its PCID.
 #[derive(Clone, Debug)]
 pub struct Process {
+    /// Its identifier.
     pub pid: Pid,
+    /// The process that forked it (`None` for process 0).
     pub parent: Option<Pid>,
+    /// Its (kernel) top-level page table.
     pub pgd: Gfn,
+    /// Its mappings.
     pub vmas: VmaList,
+    /// The PCID tagging its TLB entries (0 without PCIDs).
     pub pcid: u16,
     /// Runs with Translation Pass-Through.
     pub devirt: bool,
@@ -162,6 +210,7 @@ pub struct Process {
 /// (`tlb_single_page_flush_ceiling`, arch/x86/mm/tlb.c).
 pub const FLUSH_CEILING_PAGES: u64 = 33;
 
+/// The guest (or native) kernel: its processes, physical memory allocator and counters.
 pub struct Kernel {
     pub(super) config: KernelConfig,
     pub(super) phys: PhysMemory,
@@ -223,10 +272,12 @@ impl Kernel {
         marked
     }
 
+    /// What the kernel was booted with.
     pub fn config(&self) -> &KernelConfig {
         &self.config
     }
 
+    /// What the kernel has done since boot.
     pub fn counters(&self) -> &KernelCounters {
         &self.counters
     }
@@ -243,6 +294,7 @@ impl Kernel {
             .pgd
     }
 
+    /// Process `pid`, if it exists and has not exited.
     pub fn process(&self, pid: Pid) -> Option<&Process> {
         self.procs.get(pid as usize).and_then(Option::as_ref)
     }

@@ -5,12 +5,16 @@ use crate::addr::Gva;
 /// A mapped range of anonymous memory, `[start, end)`, 4 KiB aligned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Vma {
+    /// First address of the range.
     pub start: Gva,
+    /// First address past the range.
     pub end: Gva,
+    /// Mapped with PROT_WRITE; otherwise read-only.
     pub writable: bool,
 }
 
 impl Vma {
+    /// Whether `va` lies in `[start, end)`.
     pub fn contains(&self, va: Gva) -> bool {
         self.start <= va && va < self.end
     }
@@ -25,6 +29,7 @@ impl Vma {
                 .is_some_and(|end| end <= self.end.raw())
     }
 
+    /// Whether the two ranges share at least one address.
     pub fn overlaps(&self, other: &Vma) -> bool {
         self.start < other.end && other.start < self.end
     }
@@ -47,15 +52,18 @@ impl VmaList {
         Ok(())
     }
 
+    /// The VMA containing `va`, if any.
     pub fn find(&self, va: Gva) -> Option<&Vma> {
         let at = self.vmas.partition_point(|v| v.end <= va);
         self.vmas.get(at).filter(|v| v.contains(va))
     }
 
+    /// The VMAs in address order.
     pub fn iter(&self) -> impl Iterator<Item = &Vma> {
         self.vmas.iter()
     }
 
+    /// Whether nothing is mapped.
     pub fn is_empty(&self) -> bool {
         self.vmas.is_empty()
     }

@@ -75,6 +75,7 @@ pub trait PvOps {
     fn lazy_mmu_begin(&mut self) -> PvResult {
         Ok(())
     }
+    /// The end of a lazy-MMU section: a batching backend issues the queued updates now.
     fn lazy_mmu_end(&mut self) -> PvResult {
         Ok(())
     }

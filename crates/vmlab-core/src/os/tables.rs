@@ -9,30 +9,38 @@ use crate::os::pvops::{PvOps, PvResult};
 /// Where one entry lives: the table page, the index in it, and the table's level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slot {
+    /// The table's level (1 = the leaf tables, up to the paging levels).
     pub level: u8,
+    /// The table page.
     pub table: Gfn,
+    /// The entry's index in the table (0..512).
     pub index: usize,
 }
 
 /// A present leaf entry found by a walk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeafEntry {
+    /// Where the entry lives.
     pub slot: Slot,
     /// Virtual address of the start of the page the entry maps.
     pub va: Gva,
+    /// The entry's raw value (x86 format).
     pub entry: u64,
 }
 
 impl LeafEntry {
+    /// The size of the page the entry maps, from its level.
     pub fn size(&self) -> PageSize {
         PageSize::at_level(self.slot.level).expect("leaves sit at levels 1..=3")
     }
 
+    /// The first frame of the page the entry maps.
     pub fn frame(&self) -> Gfn {
         Gfn::new((self.entry & FRAME_MASK) >> 12)
     }
 }
 
+/// The index of the entry for `va` in its table at `level` (9 bits of the address).
 pub fn index_of(va: Gva, level: u8) -> usize {
     ((va.raw() >> level_shift(level)) & 0x1ff) as usize
 }
@@ -42,10 +50,13 @@ pub fn span(level: u8) -> u64 {
     1 << level_shift(level)
 }
 
+/// Whether a present `entry` at `level` maps a page (level 1, or a large page at levels 2
+/// and 3) rather than pointing to the next table.
 pub fn is_leaf(entry: u64, level: u8) -> bool {
     level == 1 || (X86::is_large(entry) && level <= 3)
 }
 
+/// The table a non-leaf `entry` points to.
 pub fn next_table(entry: u64) -> Gfn {
     Gfn::new((entry & FRAME_MASK) >> 12)
 }

@@ -52,6 +52,8 @@ pub enum Paging {
 }
 
 impl Paging {
+    /// Every scheme, in the order `vmlab list` and `vmlab bench` use (a scheme's place here
+    /// is also its colour in figures).
     pub const ALL: [Paging; 6] = [
         Paging::Native,
         Paging::Nested,
@@ -61,6 +63,7 @@ impl Paging {
         Paging::TptPrototype,
     ];
 
+    /// The scheme's name on the command line and in reports (`--paging`).
     pub fn name(self) -> &'static str {
         match self {
             Paging::Native => "native",
@@ -72,6 +75,7 @@ impl Paging {
         }
     }
 
+    /// One line on how the scheme translates, for `--help` and listings.
     pub fn summary(self) -> &'static str {
         match self {
             Paging::Native => "bare metal: the OS's tables, 1D walks (up to 4 references)",
@@ -83,6 +87,7 @@ impl Paging {
         }
     }
 
+    /// The scheme called `name`, or a one-line error listing the valid names.
     pub fn parse(name: &str) -> Result<Paging, String> {
         Paging::ALL
             .into_iter()
@@ -96,6 +101,7 @@ impl Paging {
             })
     }
 
+    /// Whether the scheme runs the kernel in a VM (every scheme but native).
     pub fn is_virtualized(self) -> bool {
         self != Paging::Native
     }
@@ -119,8 +125,12 @@ impl Paging {
 /// Everything needed to build a system.
 #[derive(Clone, Debug)]
 pub struct SystemConfig {
+    /// The paging scheme to build.
     pub paging: Paging,
+    /// Paging levels, 4 or 5 (LA57), of every table the system builds (guest, EPT, shadow,
+    /// copies).
     pub levels: u8,
+    /// Host memory in bytes (the profile's `machine.host_memory`).
     pub host_memory: u64,
     /// Guest RAM (virtualized schemes); the native kernel manages all host memory.
     pub guest_memory: u64,
@@ -135,35 +145,51 @@ pub struct SystemConfig {
     pub shadow: Option<ShadowConfig>,
     /// TPT: read memory-tag entries through the cache hierarchy on every check.
     pub tag_reads: bool,
+    /// How the hypervisor backs guest memory (host page size, fragmentation).
     pub backing: BackingConfig,
     /// The program the first process runs, and TPT's mark (which program's next exec runs
-    /// with TPT: see [`KernelConfig::tpt_task`]); the mark is ignored outside TPT.
+    /// with TPT: see [`KernelConfig::tpt_task`](crate::os::KernelConfig::tpt_task)); the
+    /// mark is ignored outside TPT.
     pub program: &'static str,
+    /// The program whose next exec runs with TPT (see `program`).
     pub tpt_task: Option<&'static str>,
+    /// Geometry of the TLBs, the nested TLB and the walk caches.
     pub tlb: TlbConfig,
+    /// The cache hierarchy.
     pub memory: MemoryConfig,
 }
 
 /// Errors of a simulated run that are not architectural events.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
+    /// The kernel model refused one of the workload's operations (the workload crashed).
     #[error("the workload crashed: {0}")]
     Os(OsError),
+    /// The hypervisor model failed (e.g. guest memory could not be backed).
     #[error("hypervisor: {0}")]
     Hv(#[from] HvError),
+    /// Host memory ran out.
     #[error("{0}")]
     Memory(#[from] crate::hw::frames::OutOfMemory),
+    /// An access still faulted after the most fault-handling rounds one access can need.
     #[error("access to {va:?} still faults after {attempts} fault-handling rounds (last fault: {fault:?}); this is a simulator bug")]
     Stuck {
+        /// The address accessed.
         va: Gva,
+        /// Fault-handling rounds run.
         attempts: u32,
+        /// The last fault raised.
         fault: Fault,
     },
+    /// The system cannot be built as configured; the message says why.
     #[error("invalid configuration: {0}")]
     Config(String),
     /// The hardware refused a translation to a frame tagged to someone else (TPT's isolation).
     #[error("tag violation: the translation of {va:?} reaches a host frame the VM does not own")]
-    TagViolation { va: Gva },
+    TagViolation {
+        /// The address whose translation was refused.
+        va: Gva,
+    },
 }
 
 impl From<OsError> for SimError {
@@ -188,7 +214,9 @@ impl From<HvError> for BackendError {
 /// The machine every x86 scheme runs on: host memory (with the bytes of every table page)
 /// and the MMU (TLBs, walk caches, walker, cache hierarchy).
 pub struct Machine {
+    /// Host memory: frame allocation, table bytes and memory tags.
     pub mem: HostMemory,
+    /// TLBs, walk caches, walker and cache hierarchy.
     pub mmu: Mmu,
 }
 
@@ -258,10 +286,15 @@ pub trait Scheme: Sized {
 /// One value per system, never moved on the hot path: the size difference does not matter.
 #[allow(clippy::large_enum_variant)]
 pub enum AnyScheme {
+    /// No hypervisor.
     Native(native::Native),
+    /// Nested paging (EPT).
     Nested(nested::Nested),
+    /// KVM-style shadow paging.
     Shadow(shadow::Shadow),
+    /// Xen-style PV direct paging.
     Pv(pv::Pv),
+    /// Translation Pass-Through, tagged or as the Intel prototype.
     Tpt(tpt::Tpt),
 }
 

@@ -29,7 +29,9 @@ impl Scheme for Native {
 
 /// The native pv-ops backend: every operation is the plain hardware operation.
 pub struct NativePvOps<'a> {
+    /// Host memory, holding the bytes of every table page.
     pub mem: &'a mut HostMemory,
+    /// The MMU, whose TLBs the kernel's flushes and CR3 loads reach.
     pub mmu: &'a mut Mmu,
 }
 

@@ -55,8 +55,11 @@ impl Scheme for Nested {
 /// frame the host never backed traps first (EPT violation) and is backed. Other schemes'
 /// hypervisors read the guest's tables through it too.
 pub struct NestedPvOps<'a> {
+    /// Host memory, holding the bytes of every table page.
     pub mem: &'a mut HostMemory,
+    /// The MMU, whose TLBs the kernel's flushes and CR3 loads reach.
     pub mmu: &'a mut Mmu,
+    /// The VM: the backing of guest memory, and its exit counts.
     pub vm: &'a mut Vm,
 }
 

@@ -99,11 +99,17 @@ impl Scheme for Pv {
 /// The PV pv-ops backend: dual writes into machine-frame tables, each a hypercall or a place
 /// in a multicall.
 pub struct PvPvOps<'a> {
+    /// Host memory, holding the bytes of every table page.
     pub mem: &'a mut HostMemory,
+    /// The MMU, whose TLBs the kernel's flushes and CR3 loads reach.
     pub mmu: &'a mut Mmu,
+    /// The VM: the backing of guest memory, and its exit counts.
     pub vm: &'a mut Vm,
+    /// The host-address copies of the guest's tables, written beside them.
     pub direct: &'a mut DirectTables,
+    /// The guest's multicall batch, open while it is in a lazy-MMU section.
     pub batch: &'a mut Multicall,
+    /// Paging levels of the guest's tables (4 or 5).
     pub levels: u8,
 }
 

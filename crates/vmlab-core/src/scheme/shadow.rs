@@ -81,9 +81,13 @@ impl Scheme for Shadow {
 
 /// The shadow-paging pv-ops backend: the guest's own operations, as the hypervisor sees them.
 pub struct ShadowPvOps<'a> {
+    /// Host memory, holding the bytes of every table page.
     pub mem: &'a mut HostMemory,
+    /// The MMU, whose root and TLBs the shadow MMU sets and flushes.
     pub mmu: &'a mut Mmu,
+    /// The VM: the backing of guest memory, and its exit counts.
     pub vm: &'a mut Vm,
+    /// The shadow MMU, which sees (and traps) the guest's table writes, CR3 loads and flushes.
     pub shadow: &'a mut ShadowMmu,
 }
 

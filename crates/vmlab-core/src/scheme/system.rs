@@ -31,6 +31,8 @@ pub struct System {
 const MAX_FAULT_ROUNDS: u32 = 16;
 
 impl System {
+    /// Boots a system as `config` says: the machine, the scheme's hypervisor state and the
+    /// kernel; a configuration it cannot model is a [`SimError::Config`].
     pub fn new(config: &SystemConfig) -> Result<System, SimError> {
         if config.guest_pages == PageSize::Size1G {
             return Err(SimError::Config(
@@ -87,10 +89,12 @@ impl System {
         })
     }
 
+    /// The paging scheme the system runs.
     pub fn paging(&self) -> Paging {
         dispatch!(&self.scheme, s => s.paging())
     }
 
+    /// The MMU, for its counters and structure statistics.
     pub fn mmu(&self) -> &Mmu {
         &self.machine.mmu
     }
@@ -111,14 +115,17 @@ impl System {
         self.pipeline = pipeline;
     }
 
+    /// The kernel model, for its processes and counters.
     pub fn kernel(&self) -> &Kernel {
         &self.kernel
     }
 
+    /// The VM, under virtualized schemes (`None` natively).
     pub fn vm(&self) -> Option<&Vm> {
         dispatch!(&self.scheme, s => s.vm())
     }
 
+    /// Host memory: frames, table bytes and memory tags.
     pub fn host_memory(&self) -> &HostMemory {
         &self.machine.mem
     }

@@ -99,9 +99,13 @@ impl Scheme for Tpt {
 /// The TPT pv-ops backend: nested paging's, plus dual writes into the devirt copies of TPT
 /// address spaces.
 pub struct TptPvOps<'a> {
+    /// Host memory, holding the bytes of every table page.
     pub mem: &'a mut HostMemory,
+    /// The MMU, whose TLBs the kernel's flushes and CR3 loads reach.
     pub mmu: &'a mut Mmu,
+    /// The VM: the backing of guest memory, and its exit counts.
     pub vm: &'a mut Vm,
+    /// The host-address copies of the guest's tables, written beside them.
     pub direct: &'a mut DirectTables,
     /// Walk TPT address spaces with tag checks (false: the prototype's plain 1D walks).
     pub tagged: bool,

@@ -23,9 +23,13 @@ use std::collections::BTreeMap;
 /// Counts by the cache level that served them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LevelCounts {
+    /// Served by the L1 data cache.
     pub l1: u64,
+    /// Served by the L2.
     pub l2: u64,
+    /// Served by the last-level cache.
     pub llc: u64,
+    /// Missed every cache and went to memory.
     pub dram: u64,
 }
 
@@ -43,19 +47,26 @@ impl From<[u64; 4]> for LevelCounts {
 /// Hits and misses of one translation structure over the whole run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StructureStats {
+    /// The structure, as the MMU names it (`l1_4k`, `stlb`, `nested_tlb`, `pde_cache`, ...).
     pub name: String,
+    /// Lookups that found a usable entry.
     pub hits: u64,
+    /// Lookups that did not.
     pub misses: u64,
 }
 
 /// What the set-up phase did (not part of the measured time).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SetupReport {
+    /// Guest (or native) page faults taken during set-up.
     pub page_faults: u64,
+    /// VM exits during set-up (0 without a hypervisor).
     pub vm_exits: u64,
+    /// Set-up's VM exits by reason name (every reason, zeros included).
     pub exits_by_reason: BTreeMap<String, u64>,
-    /// Guest (or native) page-table pages at the end of the run, and the peak.
+    /// Guest (or native) page-table pages at the end of the run.
     pub page_table_pages: u64,
+    /// The most guest (or native) page-table pages at once, over the whole run.
     pub page_table_pages_peak: u64,
     /// EPT table pages (0 without a hypervisor).
     pub ept_table_pages: u64,
@@ -100,14 +111,17 @@ pub struct SampleReport {
     /// (docs/model.md). Empty when the LLC does not use DRRIP.
     #[serde(default)]
     pub warmup_llc_policy_selector: Vec<u16>,
+    /// The selector at the end of each measured window (see `warmup_llc_policy_selector`).
     #[serde(default)]
     pub window_llc_policy_selector: Vec<u16>,
     /// Confidence level of the intervals (0.95).
     pub confidence: f64,
-    /// Half-width of the interval of `cycles_per_access` (Student t over the windows), and
-    /// the same in `seconds` and `ns_per_access`; none without windows.
+    /// Half-width of the interval of `cycles_per_access` (Student t over the windows); none
+    /// without windows.
     pub cycles_per_access_ci: Option<f64>,
+    /// The same half-width in `seconds` of the whole measured phase.
     pub seconds_ci: Option<f64>,
+    /// The same half-width in nanoseconds per access.
     pub ns_per_access_ci: Option<f64>,
 }
 
@@ -115,18 +129,25 @@ pub struct SampleReport {
 /// building one by hand).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
+    /// The workload spec in canonical form (every key, catalog order), e.g. `gups:table=1G,...`.
     pub workload: String,
+    /// The paging scheme's name (`native`, `nested`, `shadow`, ...).
     pub paging: String,
+    /// The machine profile's name.
     pub machine: String,
+    /// The guest's (or native kernel's) page size, e.g. `4k`.
     pub guest_pages: String,
     /// The host's backing page size, "-" without a hypervisor.
     pub host_pages: String,
+    /// The seed of the run's random choices (`--seed`).
     pub seed: u64,
     /// All guest memory was backed before set-up (`--pretouch`).
     pub pretouch: bool,
+    /// Measured accesses actually simulated (the sample).
     pub accesses_simulated: u64,
     /// Warm-up accesses actually run (see `sample` for why the warm-up ended).
     pub accesses_warmup: u64,
+    /// Measured accesses the workload makes in all; `cycles` and `seconds` cover these.
     pub accesses_total: u64,
     /// How the run sampled its workload, in one sentence (for provenance).
     pub sample_method: String,
@@ -134,44 +155,67 @@ pub struct RunReport {
     pub sample: SampleReport,
     /// True when `cycles` and `seconds` were scaled from the sample to `accesses_total`.
     pub extrapolated: bool,
+    /// Modeled cycles of the whole measured phase.
     pub cycles: f64,
+    /// `cycles` at the machine profile's frequency.
     pub seconds: f64,
+    /// Modeled cycles per simulated access (0 without measured accesses).
     pub cycles_per_access: f64,
+    /// `cycles_per_access` in nanoseconds at the profile's frequency.
     pub ns_per_access: f64,
     /// Cycles of the whole measured phase by resource (extrapolated like `cycles`).
     pub cycles_breakdown: Breakdown,
     /// The same per access (all zero for a workload without measured accesses).
     pub cycles_per_access_breakdown: Breakdown,
+    /// Accesses that missed the L1 TLBs (measured sample, as every count below unless
+    /// it says otherwise).
     pub l1_tlb_misses: u64,
+    /// L1 TLB misses that hit the STLB.
     pub stlb_hits: u64,
+    /// Accesses no TLB could translate (L1 and STLB miss).
     pub tlb_misses: u64,
+    /// Page walks started (TLB misses, plus re-walks to set a dirty bit).
     pub walks: u64,
+    /// Entry reads of all walks, both dimensions (`guest_walk_refs + ept_walk_refs`).
     pub walk_refs: u64,
+    /// Entry reads of the guest (or native) page tables.
     pub guest_walk_refs: u64,
+    /// Entry reads of the EPT (0 without nested paging).
     pub ept_walk_refs: u64,
+    /// `walk_refs / walks` (0 without walks).
     pub walk_refs_per_walk: f64,
+    /// GPA->HPA translations served by the nested TLB.
     pub nested_tlb_hits: u64,
+    /// GPA->HPA translations that needed an EPT walk.
     pub nested_tlb_misses: u64,
+    /// Walk entry reads by the cache level that served them.
     pub walk_refs_served: LevelCounts,
+    /// Data accesses by the cache level that served them.
     pub data_served: LevelCounts,
+    /// VM exits, hypercalls included (0 without a hypervisor).
     pub vm_exits: u64,
+    /// VM exits by reason name (every reason, zeros included).
     pub exits_by_reason: BTreeMap<String, u64>,
     /// The shadow MMU's own work in the measured phase, by unit (`[shadow]` in the profile
     /// prices each; empty under other schemes).
     #[serde(default)]
     pub shadow_work: BTreeMap<String, u64>,
+    /// Guest (or native) page faults the kernel handled.
     pub page_faults: u64,
-    /// Memory-tag checks (TPT): frames checked, and checks that refused a translation.
+    /// Memory-tag checks (TPT): frames checked.
     pub tag_checks: u64,
+    /// Memory-tag checks that refused a translation.
     pub tag_violations: u64,
     /// Paravirtual hypercalls (mmu_update multicalls, CR3 switches, flushes).
     pub hypercalls: u64,
     /// Accesses that reached a host frame the VM does not own (the isolation probe's
     /// verdict: must be 0), over the whole run.
     pub foreign_accesses: u64,
-    /// Kernel events of the measured phase (forks, copy-on-write faults, context switches, ...).
+    /// Forks in the measured phase (a copy of `os.forks`, as are the next two).
     pub forks: u64,
+    /// Copy-on-write faults in the measured phase.
     pub cow_faults: u64,
+    /// Context switches in the measured phase.
     pub context_switches: u64,
     /// Most page-table pages the kernel had at once, over the whole run.
     pub page_table_pages: u64,
@@ -181,7 +225,9 @@ pub struct RunReport {
     pub os: KernelCounters,
     /// Host remapping of guest pages in the measured phase (`host-remap` workload).
     pub remap: crate::hv::RemapCounters,
+    /// What the set-up phase did, apart from the measured numbers.
     pub setup: SetupReport,
+    /// Hits and misses of every TLB and walk cache, over the whole run.
     pub structures: Vec<StructureStats>,
 }
 

@@ -102,11 +102,11 @@ pub(super) const PARENT_RUNS: [Op; 2] = [
 /// of, so no fault), are assumptions: the probe counts faults, not where they fall.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ChildTouches {
-    /// Stack pages written, from the top (at most [`STACK_PAGES`]).
+    /// Stack pages written, from the top (at most `STACK_PAGES`).
     pub stack: u64,
-    /// Data pages written, from the start (at most [`DATA_PAGES`]).
+    /// Data pages written, from the start (at most `DATA_PAGES`).
     pub data: u64,
-    /// Text pages read, from the start (at most [`TEXT_PAGES`]).
+    /// Text pages read, from the start (at most `TEXT_PAGES`).
     pub text: u64,
 }
 

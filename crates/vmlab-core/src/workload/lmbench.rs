@@ -47,10 +47,15 @@ use crate::addr::Gva;
 /// Which lmbench micro-benchmark (the `op` parameter).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LmbenchOp {
+    /// `fork-exit`: `lat_proc fork`.
     ForkExit,
+    /// `fork-exec`: `lat_proc exec`.
     ForkExec,
+    /// `page-fault`: `lat_pagefault`.
     PageFault,
+    /// `mmap`: `lat_mmap`.
     Mmap,
+    /// `ctxsw`: `lat_ctx`.
     Ctxsw,
 }
 
@@ -93,12 +98,23 @@ pub enum LmbenchTest {
     /// `lat_proc exec`.
     ForkExec,
     /// `lat_pagefault` over a `size`-byte region (a multiple of 4 KiB).
-    PageFault { size: u64 },
+    PageFault {
+        /// Bytes of the region.
+        size: u64,
+    },
     /// `lat_mmap` of a `size`-byte mapping (a multiple of 4 KiB).
-    Mmap { size: u64 },
+    Mmap {
+        /// Bytes of the mapping.
+        size: u64,
+    },
     /// `lat_ctx -s ws procs`: `procs` processes (2 to [`LmbenchConfig::MAX_PROCS`]), each
     /// summing its own `ws`-byte array (0, or a multiple of 4 KiB) when it has the token.
-    Ctxsw { procs: u32, ws: u64 },
+    Ctxsw {
+        /// Processes in the ring.
+        procs: u32,
+        /// Bytes of each process's array.
+        ws: u64,
+    },
 }
 
 impl LmbenchTest {
@@ -117,6 +133,7 @@ impl LmbenchTest {
 /// The parameters of an `lmbench` run (validated by [`super::WorkloadSpec`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LmbenchConfig {
+    /// The micro-benchmark (`op`) and its own parameters.
     pub test: LmbenchTest,
     /// Iterations of the measured loop (rounds of the ring for `ctxsw`); at most
     /// `u32::MAX` for the fork ops, whose every iteration takes a new pid.
@@ -134,8 +151,9 @@ impl LmbenchConfig {
     pub const DEFAULT_PROCS: u32 = 2;
     /// lat_ctx's `MAXPROC`.
     pub const MAX_PROCS: u32 = 2048;
-    /// lat_mmap's stride (`PSIZE`) and the fraction of the mapping it writes (1/`N`).
+    /// lat_mmap's stride (`PSIZE`), in bytes.
     pub const MMAP_STRIDE: u64 = 16 << 10;
+    /// lat_mmap writes the first 1/`N` of the mapping; this is `N`.
     pub const MMAP_FRACTION: u64 = 10;
     /// Bytes per `ctxsw` sum access: one cache line.
     pub const LINE_BYTES: u64 = 64;

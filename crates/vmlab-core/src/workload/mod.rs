@@ -51,43 +51,94 @@ pub const BUFFER_BASE: Gva = Gva::new(0x1000_0000_0000);
 pub enum Op {
     /// Map `len` bytes of private anonymous memory at `start` (like mmap with MAP_FIXED);
     /// `start` and `len` 4 KiB aligned.
-    Map { start: Gva, len: u64 },
+    Map {
+        /// First byte of the range (4 KiB aligned).
+        start: Gva,
+        /// Bytes in the range (a multiple of 4 KiB).
+        len: u64,
+    },
     /// Touch every 4 KiB page of a mapped range once, in order (a memset at page
     /// granularity: its page faults happen and its page tables get built; its cache
     /// traffic is not modeled byte by byte).
-    TouchPages { start: Gva, len: u64, write: bool },
+    TouchPages {
+        /// First byte of the range (4 KiB aligned).
+        start: Gva,
+        /// Bytes in the range (a multiple of 4 KiB).
+        len: u64,
+        /// Store to each page (a write fault, dirty bits); otherwise load.
+        write: bool,
+    },
     /// Everything before this is set-up, not measured; the measured phase starts here.
     StartMeasurement,
     /// One data access (of the measured phase, when after `StartMeasurement`).
-    Access { va: Gva, write: bool },
+    Access {
+        /// The address accessed.
+        va: Gva,
+        /// A store; otherwise a load.
+        write: bool,
+    },
     /// Map read-only anonymous memory (like `Map`, without PROT_WRITE).
-    MapReadOnly { start: Gva, len: u64 },
+    MapReadOnly {
+        /// First byte of the range (4 KiB aligned).
+        start: Gva,
+        /// Bytes in the range (a multiple of 4 KiB).
+        len: u64,
+    },
     /// munmap of a range of the running process.
-    Unmap { start: Gva, len: u64 },
+    Unmap {
+        /// First byte of the range (4 KiB aligned).
+        start: Gva,
+        /// Bytes in the range (a multiple of 4 KiB).
+        len: u64,
+    },
     /// mprotect of a range: read-write or read-only.
     Protect {
+        /// First byte of the range (4 KiB aligned).
         start: Gva,
+        /// Bytes in the range (a multiple of 4 KiB).
         len: u64,
+        /// The new protection: read-write if true, read-only otherwise.
         writable: bool,
     },
     /// madvise(MADV_DONTNEED) of a range: its pages go, the mapping stays.
-    DontNeed { start: Gva, len: u64 },
+    DontNeed {
+        /// First byte of the range (4 KiB aligned).
+        start: Gva,
+        /// Bytes in the range (a multiple of 4 KiB).
+        len: u64,
+    },
     /// The running process forks. The child gets the next pid (the first process is 0, and
     /// pids are never reused); the parent keeps running.
     Fork,
     /// Context switch to process `pid`.
-    Switch { pid: u32 },
+    Switch {
+        /// The process to run next.
+        pid: u32,
+    },
     /// The running process execs a small static program (see `os::SMALL_IMAGE`).
     Exec,
     /// The running process exits; `next` runs after it (e.g. the parent in waitpid).
-    Exit { next: u32 },
+    Exit {
+        /// The process that runs after the exit.
+        next: u32,
+    },
     /// The host moves the page backing `va` in the running process to another host page
     /// (migration, compaction): see `System::host_remap`. Nested and tpt paging only.
-    HostRemap { va: Gva },
+    HostRemap {
+        /// An address in the page to move (mapped and touched).
+        va: Gva,
+    },
     /// TPT's isolation probe: the guest kernel points the devirt entry at `level` (1 = leaf)
     /// on the path of `va` at another VM's host frame, and the process accesses `va` through
     /// it. Only under `--paging tpt`; `va` must be mapped and touched.
-    ForeignProbe { va: Gva, level: u8, write: bool },
+    ForeignProbe {
+        /// The probed address.
+        va: Gva,
+        /// The level of the devirt entry redirected (1 = leaf).
+        level: u8,
+        /// The access through it is a store; otherwise a load.
+        write: bool,
+    },
 }
 
 /// A program, as the stream of operations it performs.
@@ -114,12 +165,19 @@ pub trait Workload {
 /// and set-up, not for the measured loop.
 #[derive(Clone, Debug)]
 pub enum AnyWorkload {
+    /// `sysbench-mem`: sysbench's memory test.
     SysbenchMem(SysbenchMem),
+    /// `gups`: HPCC RandomAccess.
     Gups(Gups),
+    /// `tlb-bench`: a dependent pointer chase over a region.
     TlbBench(TlbBench),
+    /// `fork-bench`: fork latency against resident set size.
     ForkBench(ForkBench),
+    /// `lmbench`: one lmbench 3 micro-benchmark.
     Lmbench(Lmbench),
+    /// `tpt-isolation-probe`: a malicious guest against TPT's isolation.
     TptIsolationProbe(TptIsolationProbe),
+    /// `host-remap`: random reads while the host moves pages of the buffer.
     HostRemap(HostRemap),
 }
 

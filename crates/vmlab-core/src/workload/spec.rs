@@ -25,17 +25,22 @@ const MAX_QUOTED_CHARS: usize = 48;
 /// One parameter of a workload, for help text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParamInfo {
+    /// The key as written in a spec (`block`, `op`, ...).
     pub key: &'static str,
     /// The default, as a user would write it (or how it is derived).
     pub default: &'static str,
+    /// One line on what the parameter sets.
     pub help: &'static str,
 }
 
 /// One workload, for `vmlab list` and help text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkloadInfo {
+    /// The workload's name in a spec (`sysbench-mem`, `gups`, ...).
     pub name: &'static str,
+    /// One line on what the workload models.
     pub summary: &'static str,
+    /// Its parameters, in the order a canonical spec lists them.
     pub params: Vec<ParamInfo>,
 }
 
@@ -287,68 +292,114 @@ impl Kind {
 /// the valid choices.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WorkloadError {
+    /// No workload has this name.
     #[error("unknown workload {name:?}; valid workloads: {valid}")]
-    UnknownWorkload { name: String, valid: String },
+    UnknownWorkload {
+        /// The name given (clipped).
+        name: String,
+        /// Every workload name, comma-separated.
+        valid: String,
+    },
+    /// A parameter the workload does not take.
     #[error("unknown parameter {key:?} for {workload}; valid parameters: {valid}")]
     UnknownKey {
+        /// The workload's name.
         workload: &'static str,
+        /// The key given (clipped).
         key: String,
+        /// The workload's keys, comma-separated.
         valid: String,
     },
+    /// A parameter that is not `key=value`.
     #[error("malformed parameter {item:?} for {workload}: expected key=value, e.g. {example}")]
     Malformed {
+        /// The workload's name.
         workload: &'static str,
+        /// The text given (clipped).
         item: String,
+        /// A valid spec of this workload.
         example: String,
     },
+    /// A required parameter was not given (`lmbench` needs `op`).
     #[error("missing parameter {key:?} for {workload}, e.g. {example}; valid values: {valid}")]
     MissingKey {
+        /// The workload's name.
         workload: &'static str,
+        /// The missing key.
         key: &'static str,
+        /// A valid spec of this workload.
         example: String,
+        /// The values the key takes, comma-separated.
         valid: String,
     },
+    /// A parameter that `lmbench`'s chosen `op` does not use.
     #[error(
         "parameter {key:?} does not apply to {workload} op={op}; valid parameters for op={op}: {valid}"
     )]
     KeyNotForOp {
+        /// The workload's name.
         workload: &'static str,
+        /// The key given.
         key: &'static str,
+        /// The op chosen.
         op: &'static str,
+        /// The keys that op takes, comma-separated.
         valid: String,
     },
+    /// The same parameter given twice.
     #[error("duplicate parameter {key:?} for {workload}: give each parameter at most once")]
     DuplicateKey {
+        /// The workload's name.
         workload: &'static str,
+        /// The repeated key.
         key: &'static str,
     },
+    /// A size value that does not parse as a byte size.
     #[error("invalid size {value:?} for {workload} {key}: {reason}")]
     InvalidSize {
+        /// The workload's name.
         workload: &'static str,
+        /// The size parameter.
         key: &'static str,
+        /// The text given (clipped).
         value: String,
+        /// Why it does not parse.
         reason: SizeError,
     },
+    /// A count value that is not a decimal integer.
     #[error(
         "invalid number {value:?} for {workload} {key}: expected a decimal integer, e.g. 1000000"
     )]
     InvalidNumber {
+        /// The workload's name.
         workload: &'static str,
+        /// The count parameter.
         key: &'static str,
+        /// The text given (clipped).
         value: String,
     },
+    /// A value that is not one of the parameter's choices.
     #[error("invalid value {value:?} for {workload} {key}; valid values: {valid}")]
     InvalidChoice {
+        /// The workload's name.
         workload: &'static str,
+        /// The parameter.
         key: &'static str,
+        /// The text given (clipped).
         value: String,
+        /// Its choices, comma-separated.
         valid: String,
     },
+    /// A value that parses but lies outside the parameter's range.
     #[error("{workload} {key}={value} is out of range: {expected}")]
     OutOfRange {
+        /// The workload's name.
         workload: &'static str,
+        /// The parameter.
         key: &'static str,
+        /// The text given (clipped).
         value: String,
+        /// The allowed range, in words.
         expected: &'static str,
     },
 }
@@ -365,12 +416,19 @@ fn clip(text: &str) -> String {
 /// The validated parameters of one workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WorkloadConfig {
+    /// `sysbench-mem`.
     SysbenchMem(SysbenchMemConfig),
+    /// `gups`.
     Gups(GupsConfig),
+    /// `tlb-bench`.
     TlbBench(TlbBenchConfig),
+    /// `fork-bench`.
     ForkBench(ForkBenchConfig),
+    /// `lmbench`.
     Lmbench(LmbenchConfig),
+    /// `tpt-isolation-probe`.
     TptIsolationProbe(TptIsolationProbeConfig),
+    /// `host-remap`.
     HostRemap(HostRemapConfig),
 }
 
@@ -603,7 +661,7 @@ impl WorkloadSpec {
     }
 
     /// The same workload with TPT's mark on `program` (one of [`Self::programs`], or
-    /// [`NO_TPT_TASK`]).
+    /// `"none"`).
     pub fn with_tpt_task(mut self, program: &str) -> Result<WorkloadSpec, WorkloadError> {
         let valid = self.programs().into_iter().chain([NO_TPT_TASK]);
         let task =

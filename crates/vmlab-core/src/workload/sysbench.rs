@@ -32,7 +32,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 /// Whether each iteration stores or loads (`--memory-oper`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MemOper {
+    /// Store to each `int` (`write`, the default).
     Write,
+    /// Load each `int` (`read`).
     Read,
 }
 
@@ -53,7 +55,9 @@ impl MemOper {
 /// Sequential or random indexing (`--memory-access-mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AccessMode {
+    /// `seq`: every `int` of the buffer in order, start to end.
     Seq,
+    /// `rnd`: a uniformly random `int` per iteration.
     Rnd,
 }
 

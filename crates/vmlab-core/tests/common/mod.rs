@@ -32,6 +32,41 @@ pub const USER_RW_NX: Perms = Perms {
     exec: false,
 };
 
+/// A 4 KiB page.
+pub const PAGE: u64 = 4096;
+
+/// Page `page` of the 4-level test region.
+pub fn va(page: u64) -> Gva {
+    Gva::new(REGION_4LEVEL + page * PAGE)
+}
+
+/// The exits `f` causes on `sys`, by name in the counters' order, reasons with none left out.
+pub fn exits_of(sys: &mut System, f: impl FnOnce(&mut System)) -> Vec<(&'static str, u64)> {
+    let before = sys.exits();
+    f(sys);
+    sys.exits()
+        .since(&before)
+        .iter()
+        .filter(|&(_, n)| n > 0)
+        .map(|(r, n)| (r.name(), n))
+        .collect()
+}
+
+/// KVM's shadow MMU as current KVM runs it with EPT off (unsync on, every #PF exits), with
+/// the Skylake profile's TLBs and caches and kernel page-table isolation `kpti`.
+pub fn kvm_shadow(kpti: bool) -> System {
+    Setup {
+        kpti,
+        shadow: Some(ShadowConfig {
+            unsync: true,
+            bypass_not_present: false,
+            budget_pages: 100_000,
+        }),
+        ..Setup::skylake(Paging::Shadow)
+    }
+    .build()
+}
+
 /// The built-in Skylake profile: realistic TLB, walk-cache and cache geometry.
 pub fn skylake() -> Profile {
     Profile::builtin("skylake").expect("the built-in skylake profile parses")

@@ -4,7 +4,8 @@
 //! `vmlab-guest-bench OP ITERATIONS` runs one operation ITERATIONS times after a warm-up and
 //! prints one number: microseconds per operation, or MB/s for the bandwidth operations.
 //! `vmlab-guest-bench ids` prints the process ids a guest sees; `vmlab-guest-bench probe
-//! OUTSIDE HOSTPID` tries to escape a guest root and prints one line per attempt.
+//! OUTSIDE HOSTPID` tries to escape a guest root and prints one line per attempt; `vmlab-guest-bench
+//! race DIR NAME INODE [ROUNDS]` races metadata calls against a symbolic-link swap.
 
 use libc as c;
 use std::ffi::CString;
@@ -21,6 +22,13 @@ fn main() {
         "probe" => probe(&args[2], args.get(3).and_then(|s| s.parse().ok()).unwrap_or(0)),
         "scmrights" => received_directory(&args[2]),
         "hostproc" => host_processes(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0)),
+        "stubjump" => stub_jump(),
+        "race" => race(
+            &args[2],
+            &args[3],
+            args[4].parse().unwrap_or(0),
+            args.get(5).and_then(|s| s.parse().ok()).unwrap_or(2000),
+        ),
         "fileread" | "mmapread" => println!("{:.1}", bandwidth(op, n)),
         _ => match latency(op, n) {
             Some(us) => println!("{us:.3}"),
@@ -279,6 +287,110 @@ fn bandwidth(op: &str, n: u64) -> f64 {
     SIZE as f64 / us
 }
 
+/// Makes ptrace(PTRACE_TRACEME) through a `syscall` instruction in the sigsys stub's code page
+/// (the one followed by "store rax at [r13 + 144]; ret", so that it comes back here): a call
+/// from the stub's page must be checked like any other. Prints "stub-jump refused ERRNO",
+/// "stub-jump ESCAPED", or "stub-jump absent" when the process has no stub.
+fn stub_jump() {
+    const BASE: u64 = 0x3e5a_0000_0000;
+    let mapped = std::fs::read_to_string("/proc/self/maps")
+        .is_ok_and(|m| m.lines().any(|l| l.starts_with(&format!("{BASE:x}-"))));
+    // syscall; mov [r13 + 0x90], rax; ret
+    let pattern = [0x0f, 0x05, 0x49, 0x89, 0x85, 0x90, 0x00, 0x00, 0x00, 0xc3];
+    // SAFETY: the stub's code page is mapped readable (checked above) and 4096 bytes long.
+    let code = mapped.then(|| unsafe { std::slice::from_raw_parts(BASE as *const u8, 4096) });
+    let Some(at) = code.and_then(|c| c.windows(pattern.len()).position(|w| w == pattern)) else {
+        println!("stub-jump absent");
+        return;
+    };
+    let target = BASE + at as u64;
+    let mut scratch = [0i64; 32];
+    let ret: i64;
+    // SAFETY: calls the stub's `syscall; mov [r13 + 144], rax; ret` with r13 at `scratch`
+    // (32 words: offset 144 is inside), rax the call number and the arguments in their
+    // registers; the sequence returns here. r13 is saved and restored around it.
+    unsafe {
+        std::arch::asm!(
+            "push r13",
+            "mov r13, {s}",
+            "call {t}",
+            "pop r13",
+            s = in(reg) scratch.as_mut_ptr(),
+            t = in(reg) target,
+            inout("rax") c::SYS_ptrace => ret,
+            in("rdi") c::PTRACE_TRACEME as u64,
+            in("rsi") 0u64,
+            in("rdx") 0u64,
+            in("r10") 0u64,
+            out("rcx") _,
+            out("r11") _,
+        );
+    }
+    if ret == 0 {
+        println!("stub-jump ESCAPED");
+    } else {
+        println!("stub-jump refused {}", -ret);
+    }
+}
+
+/// Races metadata calls against a directory swapped for a symbolic link that climbs out of the
+/// root. In `dir` (its depth below `/` is the climb), `a` is a directory holding a file `name`
+/// and `b` a symbolic link to `../..` up to the root's parent, where the file `name` outside
+/// the root has inode `outside`. One thread keeps exchanging `a` and `b` (RENAME_EXCHANGE)
+/// while this one stats, chmods (0640) and utimes `dir/a/name` `rounds` times. Prints
+/// "race-link ESCAPED" if a stat through `b` sees the outside inode (before any race), then
+/// "race-stat ESCAPED" if a raced stat ever saw it ("refused" otherwise, with how many stats
+/// saw the inside file), and "race-done" at the end; the caller checks the outside file's
+/// mode and times for the calls that change it.
+fn race(dir: &str, name: &str, outside: u64, rounds: u64) {
+    let depth = dir.split('/').filter(|c| !c.is_empty()).count();
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(format!("{dir}/a")).expect("race dir");
+    std::fs::write(format!("{dir}/a/{name}"), "inside\n").expect("race file");
+    std::os::unix::fs::symlink(vec![".."; depth + 1].join("/"), format!("{dir}/b")).expect("race link");
+    let reaches = |path: &str| {
+        // SAFETY: all-zero is a valid stat; stat gets a live C string and buffer.
+        let mut st: c::stat = unsafe { std::mem::zeroed() };
+        unsafe { c::stat(cstr(path).as_ptr(), &mut st) == 0 && st.st_ino == outside }
+    };
+    // Without a race, through the link itself: the probe's own check of what it looks for.
+    println!("race-link {}", if reaches(&format!("{dir}/b/{name}")) { "ESCAPED" } else { "refused" });
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (a, b) = (cstr(&format!("{dir}/a")), cstr(&format!("{dir}/b")));
+    let swapper = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // SAFETY: renameat2 on two live C strings.
+                unsafe {
+                    c::syscall(c::SYS_renameat2, c::AT_FDCWD, a.as_ptr(), c::AT_FDCWD, b.as_ptr(), c::RENAME_EXCHANGE)
+                };
+            }
+        })
+    };
+    let target = cstr(&format!("{dir}/a/{name}"));
+    let (mut escaped, mut inside) = (false, 0u64);
+    for _ in 0..rounds {
+        // SAFETY: all-zero is a valid stat; the calls get live C strings and buffers.
+        unsafe {
+            let mut st: c::stat = std::mem::zeroed();
+            if c::stat(target.as_ptr(), &mut st) == 0 {
+                if st.st_ino == outside {
+                    escaped = true;
+                } else {
+                    inside += 1;
+                }
+            }
+            c::chmod(target.as_ptr(), 0o640);
+            c::utimes(target.as_ptr(), std::ptr::null());
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = swapper.join();
+    println!("race-stat {} {inside}", if escaped { "ESCAPED" } else { "refused" });
+    println!("race-done");
+}
+
 /// The ids a guest process sees, and a child's: "pid ppid", then "child PID PPID", "fork RET",
 /// "wait RET", one per line.
 fn ids() {
@@ -486,4 +598,19 @@ fn received_directory(outside: &str) {
     };
     report("scm-rights-dirfd", read_at(name));
     report("scm-rights-dotdot", read_at(&format!("../{dir}/{name}")));
+    // Metadata, which Landlock does not cover: stat and chmod through the descriptor and by
+    // `..` from it, and stat relative to it as the working directory.
+    let stat_at = |base: i32, path: &str| -> bool {
+        let p = cstr(path);
+        // SAFETY: all-zero is a valid stat; a valid C string.
+        let mut st: c::stat = unsafe { std::mem::zeroed() };
+        unsafe { c::fstatat(base, p.as_ptr(), &mut st, 0) == 0 }
+    };
+    report("scm-rights-stat", stat_at(fd, name));
+    report("scm-rights-dotdot-stat", stat_at(fd, &format!("../{dir}/{name}")));
+    let p = cstr(name);
+    // SAFETY: a valid C string.
+    report("scm-rights-chmod", unsafe { c::fchmodat(fd, p.as_ptr(), 0o640, 0) } == 0);
+    // SAFETY: fchdir takes no memory.
+    report("scm-rights-fchdir-stat", unsafe { c::fchdir(fd) } == 0 && stat_at(c::AT_FDCWD, name));
 }

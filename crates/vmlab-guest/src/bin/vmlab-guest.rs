@@ -69,7 +69,7 @@ fn run() -> Result<ExitCode, GuestError> {
     }
     let out = vmlab_guest::run(&config, &argv)?;
     if count {
-        eprintln!("vmlab-guest: {} system calls trapped ({})", out.trapped, config.mechanism);
+        eprintln!("vmlab-guest: {}", out.count_line(config.mechanism));
     }
     Ok(ExitCode::from(out.status.clamp(0, 255) as u8))
 }

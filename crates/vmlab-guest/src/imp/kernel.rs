@@ -5,9 +5,9 @@
 //! ([`Decision::Forward`]); [`Kernel::complete`] translates a forwarded call's result. The
 //! mechanisms (`trace.rs`, `notify.rs`) only deliver calls here and carry out the decision.
 
-use super::mem;
 use super::path::{Base, Root, Who};
-use crate::calls::{self, Follow, Handling};
+use super::{mem, meta};
+use crate::calls::{self, Follow, Handling, PathArg};
 use crate::Config;
 use libc as c;
 use std::collections::HashMap;
@@ -182,6 +182,21 @@ impl Kernel {
     /// The host id of guest id `guest`.
     pub fn host_of(&self, guest: i32) -> Option<i32> {
         self.to_host.get(&guest).copied()
+    }
+
+    /// Guest process `tgid`'s real and effective uid, then its real and effective gid.
+    pub fn ids_of(&mut self, tgid: i32) -> [u32; 4] {
+        let cr = *self.creds_mut(tgid);
+        [cr.uid[0], cr.uid[1], cr.gid[0], cr.gid[1]]
+    }
+
+    /// Gives process `tgid`, unless the guest kernel knows it already, a copy of the ids of its
+    /// parent, host pid `parent` (the configured ids if the parent is unknown).
+    pub fn inherit_creds(&mut self, tgid: i32, parent: i32) {
+        if !self.procs.contains_key(&tgid) {
+            let creds = self.procs.get(&parent).map_or(self.default_creds, |p| p.creds);
+            self.procs.insert(tgid, Proc { parent, creds, alive: true });
+        }
     }
 
     fn creds_mut(&mut self, tgid: i32) -> &mut Creds {
@@ -428,17 +443,12 @@ impl Kernel {
     /// Calls that take paths, descriptors or socket addresses, under a root other than `/`.
     fn rooted(&mut self, tid: i32, tgid: i32, call: &Call, scratch: Option<u64>) -> Decision {
         let a = call.args;
-        let root = self.root.as_ref().expect("rooted");
         match call.nr {
             c::SYS_getcwd => return Decision::Forward { args: None, post: Post::Getcwd(a[0]) },
             c::SYS_fchdir => {
-                let link = std::fs::read_link(format!("/proc/{tid}/fd/{}", a[0] as i32));
-                return match link {
-                    Ok(p) if root.guest_path(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str())).is_some() => {
-                        Decision::Forward { args: None, post: Post::None }
-                    }
-                    Ok(_) => Decision::Emulate(neg(c::EACCES)),
-                    Err(_) => Decision::Emulate(neg(c::EBADF)),
+                return match self.fchdir_refusal(tid, a[0] as i32) {
+                    Some(e) => Decision::Emulate(e),
+                    None => Decision::Forward { args: None, post: Post::None },
                 };
             }
             c::SYS_bind | c::SYS_connect | c::SYS_sendto | c::SYS_sendmsg | c::SYS_sendmmsg => {
@@ -450,39 +460,18 @@ impl Kernel {
         if specs.is_empty() {
             return Decision::Forward { args: None, post: Post::None };
         }
+        if calls::is_metadata(call.nr) {
+            if let Some(d) = self.metadata(tid, tgid, call, &specs[0]) {
+                return d;
+            }
+        }
         let post = if matches!(call.nr, c::SYS_execve | c::SYS_execveat) { Post::Exec } else { Post::None };
         let mut args = a;
         let mut paths: Vec<(usize, Vec<u8>)> = Vec::new();
         for spec in specs {
-            let ptr = a[spec.path];
-            if ptr == 0 && call.nr == c::SYS_utimensat {
-                continue; // futimens: the descriptor itself
-            }
-            let guest = match mem::read_cstr(tid, ptr, 4096) {
-                Ok(p) => p,
-                Err(e) => return Decision::Emulate(neg(e)),
-            };
-            if guest.is_empty() && spec.empty_flag.is_some_and(|f| a[f] & c::AT_EMPTY_PATH as u64 != 0) {
-                continue; // the descriptor itself
-            }
-            let base = match spec.dirfd.map(|i| a[i] as i32) {
-                None | Some(c::AT_FDCWD) => Base::Cwd,
-                Some(fd) => Base::Fd(fd),
-            };
-            let follow = match spec.follow {
-                Follow::Yes => true,
-                Follow::No => false,
-                Follow::UnlessAtFlag(i) => a[i] & c::AT_SYMLINK_NOFOLLOW as u64 == 0,
-                Follow::IfAtFlag(i) => a[i] & c::AT_SYMLINK_FOLLOW as u64 != 0,
-                Follow::OpenFlags(i) => {
-                    let f = a[i] as i32;
-                    f & c::O_NOFOLLOW == 0 && f & (c::O_CREAT | c::O_EXCL) != (c::O_CREAT | c::O_EXCL)
-                }
-            };
-            let to_host = |g: i32| self.to_host.get(&g).copied();
-            let who = Who { tid, tgid, host_pid: &to_host };
-            match root.resolve(&who, base, &guest, follow) {
-                Ok(host) => {
+            match self.path_arg(tid, tgid, call, spec) {
+                Ok(None) => {}
+                Ok(Some(host)) => {
                     if let Some(d) = spec.dirfd {
                         args[d] = c::AT_FDCWD as u32 as u64;
                     }
@@ -510,6 +499,95 @@ impl Kernel {
             args[arg] = at;
         }
         Decision::Forward { args: Some(args), post }
+    }
+
+    /// The host path, inside the root, of path argument `spec` of `call`; None when the call
+    /// acts on a descriptor itself (an empty path with AT_EMPTY_PATH, futimens).
+    fn path_arg(&self, tid: i32, tgid: i32, call: &Call, spec: &PathArg) -> Result<Option<Vec<u8>>, i32> {
+        let a = call.args;
+        let ptr = a[spec.path];
+        if ptr == 0 && call.nr == c::SYS_utimensat {
+            return Ok(None);
+        }
+        let guest = mem::read_cstr(tid, ptr, 4096)?;
+        if guest.is_empty() && spec.empty_flag.is_some_and(|f| a[f] & c::AT_EMPTY_PATH as u64 != 0) {
+            return Ok(None);
+        }
+        let base = match spec.dirfd.map(|i| a[i] as i32) {
+            None | Some(c::AT_FDCWD) => Base::Cwd,
+            Some(fd) => Base::Fd(fd),
+        };
+        let to_host = |g: i32| self.to_host.get(&g).copied();
+        let who = Who { tid, tgid, host_pid: &to_host };
+        let root = self.root.as_ref().ok_or(c::EINVAL)?;
+        root.resolve(&who, base, &guest, follows(spec, a)).map(Some)
+    }
+
+    /// fchdir under the root: -EACCES when descriptor `fd` of thread `tid` is a directory
+    /// outside the root (received from outside), -EBADF when it is not open; None lets the host
+    /// run the call. Checked when the call is made: a second guest thread could swap the
+    /// number for another descriptor before the host runs it, but only for one it already has.
+    pub(crate) fn fchdir_refusal(&self, tid: i32, fd: i32) -> Option<i64> {
+        let root = self.root.as_ref()?;
+        match std::fs::read_link(format!("/proc/{tid}/fd/{fd}")) {
+            Ok(p) if root.guest_path(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str())).is_some() => None,
+            Ok(_) => Some(neg(c::EACCES)),
+            Err(_) => Some(neg(c::EBADF)),
+        }
+    }
+
+    /// For the mechanisms that leave paths to chroot (seccomp-notify, sigsys, user-dispatch):
+    /// a metadata call under the root relative to a directory descriptor. chroot keeps `..`
+    /// inside the root from the working directory and the root, not from a directory received
+    /// from outside, so the guest kernel runs such a call itself on a descriptor, as for the
+    /// ptrace mechanisms (refused when the base is outside the root); the result, or None to
+    /// let the host run the call (the working directory as base, or reading a descriptor's own
+    /// metadata).
+    pub(crate) fn metadata_at_descriptor(&mut self, tid: i32, tgid: i32, call: &Call) -> Option<i64> {
+        self.root.as_ref()?;
+        if !calls::is_metadata(call.nr) {
+            return None;
+        }
+        let spec = calls::path_args(call.nr).first()?;
+        let dirfd = call.args[spec.dirfd?] as i32;
+        if dirfd == c::AT_FDCWD {
+            return None;
+        }
+        match self.metadata(tid, tgid, call, spec)? {
+            Decision::Emulate(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// A metadata call under the root, run by the guest kernel on a descriptor (`meta.rs`);
+    /// None to rewrite its path instead (paths in the root's procfs, whose magic links the
+    /// guest kernel has checked, and calls that only read a descriptor's metadata).
+    fn metadata(&mut self, tid: i32, tgid: i32, call: &Call, spec: &PathArg) -> Option<Decision> {
+        let a = call.args;
+        let root = self.root.as_ref()?;
+        let object = match self.path_arg(tid, tgid, call, spec) {
+            Err(e) => Err(e),
+            Ok(Some(host)) if root.in_procfs(&host) => return None,
+            Ok(Some(host)) => root.open_in_root(&host, follows(spec, a)),
+            // The descriptor itself: reading its metadata reveals no more than the descriptor
+            // does; changing it needs the descriptor to be inside the root, checked on the
+            // guest kernel's own copy (the guest could swap the number meanwhile).
+            Ok(None) if !calls::changes_metadata(call.nr) => return None,
+            Ok(None) => match spec.dirfd.map(|i| a[i] as i32) {
+                Some(c::AT_FDCWD) | None => {
+                    let to_host = |g: i32| self.to_host.get(&g).copied();
+                    let who = Who { tid, tgid, host_pid: &to_host };
+                    root.resolve(&who, Base::Cwd, b".", true).and_then(|h| root.open_in_root(&h, true))
+                }
+                Some(fd) => super::notify::take_fd(tgid, fd)
+                    .map_err(|_| c::EBADF)
+                    .and_then(|fd| root.check_fd(&fd).map(|()| fd)),
+            },
+        };
+        Some(Decision::Emulate(match object {
+            Ok(fd) => meta::run(tid, call.nr, a, &fd),
+            Err(e) => neg(e),
+        }))
     }
 
     /// bind/connect/sendto/sendmsg: an AF_UNIX path is contained in the root; abstract names
@@ -667,6 +745,7 @@ pub(crate) fn refusal(call: &Call) -> Option<i64> {
             | c::SYS_io_uring_setup
             | c::SYS_io_uring_enter
             | c::SYS_io_uring_register => c::ENOSYS,
+            n if calls::is_newest_metadata(n) => c::ENOSYS,
             _ => c::EPERM,
         };
         return Some(neg(errno));
@@ -689,6 +768,20 @@ pub(crate) fn refusal(call: &Call) -> Option<i64> {
             (a[0] & ns != 0).then_some(neg(c::EPERM))
         }
         _ => None,
+    }
+}
+
+/// Whether path argument `spec` of a call with arguments `a` follows a symbolic link last.
+fn follows(spec: &PathArg, a: [u64; 6]) -> bool {
+    match spec.follow {
+        Follow::Yes => true,
+        Follow::No => false,
+        Follow::UnlessAtFlag(i) => a[i] & c::AT_SYMLINK_NOFOLLOW as u64 == 0,
+        Follow::IfAtFlag(i) => a[i] & c::AT_SYMLINK_FOLLOW as u64 != 0,
+        Follow::OpenFlags(i) => {
+            let f = a[i] as i32;
+            f & c::O_NOFOLLOW == 0 && f & (c::O_CREAT | c::O_EXCL) != (c::O_CREAT | c::O_EXCL)
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod kernel;
 mod mem;
+mod meta;
 mod notify;
 mod path;
 mod sigsys;
@@ -52,7 +53,8 @@ fn trap(m: Mechanism) -> Box<dyn Trap> {
         Mechanism::Sysemu => Box::new(Style::Sysemu),
         Mechanism::SeccompTrace => Box::new(Style::SeccompTrace),
         Mechanism::SeccompNotify => Box::new(notify::Notify),
-        Mechanism::Sigsys => Box::new(sigsys::Sigsys),
+        Mechanism::Sigsys => Box::new(sigsys::Sigsys { dispatch: false }),
+        Mechanism::UserDispatch => Box::new(sigsys::Sigsys { dispatch: true }),
     }
 }
 
@@ -60,6 +62,16 @@ fn trap(m: Mechanism) -> Box<dyn Trap> {
 fn seccomp_action_available(action: u32) -> bool {
     // SAFETY: SECCOMP_GET_ACTION_AVAIL reads one u32 through the pointer, which is live.
     unsafe { c::syscall(c::SYS_seccomp, c::SECCOMP_GET_ACTION_AVAIL, 0, &action as *const u32) == 0 }
+}
+
+/// PR_SET_SYSCALL_USER_DISPATCH and its "on" operation.
+pub(crate) const PR_SET_SYSCALL_USER_DISPATCH: u64 = 59;
+pub(crate) const PR_SYS_DISPATCH_ON: u64 = 1;
+
+/// Whether the host kernel has syscall user dispatch: turning it off (it is off) succeeds.
+fn user_dispatch_available() -> bool {
+    // SAFETY: PR_SYS_DISPATCH_OFF (0) with zero arguments changes nothing.
+    unsafe { c::prctl(PR_SET_SYSCALL_USER_DISPATCH as c::c_int, 0, 0, 0, 0) == 0 }
 }
 
 /// Whether the host kernel has futex_waitv (Linux 5.16).
@@ -91,9 +103,13 @@ pub(crate) fn check_host(m: Mechanism) -> Result<(), GuestError> {
         Mechanism::SeccompNotify => {
             need(seccomp_action_available(c::SECCOMP_RET_USER_NOTIF), "seccomp SECCOMP_RET_USER_NOTIF")
         }
-        Mechanism::Sigsys => {
+        Mechanism::Sigsys | Mechanism::UserDispatch => {
             need(ptrace_ok, "ptrace (to put the stub into each new program)")?;
-            need(seccomp_action_available(c::SECCOMP_RET_TRAP), "seccomp SECCOMP_RET_TRAP")?;
+            if m == Mechanism::UserDispatch {
+                need(user_dispatch_available(), "syscall user dispatch (Linux 5.11)")?;
+            } else {
+                need(seccomp_action_available(c::SECCOMP_RET_TRAP), "seccomp SECCOMP_RET_TRAP")?;
+            }
             need(seccomp_action_available(c::SECCOMP_RET_USER_NOTIF), "seccomp SECCOMP_RET_USER_NOTIF")?;
             need(futex_waitv_available(), "futex_waitv (Linux 5.16)")
         }
@@ -181,9 +197,14 @@ fn find_program(root: &Path, program: &OsString) -> Result<(), GuestError> {
 }
 
 /// The seccomp filter of a mechanism: `action` for every call the guest kernel must see (all
-/// with `all`), allow for the rest.
-pub(crate) fn filter(kernel: &Kernel, all: bool, action: SeccompAction) -> Result<Vec<sock_filter>, GuestError> {
-    filter_with(kernel, all, false, action)
+/// with `all`) but those in `pass`, allow for the rest.
+pub(crate) fn filter(
+    kernel: &Kernel,
+    all: bool,
+    pass: &[i64],
+    action: SeccompAction,
+) -> Result<Vec<sock_filter>, GuestError> {
+    filter_with(kernel, all, pass, false, action)
 }
 
 /// [`filter`], where `clone_ns_only` stops only the clones that ask for a new namespace (the
@@ -194,6 +215,7 @@ pub(crate) fn filter(kernel: &Kernel, all: bool, action: SeccompAction) -> Resul
 pub(crate) fn filter_with(
     kernel: &Kernel,
     all: bool,
+    pass: &[i64],
     clone_ns_only: bool,
     action: SeccompAction,
 ) -> Result<Vec<sock_filter>, GuestError> {
@@ -204,7 +226,10 @@ pub(crate) fn filter_with(
     // a filter of every number up to 1024 would pass the kernel's 4096-instruction limit).
     for nr in 0..512 {
         let known = (nr as usize) < crate::sysnames::NAMES.len() && !crate::sysnames::NAMES[nr as usize].is_empty();
-        if (known || nr >= crate::sysnames::NAMES.len() as i64) && calls::needs_trap(nr, rooted, all) {
+        if (known || nr >= crate::sysnames::NAMES.len() as i64)
+            && calls::needs_trap(nr, rooted, all)
+            && !pass.contains(&nr)
+        {
             rules.insert(nr, Vec::new());
         }
     }

@@ -6,7 +6,8 @@
 //! (the guest can change the path in between). So it uses the safe host mechanisms instead:
 //! - guest pids: guest pid 1 starts in a new pid namespace, so every pid a guest process sees
 //!   (getpid, fork, wait, kill, /proc) is already a guest pid, and it cannot see or signal a
-//!   process outside the guest; getpid/getppid/gettid are still answered by the guest kernel;
+//!   process outside the guest; getpid/gettid are still answered by the guest kernel, getppid
+//!   still stops but is continued (the host's answer follows reparenting);
 //! - the guest root: chroot(2) before exec, so the host resolves every path inside it (`..`,
 //!   symbolic links, absolute paths); a procfs inside the root and directory descriptors from
 //!   outside it are refused up front, and chroot/mount/unshare are refused to the guest.
@@ -17,7 +18,7 @@
 
 use super::kernel::{read_msg_name, refusal, Call, Kernel};
 use super::{filter_with, strace, Exec, Trap, INTERRUPT};
-use crate::{Config, GuestError, Outcome};
+use crate::{calls, Config, GuestError, Outcome};
 use libc as c;
 use seccompiler::SeccompAction;
 use std::collections::HashMap;
@@ -41,7 +42,7 @@ pub(crate) fn io_err(what: &str) -> GuestError {
 
 impl Trap for Notify {
     fn run(&self, config: &Config, kernel: &mut Kernel, argv: &[OsString]) -> Result<Outcome, GuestError> {
-        let started = start(config, kernel, argv, None)?;
+        let started = start(config, kernel, argv, None, &[])?;
         let done = AtomicBool::new(false);
         let status = std::thread::scope(|s| {
             let handler = s.spawn(|| serve(kernel, &started.listener, &done));
@@ -52,7 +53,7 @@ impl Trap for Notify {
             let _ = handler.join();
             status
         });
-        Ok(Outcome { status, trapped: kernel.trapped })
+        Ok(Outcome { status, trapped: kernel.trapped, in_process: 0 })
     }
 }
 
@@ -74,12 +75,14 @@ impl Started {
 }
 
 /// Starts guest pid 1 in a new pid namespace, chrooted into the guest root, with `first` (if
-/// given) and then the notify filter installed, and takes its notification descriptor.
+/// given) and then the notify filter installed, and takes its notification descriptor. The
+/// notify filter lets the calls in `pass` through (`first` decides about them).
 pub(crate) fn start(
     config: &Config,
     kernel: &Kernel,
     argv: &[OsString],
     first: Option<&[seccompiler::sock_filter]>,
+    pass: &[i64],
 ) -> Result<Started, GuestError> {
     let rooted = kernel.root.is_some();
     if rooted {
@@ -98,7 +101,7 @@ pub(crate) fn start(
             }
         }
     }
-    let prog = notify_filter(kernel, config.strace)?;
+    let prog = notify_filter(kernel, config.strace, pass)?;
     let exec = Exec::new(config, argv)?;
     let root = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(config.root.as_os_str()))
         .map_err(|_| GuestError::Usage("root has a NUL byte".into()))?;
@@ -134,7 +137,14 @@ pub(crate) fn start(
             }
             // The guest kernel finds the listener in /proc/PID/fd: from here on every call
             // may be trapped, and only the supervisor thread, not yet started, answers.
-            let fd = super::install_filter(&prog, c::SECCOMP_FILTER_FLAG_NEW_LISTENER) as i32;
+            // Once the supervisor has received a call, only a fatal signal ends the wait (Linux
+            // 5.19): an ordinary signal would return ERESTARTSYS, i.e. EINTR from a call such as
+            // getpid under a handler without SA_RESTART. Older kernels refuse the flag.
+            let listener = c::SECCOMP_FILTER_FLAG_NEW_LISTENER;
+            let mut fd = super::install_filter(&prog, listener | c::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) as i32;
+            if fd < 0 {
+                fd = super::install_filter(&prog, listener) as i32;
+            }
             if fd < 0 {
                 c::_exit(126);
             }
@@ -157,8 +167,8 @@ pub(crate) fn start(
 }
 
 /// The notify filter: SECCOMP_RET_USER_NOTIF for every call the guest kernel must see.
-fn notify_filter(kernel: &Kernel, all: bool) -> Result<Vec<seccompiler::sock_filter>, GuestError> {
-    let mut prog = filter_with(kernel, all, true, SeccompAction::Trace(MARK))?;
+fn notify_filter(kernel: &Kernel, all: bool, pass: &[i64]) -> Result<Vec<seccompiler::sock_filter>, GuestError> {
+    let mut prog = filter_with(kernel, all, pass, true, SeccompAction::Trace(MARK))?;
     for insn in prog.iter_mut() {
         if insn.code == (c::BPF_RET | c::BPF_K) as u16 && insn.k == c::SECCOMP_RET_TRACE | MARK {
             insn.k = c::SECCOMP_RET_USER_NOTIF;
@@ -267,6 +277,12 @@ fn wait_init(pid: i32) -> i32 {
     }
 }
 
+/// A number in /proc/`tid`/status, by its label.
+pub(crate) fn status_number(tid: i32, label: &str) -> Option<i32> {
+    let text = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    text.lines().find_map(|l| l.strip_prefix(label))?.trim().parse().ok()
+}
+
 /// A host thread's ids in the guest's pid namespace: (tid, tgid, parent's tgid).
 pub(crate) fn ns_ids(tid: i32) -> Option<(i32, i32, i32)> {
     let text = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
@@ -338,7 +354,7 @@ fn serve(kernel: &mut Kernel, listener: &OwnedFd, done: &AtomicBool) {
 
 /// What the guest kernel answers to notified call `call` of host thread `tid` (notification
 /// `id`): its result, or continue; prints it with `--strace`. `ids` caches each thread's ids in
-/// the guest's pid namespace.
+/// the guest's pid namespace (tid, tgid) and its host tgid.
 pub(crate) fn answer(
     kernel: &mut Kernel,
     ids: &mut HashMap<i32, (i32, i32, i32)>,
@@ -347,23 +363,36 @@ pub(crate) fn answer(
     call: &Call,
 ) -> c::seccomp_notif_resp {
     kernel.trapped += 1;
-    let known = ids.get(&tid).copied().or_else(|| ns_ids(tid));
-    if let Some(v) = known {
+    let known = ids.get(&tid).copied().or_else(|| {
+        let (ns_tid, ns_tgid, _) = ns_ids(tid)?;
+        let tgid = status_number(tid, "Tgid:")?;
+        // A thread seen for the first time: a new process starts with its parent's ids.
+        if let Some(parent) = status_number(tgid, "PPid:") {
+            kernel.inherit_creds(tgid, parent);
+        }
+        let v = (ns_tid, ns_tgid, tgid);
         ids.insert(tid, v);
-    }
-    let (ns_tid, ns_tgid, ns_parent) = known.unwrap_or((0, 0, 0));
+        Some(v)
+    });
+    let (ns_tid, ns_tgid, tgid) = known.unwrap_or((0, 0, tid));
     let result: Option<i64> = match call.nr {
         c::SYS_getpid => Some(ns_tgid as i64),
         c::SYS_gettid => Some(ns_tid as i64),
-        c::SYS_getppid => Some(ns_parent as i64),
+        // The host's answer in the guest's pid namespace is the guest's, and stays right when
+        // the parent dies (the cached one would not).
+        c::SYS_getppid => None,
         c::SYS_bind | c::SYS_connect | c::SYS_sendto | c::SYS_sendmsg | c::SYS_sendmmsg
             if kernel.root.is_some() && abstract_unix(tid, call) =>
         {
             Some(-(c::EPERM as i64))
         }
+        // A directory received from outside the root is not inside the chroot: `..` from it
+        // leads anywhere, and the host would run these calls from it unchecked.
+        c::SYS_fchdir => kernel.fchdir_refusal(tid, call.args[0] as i32),
+        _ if kernel.root.is_some() && calls::is_metadata(call.nr) => kernel.metadata_at_descriptor(tid, tgid, call),
         _ => match refusal(call) {
             Some(e) => Some(e),
-            None => match kernel.identity(tid, tid, call) {
+            None => match kernel.identity(tid, tgid, call) {
                 Some(super::kernel::Decision::Emulate(r)) => Some(r),
                 _ => None,
             },

@@ -57,6 +57,46 @@ impl Root {
         Ok(Root { host: canon.as_os_str().as_bytes().to_vec(), fd, proc_is_procfs })
     }
 
+    /// Opens (O_PATH) host path `host`, which the guest kernel resolved inside the root, with
+    /// openat2(RESOLVE_IN_ROOT) beneath the root: whatever changed on the way since, the host
+    /// keeps every step inside the root. `follow`: a symbolic link last is followed.
+    pub fn open_in_root(&self, host: &[u8], follow: bool) -> Result<OwnedFd, i32> {
+        let guest = self.guest_path(host).ok_or(c::EACCES)?;
+        let p = CString::new(guest).map_err(|_| c::EINVAL)?;
+        let nofollow = if follow { 0 } else { c::O_NOFOLLOW };
+        // SAFETY: all-zero is a valid open_how (no flags, no mode, no resolve rules).
+        let mut how: c::open_how = unsafe { std::mem::zeroed() };
+        how.flags = (c::O_PATH | c::O_CLOEXEC | nofollow) as u64;
+        how.resolve = c::RESOLVE_IN_ROOT | c::RESOLVE_NO_MAGICLINKS;
+        // SAFETY: `p` is a C string and `how` a live open_how of the size passed.
+        let fd = unsafe {
+            c::syscall(c::SYS_openat2, self.fd.as_raw_fd(), p.as_ptr(), &how, std::mem::size_of::<c::open_how>())
+        } as i32;
+        if fd < 0 {
+            return Err(errno());
+        }
+        // SAFETY: a new descriptor, owned here.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// Whether host path `host` is in the root's procfs, whose magic links openat2 beneath the
+    /// root does not follow.
+    pub fn in_procfs(&self, host: &[u8]) -> bool {
+        self.proc_is_procfs && self.guest_path(host).is_some_and(|g| g == b"/proc" || g.starts_with(b"/proc/"))
+    }
+
+    /// Whether the guest kernel's own descriptor `fd` (taken from a guest) is an object inside
+    /// the root, or no file-system object at all (a pipe, a socket): EACCES if not.
+    pub fn check_fd(&self, fd: &OwnedFd) -> Result<(), i32> {
+        let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| c::EBADF)?;
+        let link = link.as_os_str().as_bytes();
+        if !link.starts_with(b"/") || self.guest_path(link).is_some() {
+            Ok(())
+        } else {
+            Err(c::EACCES)
+        }
+    }
+
     /// The guest path of a host path, if the host path lies inside the root.
     pub fn guest_path<'p>(&self, host: &'p [u8]) -> Option<&'p [u8]> {
         let rest = host.strip_prefix(self.host.as_slice())?;

@@ -31,11 +31,13 @@ use seccompiler::{
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// The sigsys mechanism.
-pub(crate) struct Sigsys;
+/// The sigsys mechanism, or with `dispatch` its syscall-user-dispatch variant.
+pub(crate) struct Sigsys {
+    pub(crate) dispatch: bool,
+}
 
 /// Whether the first filter traps `nr` to the stub: the calls the guest kernel answers without
 /// acting on the host or reading more than a few bytes of the caller. gettid is not among them
@@ -45,7 +47,8 @@ pub(crate) fn trapped(nr: i64) -> bool {
 }
 
 /// The first filter: SECCOMP_RET_TRAP for [`trapped`] calls, for rt_sigprocmask, and for
-/// rt_sigaction of SIGSYS (which the stub answers by itself; see `stub.rs`).
+/// rt_sigaction of SIGSYS (which the stub answers by itself; see `stub.rs`); getppid made from
+/// the stub's code page is allowed.
 fn trap_filter() -> Result<Vec<seccompiler::sock_filter>, GuestError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         (0..crate::sysnames::NAMES.len() as i64).filter(|&nr| trapped(nr)).map(|nr| (nr, Vec::new())).collect();
@@ -59,7 +62,39 @@ fn trap_filter() -> Result<Vec<seccompiler::sock_filter>, GuestError> {
     rules.insert(c::SYS_rt_sigaction, vec![sigsys]);
     let f = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trap, TargetArch::x86_64)
         .map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?;
-    BpfProgram::try_from(f).map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))
+    let mut prog = BpfProgram::try_from(f).map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?;
+    // seccompiler's program starts with its three-instruction architecture check; the
+    // exception goes right after it.
+    prog.splice(3..3, stub_getppid_allowed());
+    Ok(prog)
+}
+
+/// BPF: allow getppid when the instruction pointer is in the stub's code page. seccompiler
+/// conditions look at arguments only, not at seccomp_data's instruction_pointer, so these few
+/// instructions are written out. The stub's getppid is the host's, which in the guest's pid
+/// namespace is the guest's answer, so a guest jumping there learns nothing more.
+fn stub_getppid_allowed() -> Vec<seccompiler::sock_filter> {
+    const NR: u32 = 0;
+    const IP_LOW: u32 = 8;
+    const IP_HIGH: u32 = 12;
+    let ld = |k: u32| seccompiler::sock_filter { code: (c::BPF_LD | c::BPF_W | c::BPF_ABS) as u16, jt: 0, jf: 0, k };
+    let jump = |op: u32, k: u32, jt: u8, jf: u8| seccompiler::sock_filter {
+        code: (c::BPF_JMP | op | c::BPF_K) as u16,
+        jt,
+        jf,
+        k,
+    };
+    // The code page is [BASE, BASE + 0x1000), and BASE's low 32 bits are 0.
+    const _: () = assert!(stub::BASE & 0xffff_ffff == 0);
+    vec![
+        ld(NR),
+        jump(c::BPF_JEQ, c::SYS_getppid as u32, 0, 5),
+        ld(IP_HIGH),
+        jump(c::BPF_JEQ, (stub::BASE >> 32) as u32, 0, 3),
+        ld(IP_LOW),
+        jump(c::BPF_JGE, 0x1000, 1, 0),
+        seccompiler::sock_filter { code: (c::BPF_RET | c::BPF_K) as u16, jt: 0, jf: 0, k: c::SECCOMP_RET_ALLOW },
+    ]
 }
 
 /// SIGSYS as the int the host reads, but not the 64-bit value the filter's rule matches.
@@ -92,6 +127,20 @@ impl Channel {
         // SAFETY: as above.
         unsafe { std::ptr::write_volatile(self.page.add(off) as *mut u64, v) }
     }
+
+    /// Writes the process's ids, which the stub answers from, into the channel.
+    fn write_ids(&self, kernel: &mut Kernel) {
+        self.write_u64(stub::CH_PID, self.ns.0 as u64);
+        for (i, id) in kernel.ids_of(self.tgid).into_iter().enumerate() {
+            self.write_u64(stub::CH_IDS + 8 * i, id as u64);
+        }
+    }
+
+    /// The calls the stub answered by itself.
+    fn answered(&self) -> u64 {
+        // SAFETY: CH_COUNT is within the page and 8-aligned; the stub updates it atomically.
+        unsafe { &*(self.page.add(stub::CH_COUNT) as *const AtomicU64) }.load(Ordering::Relaxed)
+    }
 }
 
 impl Drop for Channel {
@@ -101,7 +150,8 @@ impl Drop for Channel {
     }
 }
 
-/// Each guest thread's ids in the guest's pid namespace (tid, tgid, parent), as notify caches them.
+/// Each guest thread's ids in the guest's pid namespace (tid, tgid) and its host tgid, as
+/// notify caches them.
 type NsIds = HashMap<i32, (i32, i32, i32)>;
 
 /// What the guest kernel's threads share.
@@ -111,24 +161,47 @@ struct Shared<'k> {
     /// Bumped (and woken) when the channel list changes or the guest ends.
     control: AtomicU32,
     done: AtomicBool,
+    /// Calls the stubs answered by themselves, in channels already dropped.
+    local: AtomicU64,
+}
+
+impl Shared<'_> {
+    /// Whether to keep `ch` in the channel list; its stub's count is kept if not.
+    fn keep(&self, ch: &Channel, keep: bool) -> bool {
+        if !keep {
+            self.local.fetch_add(ch.answered(), Ordering::Relaxed);
+        }
+        keep
+    }
 }
 
 impl Trap for Sigsys {
     fn run(&self, config: &Config, kernel: &mut Kernel, argv: &[OsString]) -> Result<Outcome, GuestError> {
-        let first = trap_filter()?;
-        let started = notify::start(config, kernel, argv, Some(&first))?;
+        // Dispatch needs no filter of its own: it sends every call to the stub.
+        let first = if self.dispatch { None } else { Some(trap_filter()?) };
+        // The stub's getppid runs on the host (see `stub.rs`); with --strace it goes round.
+        let pass: &[i64] = if config.strace { &[] } else { &[c::SYS_getppid] };
+        let started = notify::start(config, kernel, argv, first.as_deref(), pass)?;
         let sigchld = sigchld_fd()?;
         let pidfd = pidfd_open(started.pid)?;
+        let rooted = kernel.root.is_some();
         let shared = Shared {
             kernel: Mutex::new((kernel, HashMap::new())),
             channels: Mutex::new(Vec::new()),
             control: AtomicU32::new(0),
             done: AtomicBool::new(false),
+            local: AtomicU64::new(0),
         };
         let status = std::thread::scope(|s| {
             let answering = s.spawn(|| serve_channels(&shared));
-            let status =
-                Supervisor { shared: &shared, seized: HashMap::new(), started: &started }.run(&sigchld, &pidfd);
+            let status = Supervisor {
+                shared: &shared,
+                rooted,
+                dispatch: self.dispatch,
+                seized: HashMap::new(),
+                started: &started,
+            }
+            .run(&sigchld, &pidfd);
             take_terminal_back();
             shared.done.store(true, Ordering::SeqCst);
             shared.control.fetch_add(1, Ordering::SeqCst);
@@ -143,8 +216,10 @@ impl Trap for Sigsys {
             c::sigaddset(&mut set, c::SIGCHLD);
             c::pthread_sigmask(c::SIG_UNBLOCK, &set, std::ptr::null_mut());
         }
+        let channels = shared.channels.into_inner().unwrap_or_else(|e| e.into_inner());
+        let local = shared.local.into_inner() + channels.iter().map(Channel::answered).sum::<u64>();
         let trapped = shared.kernel.into_inner().map(|k| k.0.trapped).unwrap_or(0);
-        Ok(Outcome { status, trapped })
+        Ok(Outcome { status, trapped: trapped + local, in_process: local })
     }
 }
 
@@ -206,6 +281,10 @@ enum Seized {
 
 struct Supervisor<'a, 'k> {
     shared: &'a Shared<'k>,
+    /// Whether the guest has a root other than `/`.
+    rooted: bool,
+    /// Syscall user dispatch rather than the SECCOMP_RET_TRAP filter.
+    dispatch: bool,
     seized: HashMap<i32, Seized>,
     started: &'a Started,
 }
@@ -322,16 +401,25 @@ impl Supervisor<'_, '_> {
     }
 
     /// The injected calls, in order: map the stub's pages, make the code page executable and
-    /// the data page wiped on fork, install the handler. Each returns the expected result.
-    fn steps(&self) -> [([u64; 7], i64); 4] {
+    /// the data page wiped on fork, install the handler, and for dispatch turn it on. Each
+    /// returns the expected result.
+    fn steps(&self) -> Vec<([u64; 7], i64)> {
         let fixed = (c::MAP_PRIVATE | c::MAP_ANONYMOUS | c::MAP_FIXED_NOREPLACE) as u64;
         let rw = (c::PROT_READ | c::PROT_WRITE) as u64;
-        [
+        let mut steps = vec![
             ([c::SYS_mmap as u64, stub::BASE, stub::LEN, rw, fixed, u64::MAX, 0], stub::BASE as i64),
             ([c::SYS_mprotect as u64, stub::BASE, 0x1000, (c::PROT_READ | c::PROT_EXEC) as u64, 0, 0, 0], 0),
             ([c::SYS_madvise as u64, stub::DATA, 0x1000, c::MADV_WIPEONFORK as u64, 0, 0, 0], 0),
             ([c::SYS_rt_sigaction as u64, SIGSYS_PAST_FILTER, stub::DATA + 64, 0, 8, 0, 0], 0),
-        ]
+        ];
+        if self.dispatch {
+            // Every call from outside the stub's code page raises SIGSYS; the selector is a
+            // constant "block" byte in that page.
+            let selector = stub::BASE + stub::data_offsets().0;
+            let on = [super::PR_SET_SYSCALL_USER_DISPATCH, super::PR_SYS_DISPATCH_ON, stub::BASE, 0x1000, selector];
+            steps.push(([c::SYS_prctl as u64, on[0], on[1], on[2], on[3], on[4], 0], 0));
+        }
+        steps
     }
 
     /// Runs the next injected call at an exec stop (`next` is None for the first), or finishes.
@@ -391,13 +479,23 @@ impl Supervisor<'_, '_> {
     /// Copies the stub's code and its sigaction into the freshly mapped pages.
     fn copy_stub(&self, tid: i32) -> bool {
         let (code, restorer) = stub::code();
+        // The bitmap of the calls the stub sends to the guest kernel (dispatch sends it all).
+        let mut code = code.to_vec();
+        let at = stub::data_offsets().1 as usize;
+        for nr in 0..512 {
+            if trapped(nr) {
+                code[at + nr as usize / 8] |= 1 << (nr % 8);
+            }
+        }
         // struct kernel_sigaction: handler, flags, restorer, mask.
         let flags = (c::SA_SIGINFO | 0x0400_0000) as u64;
         let mut act = Vec::with_capacity(32);
         for v in [stub::BASE, flags, stub::BASE + restorer, u64::MAX] {
             act.extend_from_slice(&v.to_ne_bytes());
         }
-        mem::write(tid, stub::BASE, code).is_ok() && mem::write(tid, stub::DATA + 64, &act).is_ok()
+        code.len() <= 0x1000
+            && mem::write(tid, stub::BASE, &code).is_ok()
+            && mem::write(tid, stub::DATA + 64, &act).is_ok()
     }
 
     /// The stub could not be put in: the process would die at its first trapped call anyway.
@@ -419,6 +517,8 @@ impl Supervisor<'_, '_> {
         let call = Call { nr: req.data.nr as i64, args: req.data.args };
         let ip = req.data.instruction_pointer;
         let from_stub = (stub::BASE..stub::BASE + 0x1000).contains(&ip);
+        // Dispatch's stub runs the guest's calls from its page: those are the guest's.
+        let guest_site = from_stub && stub::guest_call_sites().contains(&(ip - stub::BASE));
         let cont =
             c::seccomp_notif_resp { id: req.id, val: 0, error: 0, flags: c::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32 };
         let resp = if matches!(self.seized.get(&tid), Some(Seized::Injecting { .. })) {
@@ -427,8 +527,9 @@ impl Supervisor<'_, '_> {
         } else if call.nr == c::SYS_prctl && call.args[0] == stub::REGISTER && from_stub {
             let r = self.register(tid, call.args[1] as i32, call.args[2]);
             c::seccomp_notif_resp { id: req.id, val: 0, error: r, flags: 0 }
-        } else if from_stub {
-            // The stub's own calls (seen only with --strace): not the guest's.
+        } else if from_stub && !guest_site && !calls::needs_trap(call.nr, self.rooted, false) {
+            // The stub's own calls (seen only with --strace): not the guest's. Any other call
+            // from the stub's page is the guest's (it can jump there) and is handled as such.
             cont
         } else {
             if matches!(call.nr, c::SYS_execve | c::SYS_execveat) && !self.seized.contains_key(&tid) {
@@ -468,9 +569,19 @@ impl Supervisor<'_, '_> {
             return -c::ESRCH;
         };
         let ch = Channel { tgid, ns: (ns_tgid, ns_parent), page: page.cast(), pidfd };
+        {
+            let mut k = self.shared.kernel.lock().unwrap_or_else(|e| e.into_inner());
+            let kernel = &mut *k.0;
+            // A new process starts with its parent's ids (a process that execs keeps its own).
+            if let Some(parent) = notify::status_number(tid, "PPid:") {
+                kernel.inherit_creds(tgid, parent);
+            }
+            ch.write_ids(kernel);
+            ch.word(stub::CH_LOCAL).store(u32::from(!kernel.strace), Ordering::Release);
+        }
         let mut list = self.shared.channels.lock().unwrap_or_else(|e| e.into_inner());
         // A process that execs registers again: its old channel is gone from it.
-        list.retain(|c| c.tgid != tgid);
+        list.retain(|c| self.shared.keep(c, c.tgid != tgid));
         list.push(ch);
         drop(list);
         self.shared.control.fetch_add(1, Ordering::SeqCst);
@@ -480,8 +591,7 @@ impl Supervisor<'_, '_> {
 }
 
 fn status_tgid(tid: i32) -> Option<i32> {
-    let text = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    text.lines().find_map(|l| l.strip_prefix("Tgid:"))?.trim().parse().ok()
+    notify::status_number(tid, "Tgid:")
 }
 
 fn drain(fd: &OwnedFd) {
@@ -530,7 +640,7 @@ fn serve_channels(shared: &Shared) {
             // Channels of processes that are gone, looked for only when nothing happened for a
             // while (a poll per channel per request would cost more than the request).
             if std::mem::take(&mut timed_out) {
-                list.retain(|ch| alive(&ch.pidfd));
+                list.retain(|ch| shared.keep(ch, alive(&ch.pidfd)));
             }
             for ch in list.iter().take(MAX_WAITERS - 1) {
                 waiters.push(Waiter {
@@ -580,19 +690,21 @@ fn serve_one(shared: &Shared, ch: &Channel) {
     let mut k = shared.kernel.lock().unwrap_or_else(|e| e.into_inner());
     let (kernel, _) = &mut *k;
     kernel.trapped += 1;
-    let (ns_tgid, ns_parent) = ch.ns;
+    let ns_tgid = ch.ns.0;
     let result = if !trapped(nr) {
         -(c::ENOSYS as i64)
     } else {
         match nr {
             c::SYS_getpid => ns_tgid as i64,
-            c::SYS_getppid => ns_parent as i64,
+            // Now, not at registration: the parent may have died since.
+            c::SYS_getppid => ns_ids(ch.tgid).map_or(ch.ns.1, |ids| ids.2) as i64,
             _ => match kernel.identity(ch.tgid, ch.tgid, &call) {
                 Some(Decision::Emulate(r)) => r,
                 _ => -(c::ENOSYS as i64),
             },
         }
     };
+    ch.write_ids(kernel);
     if kernel.strace {
         let line = strace::call_line(kernel, ch.tgid, &call);
         let line = match line.find(']') {

@@ -15,13 +15,20 @@
 //!    arguments, sets the state to REQUEST and wakes the guest kernel (futex);
 //! 3. it waits (futex) for the state REPLY, copies the result, frees the channel and the lock.
 //!
+//! The id calls do not go round: getpid, getuid, geteuid, getgid and getegid are read from the
+//! channel, where the guest kernel writes them at registration and after every call that
+//! changes them (the stub only reads and counts), and getppid runs on the host from the stub's
+//! page, which the first filter lets through (in the guest's pid namespace the host's answer is
+//! the guest's, and stays right when a parent dies). With `--strace` the guest kernel turns this
+//! off, so that it sees and prints every call.
+//!
 //! rt_sigprocmask and rt_sigaction(SIGSYS) are trapped too and answered by the stub alone:
 //! the host kills a thread whose SIGSYS is blocked (or not handled) when the filter traps, so
 //! the stub keeps SIGSYS out of the mask the interrupted context gets back at sigreturn and does
 //! not let the guest replace the handler (C libraries block every signal around vfork and reset
 //! every handler in the child).
 //!
-//! Every system call it makes (memfd_create, ftruncate, mmap, close, futex, rt_sigreturn) is
+//! Every system call it makes (memfd_create, ftruncate, mmap, close, futex, getppid, rt_sigreturn) is
 //! one any guest code may make; the only one the guest kernel acts on is the registration, which
 //! it accepts only from the stub's code page and only for the calling process. So the stub needs
 //! no privilege, and a guest that rewrites it, replaces the handler or forges a channel can lie
@@ -40,11 +47,16 @@ pub(crate) const DATA: u64 = BASE + 0x1000;
 pub(crate) const REGISTER: u64 = 0x766d_6c62;
 
 /// Channel layout (shared with the guest kernel): lock u32 (the stub's own), state u32, nr u64,
-/// 6 args, result.
+/// 6 args, result; then what the stub answers by itself: whether it may (u32), how many calls
+/// it answered (u64), and the process's guest pid, uid, euid, gid and egid (u64 each).
 pub(crate) const CH_STATE: usize = 4;
 pub(crate) const CH_NR: usize = 8;
 pub(crate) const CH_ARGS: usize = 16;
 pub(crate) const CH_RESULT: usize = 64;
+pub(crate) const CH_LOCAL: usize = 72;
+pub(crate) const CH_COUNT: usize = 80;
+pub(crate) const CH_PID: usize = 88;
+pub(crate) const CH_IDS: usize = 96;
 /// Channel states (idle is 0).
 pub(crate) const REQUEST: u32 = 1;
 pub(crate) const REPLY: u32 = 2;
@@ -65,8 +77,12 @@ global_asm!(
     "    mov eax, [r12 + 24]",
     "    cmp eax, 14",
     "    je 20f",
+    // si_code SYS_USER_DISPATCH (2): syscall user dispatch sent every call here.
+    "    cmp dword ptr [r12 + 8], 2",
+    "    je 50f",
     "    cmp eax, 13",
     "    je 10f",
+    "40:",
     "    mov r15, [r14]",
     "    test r15, r15",
     "    jnz 3f",
@@ -109,8 +125,41 @@ global_asm!(
     "    test rbp, rbp",
     "    jnz 8f",
     "    mov [r14], r15",
-    // Take the lock (0 -> 1), waiting on it while another thread holds it.
+    // The id calls are answered here from the channel, where the guest kernel keeps this
+    // process's ids (unless it asked to see every call: --strace); getppid runs on the host
+    // from this page, which the filter lets through: in the guest's pid namespace the host's
+    // answer is the guest's, reparenting included.
     "3:",
+    "    mov eax, [r12 + 24]",
+    "    cmp dword ptr [r15 + 72], 0",
+    "    je 30f",
+    "    mov ecx, 88",
+    "    cmp eax, 39",
+    "    je 48f",
+    "    mov ecx, 96",
+    "    cmp eax, 102",
+    "    je 48f",
+    "    mov ecx, 104",
+    "    cmp eax, 107",
+    "    je 48f",
+    "    mov ecx, 112",
+    "    cmp eax, 104",
+    "    je 48f",
+    "    mov ecx, 120",
+    "    cmp eax, 108",
+    "    je 48f",
+    "    cmp eax, 110",
+    "    jne 30f",
+    "    syscall",
+    "    jmp 49f",
+    "48:",
+    "    mov rax, [r15 + rcx]",
+    "49:",
+    "    lock inc qword ptr [r15 + 80]",
+    "    mov [r13 + 144], rax",
+    "    ret",
+    // Take the lock (0 -> 1), waiting on it while another thread holds it.
+    "30:",
     "    xor eax, eax",
     "    mov ecx, 1",
     "    lock cmpxchg [r15], ecx",
@@ -121,7 +170,7 @@ global_asm!(
     "    xor r10d, r10d",
     "    mov eax, 202",
     "    syscall",
-    "    jmp 3b",
+    "    jmp 30b",
     "4:",
     "    mov eax, [r12 + 24]",
     "    mov [r15 + 8], rax",
@@ -232,12 +281,190 @@ global_asm!(
     "29:",
     "    mov qword ptr [r13 + 144], -22",
     "    ret",
+    // Syscall user dispatch: the calls the guest kernel answers go the channel way (above);
+    // every other call runs here, from this page, which dispatch lets through (and the seccomp
+    // filter below still sees), with the interrupted context's arguments and signal mask.
+    "50:",
+    "    cmp eax, 13",
+    "    je 55f",
+    "    cmp eax, 15",
+    "    je 60f",
+    "    cmp eax, 56",
+    "    je 70f",
+    "    cmp eax, 58",
+    "    je 75f",
+    "    cmp eax, 512",
+    "    jae 52f",
+    "    lea rcx, [rip + vmlab_stub_trapped]",
+    "    bt dword ptr [rcx], eax",
+    "    jc 40b",
+    // Run call eax under the guest's signal mask (a blocking call stays interruptible; the
+    // mask comes back from the context at sigreturn anyway).
+    "52:",
+    "    mov ebx, eax",
+    "    call 58f",
+    "    mov eax, ebx",
+    "    mov rdi, [r13 + 104]",
+    "    mov rsi, [r13 + 112]",
+    "    mov rdx, [r13 + 136]",
+    "    mov r10, [r13 + 56]",
+    "    mov r8, [r13 + 40]",
+    "    mov r9, [r13 + 48]",
+    "    syscall",
+    ".globl vmlab_stub_site_call",
+    "vmlab_stub_site_call:",
+    "    mov [r13 + 144], rax",
+    "    ret",
+    // rt_sigaction: SIGSYS as above; any other signal with SIGSYS taken out of its handler's
+    // mask (the host kills a thread whose SIGSYS is blocked when it dispatches).
+    "55:",
+    "    cmp dword ptr [r13 + 104], 31",
+    "    je 10b",
+    "    mov rsi, [r13 + 112]",
+    "    test rsi, rsi",
+    "    jz 52b",
+    "    sub rsp, 32",
+    "    mov rax, [rsi]",
+    "    mov [rsp], rax",
+    "    mov rax, [rsi + 8]",
+    "    mov [rsp + 8], rax",
+    "    mov rax, [rsi + 16]",
+    "    mov [rsp + 16], rax",
+    "    mov rax, [rsi + 24]",
+    "    btr rax, 30",
+    "    mov [rsp + 24], rax",
+    "    call 58f",
+    "    mov rdi, [r13 + 104]",
+    "    mov rsi, rsp",
+    "    mov rdx, [r13 + 136]",
+    "    mov r10, [r13 + 56]",
+    "    mov eax, 13",
+    "    syscall",
+    ".globl vmlab_stub_site_sigaction",
+    "vmlab_stub_site_sigaction:",
+    "    add rsp, 32",
+    "    mov [r13 + 144], rax",
+    "    ret",
+    // rt_sigprocmask(SIG_SETMASK, the context's mask, NULL, 8).
+    "58:",
+    "    mov edi, 2",
+    "    lea rsi, [r13 + 296]",
+    "    xor edx, edx",
+    "    mov r10d, 8",
+    "    mov eax, 14",
+    "    syscall",
+    "    ret",
+    // rt_sigreturn of a guest handler: from the guest's own frame, here.
+    "60:",
+    "    mov rsp, [r13 + 160]",
+    "    mov eax, 15",
+    "    syscall",
+    // clone with CLONE_VM and a stack: the child must not come back through this signal frame
+    // (its parent's, which the parent is about to leave). The context it starts from goes
+    // below its stack, signals stay blocked until it has moved below that, then it takes the
+    // guest's mask and registers and jumps to where the call was made.
+    "70:",
+    "    mov rcx, [r13 + 104]",
+    "    test ecx, 0x100",
+    "    jz 52b",
+    "    mov rsi, [r13 + 112]",
+    "    test rsi, rsi",
+    "    jz 52b",
+    "    mov rax, [r13 + 168]",
+    "    mov [rsi - 8], rax",
+    "    mov rax, [r13 + 128]",
+    "    mov [rsi - 16], rax",
+    "    mov rax, [r13 + 120]",
+    "    mov [rsi - 24], rax",
+    "    mov rax, [r13 + 72]",
+    "    mov [rsi - 32], rax",
+    "    mov rax, [r13 + 80]",
+    "    mov [rsi - 40], rax",
+    "    mov rax, [r13 + 88]",
+    "    mov [rsi - 48], rax",
+    "    mov rax, [r13 + 96]",
+    "    mov [rsi - 56], rax",
+    "    mov rax, [r13 + 104]",
+    "    mov [rsi - 64], rax",
+    "    mov rax, [r13 + 136]",
+    "    mov [rsi - 72], rax",
+    "    mov rax, [r13 + 40]",
+    "    mov [rsi - 80], rax",
+    "    mov rax, [r13 + 48]",
+    "    mov [rsi - 88], rax",
+    "    mov rax, [r13 + 56]",
+    "    mov [rsi - 96], rax",
+    "    mov rax, [r13 + 296]",
+    "    mov [rsi - 104], rax",
+    "    mov eax, 56",
+    "    mov rdi, [r13 + 104]",
+    "    mov rdx, [r13 + 136]",
+    "    mov r10, [r13 + 56]",
+    "    mov r8, [r13 + 40]",
+    "    mov r9, [r13 + 48]",
+    "    syscall",
+    ".globl vmlab_stub_site_clone",
+    "vmlab_stub_site_clone:",
+    "    test rax, rax",
+    "    jz 71f",
+    "    mov [r13 + 144], rax",
+    "    ret",
+    "71:",
+    "    sub rsp, 128",
+    "    mov edi, 2",
+    "    lea rsi, [rsp + 24]",
+    "    xor edx, edx",
+    "    mov r10d, 8",
+    "    mov eax, 14",
+    "    syscall",
+    "    mov rbx, [rsp + 112]",
+    "    mov rbp, [rsp + 104]",
+    "    mov r12, [rsp + 96]",
+    "    mov r13, [rsp + 88]",
+    "    mov r14, [rsp + 80]",
+    "    mov r15, [rsp + 72]",
+    "    mov rdi, [rsp + 64]",
+    "    mov rdx, [rsp + 56]",
+    "    mov r8, [rsp + 48]",
+    "    mov r9, [rsp + 40]",
+    "    mov r10, [rsp + 32]",
+    "    mov rcx, [rsp + 120]",
+    "    lea rsi, [rsp + 128]",
+    "    mov rsp, rsi",
+    "    xor eax, eax",
+    "    jmp rcx",
+    // vfork: a child with its parent's memory would come back through the parent's signal
+    // frame and overwrite it; clone(CLONE_VFORK | SIGCHLD) instead: the parent still waits
+    // for the child's exec or exit, the child has a copy of the memory.
+    "75:",
+    "    call 58b",
+    "    mov edi, 0x4011",
+    "    xor esi, esi",
+    "    xor edx, edx",
+    "    xor r10d, r10d",
+    "    xor r8d, r8d",
+    "    mov eax, 56",
+    "    syscall",
+    ".globl vmlab_stub_site_vfork",
+    "vmlab_stub_site_vfork:",
+    "    mov [r13 + 144], rax",
+    "    ret",
     ".globl vmlab_stub_restorer",
     "vmlab_stub_restorer:",
     "    mov eax, 15",
     "    syscall",
     "9:",
     "    .asciz \"vmlab-sigsys\"",
+    // Dispatch's selector: always "block" (the stub's own calls are in its allowed range).
+    ".globl vmlab_stub_selector",
+    "vmlab_stub_selector:",
+    "    .byte 1",
+    // One bit per call number below 512: the calls the guest kernel answers (filled in by the
+    // guest kernel when it copies the stub).
+    ".p2align 3",
+    ".globl vmlab_stub_trapped",
+    "vmlab_stub_trapped:",
+    "    .zero 64",
     ".globl vmlab_stub_end",
     "vmlab_stub_end:",
     ".popsection",
@@ -246,7 +473,31 @@ global_asm!(
 extern "C" {
     static vmlab_stub_start: u8;
     static vmlab_stub_restorer: u8;
+    static vmlab_stub_selector: u8;
+    static vmlab_stub_trapped: u8;
     static vmlab_stub_end: u8;
+    static vmlab_stub_site_call: u8;
+    static vmlab_stub_site_sigaction: u8;
+    static vmlab_stub_site_clone: u8;
+    static vmlab_stub_site_vfork: u8;
+}
+
+/// Offsets in the stub's code just after the `syscall` instructions that run a guest's call
+/// for dispatch (where a notification's instruction pointer is), as opposed to the stub's own.
+pub(crate) fn guest_call_sites() -> [u64; 4] {
+    let start = std::ptr::addr_of!(vmlab_stub_start) as u64;
+    [
+        std::ptr::addr_of!(vmlab_stub_site_call) as u64 - start,
+        std::ptr::addr_of!(vmlab_stub_site_sigaction) as u64 - start,
+        std::ptr::addr_of!(vmlab_stub_site_clone) as u64 - start,
+        std::ptr::addr_of!(vmlab_stub_site_vfork) as u64 - start,
+    ]
+}
+
+/// Offsets in the stub's code of dispatch's selector byte and of the trapped-calls bitmap.
+pub(crate) fn data_offsets() -> (u64, u64) {
+    let start = std::ptr::addr_of!(vmlab_stub_start) as u64;
+    (std::ptr::addr_of!(vmlab_stub_selector) as u64 - start, std::ptr::addr_of!(vmlab_stub_trapped) as u64 - start)
 }
 
 /// The stub's machine code, and the offset of its signal restorer (rt_sigreturn) in it.

@@ -155,7 +155,7 @@ pub(crate) fn run(
     argv: &[OsString],
 ) -> Result<Outcome, GuestError> {
     let filter = match style {
-        Style::SeccompTrace => Some(super::filter(kernel, config.strace, seccompiler::SeccompAction::Trace(0))?),
+        Style::SeccompTrace => Some(super::filter(kernel, config.strace, &[], seccompiler::SeccompAction::Trace(0))?),
         _ => None,
     };
     let child = launch(config, argv, Launch::Traced { filter: filter.as_deref() })?;
@@ -177,7 +177,7 @@ pub(crate) fn run(
     tracer.threads.insert(child, Thread::new(tracer.default_resume()));
     tracer.resume(child, 0);
     let status = tracer.event_loop(child);
-    Ok(Outcome { status, trapped: tracer.kernel.trapped })
+    Ok(Outcome { status, trapped: tracer.kernel.trapped, in_process: 0 })
 }
 
 impl Thread {

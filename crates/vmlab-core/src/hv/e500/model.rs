@@ -12,13 +12,13 @@ use crate::trace::e500::ExceptionKind;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
-/// MSR[PR]: user mode.
+/// `MSR[PR]`: user mode.
 pub const MSR_PR: u32 = 0x4000;
-/// MSR[EE]: external interrupts enabled.
+/// `MSR[EE]`: external interrupts enabled.
 pub const MSR_EE: u32 = 0x8000;
-/// MSR[IS]: instruction address space.
+/// `MSR[IS]`: instruction address space.
 pub const MSR_IS: u32 = 0x20;
-/// MSR[DS]: data address space.
+/// `MSR[DS]`: data address space.
 pub const MSR_DS: u32 = 0x10;
 
 /// The guest's architectural state as the recorded execution defines it: what a guest
@@ -43,7 +43,7 @@ pub struct GuestState {
 }
 
 impl GuestState {
-    /// The context of a kernel data access now (supervisor, MSR[DS], the current PID).
+    /// The context of a kernel data access now (supervisor, `MSR[DS]`, the current PID).
     pub fn kernel_data(&self, access: Access) -> AccessCtx {
         AccessCtx {
             access,
@@ -53,7 +53,7 @@ impl GuestState {
         }
     }
 
-    /// The context of a kernel instruction fetch now (supervisor, MSR[IS]).
+    /// The context of a kernel instruction fetch now (supervisor, `MSR[IS]`).
     pub fn kernel_fetch(&self) -> AccessCtx {
         AccessCtx {
             access: Access::Execute,
@@ -80,9 +80,9 @@ impl GuestState {
 pub struct AccessCtx {
     /// Load, store or fetch.
     pub access: Access,
-    /// Guest user mode (MSR[PR]).
+    /// Guest user mode (`MSR[PR]`).
     pub user: bool,
-    /// Address space (MSR[IS] for fetches, MSR[DS] for data).
+    /// Address space (`MSR[IS]` for fetches, `MSR[DS]` for data).
     pub ts: bool,
     /// The guest's PID.
     pub pid: u8,

@@ -35,9 +35,9 @@ pub struct DriverStats {
     /// `tlbwe`s the MMU rejected (unsupported size, or TLB1 entries overlapping).
     pub tlbwe_rejected: u64,
     /// PID changes the driver took from a kernel access to user memory because the `mtspr
-    /// PID` that made them had no recorded value (see [`infer_pid`]).
+    /// PID` that made them had no recorded value (see `infer_pid`).
     pub pid_inferred: u64,
-    /// The TID of the last `tlbwe` with a nonzero TID (the tie-break of [`infer_pid`]).
+    /// The TID of the last `tlbwe` with a nonzero TID (the tie-break of `infer_pid`).
     pub last_tid: u8,
     /// Privileged records whose GPR-derived value was missing where the driver needed it
     /// (a PID or MSR write; the state keeps its previous value).

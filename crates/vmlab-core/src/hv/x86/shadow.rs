@@ -103,12 +103,21 @@ struct ShadowPage {
 /// Event counts of the shadow MMU (exits are counted by the VM).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ShadowStats {
+    /// Shadow pages created (one 4 KiB host frame each).
     pub pages_created: u64,
+    /// Shadow pages zapped, for any reason (flooding, budget, a guest page written wholesale).
     pub pages_zapped: u64,
+    /// Trapped guest writes to a shadowed table that the hypervisor emulated.
     pub emulated_writes: u64,
+    /// Trapped guest writes to a leaf table that unsynced its shadow pages instead of being
+    /// emulated.
     pub unsyncs: u64,
+    /// Unsync shadow pages resynchronized whole, at a TLB flush or a flushing CR3 load.
     pub syncs: u64,
+    /// Shadow pages zapped for write flooding (three emulated writes in a row, no fault
+    /// using the page in between).
     pub flood_unshadows: u64,
+    /// Shadow pages zapped to stay within the budget (least recently used first).
     pub budget_zaps: u64,
     /// Kernel-half top-level entries linked into new roots (one shadow fault each).
     pub kernel_links: u64,
@@ -117,16 +126,21 @@ pub struct ShadowStats {
 /// A guest fault found by the hypervisor's walk of the guest tables: the guest handles it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GuestFault {
+    /// Not present or protection, as the hardware walker would have found it.
     pub kind: FaultKind,
 }
 
 /// What the shadow MMU works on during one hypervisor entry.
 pub struct Ctx<'a> {
+    /// Host memory: the shadow tables and the guest's (backed) tables live here.
     pub mem: &'a mut HostMemory,
+    /// The VM: its exit counts and its guest-to-host backing.
     pub vm: &'a mut Vm,
+    /// The vCPU's MMU: the shadow root it walks and the TLB that flushes flush.
     pub mmu: &'a mut Mmu,
 }
 
+/// KVM's shadow MMU for one guest: its shadow pages, cached roots, reverse map and counts.
 pub struct ShadowMmu {
     config: ShadowConfig,
     /// The paging mode of the guest's tables and of the shadow tables.
@@ -184,6 +198,7 @@ impl ShadowMmu {
         }
     }
 
+    /// Event counts so far.
     pub fn stats(&self) -> &ShadowStats {
         &self.stats
     }

@@ -28,12 +28,15 @@ pub struct BackingConfig {
 /// Errors of the hypervisor model.
 #[derive(Debug, thiserror::Error)]
 pub enum HvError {
+    /// A guest-physical address at or past the end of the VM's memory.
     #[error("guest-physical address {0:?} is outside the VM's memory; raise guest_memory in the machine profile")]
     OutsideGuest(Gpa),
+    /// A remap of a guest frame that no host page backs yet.
     #[error(
         "guest-physical address {0:?} is not backed by the host, so there is nothing to remap"
     )]
     NotBacked(Gpa),
+    /// Host memory ran out: for a backing page, or an EPT or shadow table page.
     #[error(transparent)]
     OutOfMemory(#[from] OutOfMemory),
 }
@@ -88,14 +91,17 @@ impl Vm {
         self.eptp.addr()
     }
 
+    /// Guest-physical memory in 4 KiB frames.
     pub fn guest_frames(&self) -> u64 {
         self.guest_frames
     }
 
+    /// VM exits so far, by reason.
     pub fn exits(&self) -> &ExitCounters {
         &self.exits
     }
 
+    /// EPT table pages allocated so far, the root included (none is freed).
     pub fn ept_table_pages(&self) -> u64 {
         self.ept_table_pages
     }
@@ -105,6 +111,7 @@ impl Vm {
         &self.remaps
     }
 
+    /// [`Self::remap_counters`], for the remapping code to count in.
     pub fn remap_counters_mut(&mut self) -> &mut RemapCounters {
         &mut self.remaps
     }

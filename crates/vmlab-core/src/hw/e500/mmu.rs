@@ -259,7 +259,7 @@ impl Mmu {
     }
 
     /// `tlbsx`: searches for `ea` with MAS6's SPID and SAS; the matching entry and where it
-    /// sits, or `None` (the instruction then clears MAS1[V]).
+    /// sits, or `None` (the instruction then clears `MAS1[V]`).
     pub fn tlbsx(&self, ea: u32, spid: u8, sas: bool) -> Option<(TlbSlot, TlbEntry)> {
         self.lookup(ea, spid, sas).map(|(s, e)| (s, *e))
     }

@@ -139,7 +139,7 @@ impl Perms {
         self.0 & other.0 == other.0
     }
 
-    /// Whether `access` is allowed in user mode (`user`, MSR[PR]=1) or supervisor mode.
+    /// Whether `access` is allowed in user mode (`user`, `MSR[PR]=1`) or supervisor mode.
     pub fn allows(self, access: Access, user: bool) -> bool {
         self.contains(Self::needed(access, user))
     }
@@ -187,13 +187,13 @@ pub enum TlbSel {
 /// One TLB entry. `epn` and `rpn` are the base addresses (naturally aligned to `size`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TlbEntry {
-    /// Valid (MAS1[V]).
+    /// Valid (`MAS1[V]`).
     pub valid: bool,
-    /// Protected from invalidation by tlbivax and MMUCSR0 flash invalidation (MAS1[IPROT]).
+    /// Protected from invalidation by tlbivax and MMUCSR0 flash invalidation (`MAS1[IPROT]`).
     pub iprot: bool,
     /// Translation ID; 0 matches every PID (global).
     pub tid: u8,
-    /// Translation space (MAS1[TS]): matched against MSR[IS] for fetches, MSR[DS] for data.
+    /// Translation space (`MAS1[TS]`): matched against `MSR[IS]` for fetches, `MSR[DS]` for data.
     pub ts: bool,
     /// Page size.
     pub size: PageSize,
@@ -273,11 +273,11 @@ pub struct Mas {
     pub mas7: u32,
 }
 
-/// MAS1[V].
+/// `MAS1[V]`.
 pub const MAS1_VALID: u32 = 0x8000_0000;
-/// MAS1[IPROT].
+/// `MAS1[IPROT]`.
 pub const MAS1_IPROT: u32 = 0x4000_0000;
-/// MAS1[TS].
+/// `MAS1[TS]`.
 pub const MAS1_TS: u32 = 0x0000_1000;
 
 impl Mas {
@@ -295,7 +295,7 @@ impl Mas {
         }
     }
 
-    /// MAS0[TLBSEL]: 0 selects TLB0, 1 TLB1 (other values are reserved; treated as TLB1).
+    /// `MAS0[TLBSEL]`: 0 selects TLB0, 1 TLB1 (other values are reserved; treated as TLB1).
     pub fn tlbsel(&self) -> TlbSel {
         if (self.mas0 >> 28) & 3 == 0 {
             TlbSel::Tlb0
@@ -304,12 +304,12 @@ impl Mas {
         }
     }
 
-    /// MAS0[ESEL]: the entry (TLB1) or way (TLB0).
+    /// `MAS0[ESEL]`: the entry (TLB1) or way (TLB0).
     pub fn esel(&self) -> usize {
         ((self.mas0 >> 16) & 0xFFF) as usize
     }
 
-    /// MAS0[NV]: the next victim way hint for TLB0.
+    /// `MAS0[NV]`: the next victim way hint for TLB0.
     pub fn nv(&self) -> usize {
         (self.mas0 & 0xFFF) as usize
     }

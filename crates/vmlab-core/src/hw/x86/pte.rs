@@ -13,13 +13,18 @@ pub const FRAME_MASK: u64 = 0x000f_ffff_ffff_f000;
 /// true for them. Combining both dimensions is then a plain AND.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Perms {
+    /// Data reads allowed.
     pub read: bool,
+    /// Data writes allowed.
     pub write: bool,
+    /// User-mode (CPL 3) accesses allowed.
     pub user: bool,
+    /// Instruction fetches allowed.
     pub exec: bool,
 }
 
 impl Perms {
+    /// Every permission: the identity of [`Perms::and`], where a walk starts.
     pub const ALL: Perms = Perms {
         read: true,
         write: true,
@@ -27,6 +32,7 @@ impl Perms {
         exec: true,
     };
 
+    /// Both sets at once: what a walk keeps when it passes one more entry.
     pub fn and(self, other: Perms) -> Perms {
         Perms {
             read: self.read && other.read,
@@ -49,6 +55,7 @@ impl Perms {
             | (self.exec as u64) << 3
     }
 
+    /// Unpack the low 4 bits written by [`Perms::bits`]; higher bits are ignored.
     pub const fn from_bits(bits: u64) -> Perms {
         Perms {
             read: bits & 1 != 0,
@@ -63,21 +70,26 @@ impl Perms {
 pub trait EntryFormat {
     /// Human name for traces and errors.
     const NAME: &'static str;
+    /// The entry maps something; a walk that meets a non-present entry faults.
     fn is_present(entry: u64) -> bool;
     /// Bit 7: the entry maps a page (2M at level 2, 1G at level 3) instead of pointing at a table.
     fn is_large(entry: u64) -> bool {
         entry & LARGE != 0
     }
+    /// The physical address the entry points at (bits 12..=51): a table or a page.
     fn frame_addr(entry: u64) -> u64 {
         entry & FRAME_MASK
     }
+    /// The permissions this one entry grants (a walk ANDs them over every level).
     fn perms(entry: u64) -> Perms;
     /// [`Self::perms`] packed as [`Perms::bits`]: the walker ANDs these along a walk, one
     /// integer AND per level instead of four.
     fn perm_bits(entry: u64) -> u64 {
         Self::perms(entry).bits()
     }
+    /// The accessed bit, which the walker sets in every entry it uses.
     const ACCESSED: u64;
+    /// The dirty bit, which the walker sets in a leaf entry on a write.
     const DIRTY: u64;
 }
 
@@ -87,14 +99,21 @@ const LARGE: u64 = 1 << 7;
 pub struct X86;
 
 impl X86 {
+    /// P: the entry is valid.
     pub const PRESENT: u64 = 1 << 0;
+    /// R/W: writes allowed (clear makes the region read-only).
     pub const WRITE: u64 = 1 << 1;
+    /// U/S: user-mode accesses allowed.
     pub const USER: u64 = 1 << 2;
+    /// A: set by the processor when the entry is used in a translation.
     pub const ACCESSED_BIT: u64 = 1 << 5;
+    /// D: set by the processor in a leaf entry when the page is written.
     pub const DIRTY_BIT: u64 = 1 << 6;
     /// PS: page size (large leaf) at levels 2 and 3.
     pub const LARGE_PAGE: u64 = LARGE;
+    /// G: in a leaf, the translation survives a CR3 write (with CR4.PGE).
     pub const GLOBAL: u64 = 1 << 8;
+    /// XD (NX): instruction fetches forbidden (with EFER.NXE).
     pub const NO_EXEC: u64 = 1 << 63;
 
     /// A non-leaf entry pointing at the table at `table_addr`, with the permissions Linux gives
@@ -151,13 +170,19 @@ impl EntryFormat for X86 {
 pub struct Ept;
 
 impl Ept {
+    /// Guest reads allowed.
     pub const READ: u64 = 1 << 0;
+    /// Guest writes allowed.
     pub const WRITE: u64 = 1 << 1;
+    /// Guest instruction fetches allowed.
     pub const EXEC: u64 = 1 << 2;
     /// Memory type write-back (6) in bits 3..=5 of leaf entries, as KVM maps RAM.
     pub const MEMTYPE_WB: u64 = 6 << 3;
+    /// Bit 7: the entry maps a page (2M at level 2, 1G at level 3).
     pub const LARGE_PAGE: u64 = LARGE;
+    /// Accessed: set by the processor when the entry is used (needs EPTP bit 6).
     pub const ACCESSED_BIT: u64 = 1 << 8;
+    /// Dirty: set by the processor in a leaf entry when guest memory is written.
     pub const DIRTY_BIT: u64 = 1 << 9;
 
     /// A non-leaf EPT entry pointing at the EPT table at `table_addr` (read/write/execute).

@@ -1,7 +1,7 @@
 //! Traces of a PowerPC e500v2 Linux guest, recorded under QEMU by the `e500rec` plugin of
 //! `guests/e500/` (format: `docs/e500-trace.md`).
 //!
-//! - [`format`]: the record types and the format's constants.
+//! - [`mod@format`]: the record types and the format's constants.
 //! - [`reader`]: a streaming reader that checks version, structure and checksum.
 //! - [`writer`]: the same format written from Rust (tests, tools).
 //! - [`insn`]: which instructions are privileged, by class, and SPR names.

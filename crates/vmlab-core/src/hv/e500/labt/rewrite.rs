@@ -7,7 +7,7 @@
 //!   mtspr of an SPR whose emulation is a plain store: SPRGs, SRR0/1, DEAR, ESR, the MAS
 //!   registers, IVPR and the IVORs, which the host reads when it delivers an interrupt,
 //!   and BUCSR, L1CSR0/1, HID0/1, whose writes KVM only records);
-//! - one that changes MSR[EE] (wrtee, wrteei, and mtmsr when only EE/RI change) becomes a
+//! - one that changes `MSR[EE]` (wrtee, wrteei, and mtmsr when only EE/RI change) becomes a
 //!   branch to a routine in the translation cache that does what Linux's paravirtual
 //!   templates do (`kvm_emul.S`), falling back to the original instruction, which traps,
 //!   when the host must act;

@@ -37,7 +37,7 @@ pub mod field {
     pub const MSR: u16 = 88;
     /// DSISR (a `u32`).
     pub const DSISR: u16 = 96;
-    /// `int_pending`: the host has an interrupt waiting for MSR[EE].
+    /// `int_pending`: the host has an interrupt waiting for `MSR[EE]`.
     pub const INT_PENDING: u16 = 100;
     /// MAS0 (a `u32`).
     pub const MAS0: u16 = 168;

@@ -5,7 +5,7 @@
 //! it falls back to the original instruction), anything unpatched exits as under KVM.
 //!
 //! The trace has what the templates read except two things, handled so:
-//! - `int_pending`: the host has an interrupt queued for when the guest sets MSR[EE]. The
+//! - `int_pending`: the host has an interrupt queued for when the guest sets `MSR[EE]`. The
 //!   recorded guest takes such an interrupt right after the instruction that enabled EE
 //!   (an external, decrementer or fixed-interval interrupt with SRR0 = pc + 4), so an
 //!   EE-enabling template followed by one took the trapping path: the exit and the longer
@@ -27,12 +27,12 @@ use crate::hv::e500::model::{
 use crate::trace::e500::insn::PrivClass;
 use crate::trace::e500::{ExceptionKind, Header};
 
-/// Interrupts the host holds for MSR[EE]: external input, decrementer, fixed interval.
+/// Interrupts the host holds for `MSR[EE]`: external input, decrementer, fixed interval.
 pub fn is_ee_gated(kind: ExceptionKind) -> bool {
     matches!(kind.0, 4 | 10 | 11)
 }
 
-/// A template that finished in the guest with MSR[EE] set: if the next event is an
+/// A template that finished in the guest with `MSR[EE]` set: if the next event is an
 /// EE-gated interrupt at `pc + 4`, it really took the trapping path.
 #[derive(Debug, Clone, Copy)]
 pub struct EeWindow {

@@ -11,9 +11,9 @@
 
 use super::rules::Template;
 
-/// MSR[EE]: external interrupts enabled.
+/// `MSR[EE]`: external interrupts enabled.
 pub const MSR_EE: u32 = 1 << 15;
-/// MSR[RI]: recoverable interrupt (Book S; part of the templates' "safe" mask).
+/// `MSR[RI]`: recoverable interrupt (Book S; part of the templates' "safe" mask).
 pub const MSR_RI: u32 = 1 << 1;
 /// The MSR bits `kvm_emulate_mtmsr` may change without the host.
 pub const MSR_SAFE_BITS: u32 = MSR_EE | MSR_RI;
@@ -34,7 +34,7 @@ pub struct TemplateInput {
     pub old_msr: u32,
     /// The value written: the source register of mtmsr/wrtee (`wrteei` ignores it).
     pub value: u32,
-    /// The magic page's `int_pending`: the host holds an interrupt for MSR[EE].
+    /// The magic page's `int_pending`: the host holds an interrupt for `MSR[EE]`.
     pub int_pending: bool,
 }
 
