@@ -26,6 +26,7 @@ pub struct UsageError(pub String);
 /// What a command can fail with.
 #[derive(Debug)]
 pub enum CliError {
+    /// Bad input from the user: status 2.
     Usage(UsageError),
     /// The simulation itself failed (out of simulated memory, a simulator bug): status 1.
     Run(String),

@@ -38,10 +38,15 @@ pub use pipeline::Pipeline;
 /// One run to do.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
+    /// The workload to run, with its parameters.
     pub workload: WorkloadSpec,
+    /// The paging scheme: native, or how the hypervisor translates guest memory.
     pub paging: Paging,
+    /// The machine's structures and costs.
     pub profile: Profile,
+    /// Guest page size: 2M turns transparent huge pages on in the kernel model.
     pub guest_pages: PageSize,
+    /// The host page size backing guest memory (falls back to smaller ones where fragmented).
     pub host_pages: PageSize,
     /// Fraction of large host regions unavailable for large backing pages (0..=1).
     pub fragmentation: f64,
@@ -55,6 +60,7 @@ pub struct RunConfig {
     pub tolerance: f64,
     /// Run exactly `warmup` accesses of warm-up, with no steady-state test.
     pub fixed_warmup: bool,
+    /// Seed of the workload's random choices and of which host regions are fragmented.
     pub seed: u64,
     /// Back all guest memory before set-up (TPT's `echo 1 > /sys/kernel/devirt`); its
     /// exits count in set-up.
@@ -70,12 +76,16 @@ pub use check::check;
 /// The phase a progress report is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
+    /// Mapping and first touch of the workload's memory, before `StartMeasurement`.
     Setup,
+    /// Accesses that fill TLBs and caches but are not counted.
     Warmup,
+    /// The measured sample.
     Measure,
 }
 
 impl Phase {
+    /// The phase's name as progress output prints it.
     pub fn name(self) -> &'static str {
         match self {
             Phase::Setup => "set-up",
@@ -88,8 +98,11 @@ impl Phase {
 /// Progress of a run: `done` of `total` units (pages in set-up, accesses after).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Progress {
+    /// The phase the run is in.
     pub phase: Phase,
+    /// Units of the phase done so far.
     pub done: u64,
+    /// Units the phase has in all (for warm-up, its cap).
     pub total: u64,
 }
 

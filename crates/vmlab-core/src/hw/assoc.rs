@@ -13,7 +13,7 @@
 //! method allocates afterwards. Validity is a per-set bit mask plus a zero fingerprint in
 //! empty ways, which keeps every `u64` (including `0` and `u64::MAX`) usable as a key. A set
 //! is searched sixteen 8-bit key fingerprints at a time (one vector compare, see
-//! [`crate::host::simd`]) and full keys are compared only where a fingerprint matches.
+//! `crate::host::simd`) and full keys are compared only where a fingerprint matches.
 
 /// Geometry of one translation cache. `entries == 0` disables it (lookups always miss, fills
 /// do nothing).
@@ -220,7 +220,7 @@ macro_rules! with_sets {
 }
 
 /// A set-associative cache of `u64 -> u64` translations with per-set LRU replacement (see
-/// [`Set`] for what each set keeps). A lookup compares sixteen fingerprints at once and full
+/// `Set` for what each set keeps). A lookup compares sixteen fingerprints at once and full
 /// keys only on a fingerprint match.
 ///
 /// A disabled cache has one set that stays empty (fills skip it), so a lookup needs no

@@ -100,8 +100,11 @@ impl CacheConfig {
 pub struct MemoryConfig {
     /// Bytes per cache line, shared by all levels.
     pub line_size: u32,
+    /// The first-level data cache.
     pub l1d: CacheConfig,
+    /// The second-level cache.
     pub l2: CacheConfig,
+    /// The last-level cache.
     pub llc: CacheConfig,
 }
 
@@ -124,9 +127,13 @@ impl MemoryConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum MemLevel {
+    /// The L1 data cache.
     L1 = 0,
+    /// The L2 cache.
     L2 = 1,
+    /// The last-level cache.
     Llc = 2,
+    /// Memory: every cache missed.
     Dram = 3,
 }
 
@@ -150,8 +157,11 @@ impl MemLevel {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Requester {
+    /// A load or store of the program.
     Data = 0,
+    /// A page-table entry read by the walker (guest, native or EPT tables).
     Walk = 1,
+    /// A read of a tag-table entry (TPT).
     Tag = 2,
 }
 
@@ -268,7 +278,7 @@ impl Cache {
     }
 
     /// Largest line number this level can tag (the packed tag has 28 bits, and all ones is
-    /// [`EMPTY`]'s).
+    /// `EMPTY`'s).
     pub fn max_line(&self) -> u64 {
         ((1u64 << (32 - STATE_BITS)) - 2) << self.set_bits | self.set_mask
     }

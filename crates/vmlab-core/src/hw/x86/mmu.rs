@@ -33,21 +33,29 @@ use crate::hw::x86::walker::{
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TlbConfig {
+    /// The L1 DTLB for 4K pages.
     pub l1_4k: TranslationCacheConfig,
+    /// The L1 DTLB for 2M pages.
     pub l1_2m: TranslationCacheConfig,
+    /// The L1 DTLB for 1G pages.
     pub l1_1g: TranslationCacheConfig,
     /// The unified second-level TLB for 4K and 2M pages.
     pub stlb: TranslationCacheConfig,
+    /// The second-level TLB for 1G pages.
     pub stlb_1g: TranslationCacheConfig,
-    /// Paging-structure caches of the guest (or native) tables.
+    /// Paging-structure cache of the guest (or native) tables' PDEs (level 2).
     pub pde_cache: TranslationCacheConfig,
+    /// Paging-structure cache of the guest (or native) tables' PDPTEs (level 3).
     pub pdpte_cache: TranslationCacheConfig,
+    /// Paging-structure cache of the guest (or native) tables' PML4Es (level 4).
     pub pml4e_cache: TranslationCacheConfig,
     /// Cached guest-physical mappings (GPA -> HPA), used by 2D walks.
     pub nested_tlb: TranslationCacheConfig,
-    /// Paging-structure caches of the EPT.
+    /// Paging-structure cache of the EPT's PDEs (level 2).
     pub ept_pde_cache: TranslationCacheConfig,
+    /// Paging-structure cache of the EPT's PDPTEs (level 3).
     pub ept_pdpte_cache: TranslationCacheConfig,
+    /// Paging-structure cache of the EPT's PML4Es (level 4).
     pub ept_pml4e_cache: TranslationCacheConfig,
 }
 
@@ -71,6 +79,7 @@ impl TlbConfig {
         }
     }
 
+    /// Checks every structure's geometry; the error names the structure (`tlb.stlb`, ...).
     pub fn validate(&self) -> Result<(), String> {
         for (name, cfg) in self.named() {
             cfg.validate(name)?;
@@ -102,17 +111,29 @@ pub enum Root {
     /// No translation yet: every access faults in the guest dimension.
     None,
     /// A 1D walk from a host-physical root (native paging).
-    OneD { cr3: Hpa },
+    OneD {
+        /// Host-physical address of the top-level table.
+        cr3: Hpa,
+    },
     /// A 2D walk: guest tables from a guest-physical root, each reference through the EPT.
-    TwoD { guest_cr3: Gpa, eptp: Hpa },
+    TwoD {
+        /// Guest-physical address of the guest's top-level table.
+        guest_cr3: Gpa,
+        /// Host-physical address of the EPT's top-level table.
+        eptp: Hpa,
+    },
     /// A 1D walk of guest-built host-address tables (TPT): every table frame the walk
     /// touches and the final frame must be tagged to the VM, checked before use.
-    Tagged { cr3: Hpa },
+    Tagged {
+        /// Host-physical address of the top-level table.
+        cr3: Hpa,
+    },
 }
 
 /// Event counters of the MMU (all exact).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MmuCounters {
+    /// User-mode data accesses ([`Mmu::access`] calls), faulting ones included.
     pub accesses: u64,
     /// Accesses that missed every L1 DTLB.
     pub l1_tlb_misses: u64,
@@ -132,9 +153,11 @@ pub struct MmuCounters {
     pub nested_tlb_misses: u64,
     /// Walks that ended in a fault (either dimension).
     pub faults: u64,
-    /// TLB fills checked against the memory tags, frames checked, and checks that failed.
+    /// TLB fills checked against the memory tags (walks from a tagged root).
     pub tag_fills: u64,
+    /// Frames checked against the memory tags (each table frame and the final frame).
     pub tag_checks: u64,
+    /// Tag checks that failed: the frame belongs to someone else.
     pub tag_violations: u64,
 }
 
@@ -144,6 +167,7 @@ impl MmuCounters {
         self.guest_refs + self.ept_refs
     }
 
+    /// The counts since `earlier`, a snapshot of these counters taken before.
     pub fn since(&self, earlier: &MmuCounters) -> MmuCounters {
         MmuCounters {
             accesses: self.accesses - earlier.accesses,
@@ -331,10 +355,12 @@ impl Mmu {
         self.tag_reads = on;
     }
 
+    /// The MMU's event counters since it was made.
     pub fn counters(&self) -> &MmuCounters {
         &self.counters
     }
 
+    /// The cache hierarchy behind the MMU.
     pub fn memory(&self) -> &MemoryHierarchy {
         &self.memory
     }
@@ -345,6 +371,7 @@ impl Mmu {
         &mut self.memory
     }
 
+    /// The tables walked on a TLB miss.
     pub fn root(&self) -> Root {
         self.root
     }
@@ -601,7 +628,7 @@ impl Mmu {
     /// prefetches the next entry, or the cache sets of the data line. Where each access
     /// stands is kept on the stack, with a reference to the entry to read next, so a later
     /// stage neither looks the access up nor finds the entry's table page again. See
-    /// [`crate::host::prefetch`].
+    /// `crate::host::prefetch`.
     pub fn prefetch(&self, mem: &HostMemory, vas: &[Gva]) {
         let stages = self.prefetch_stages();
         let guest_root = match self.root {

@@ -21,9 +21,13 @@ pub enum Dimension {
     Ept,
 }
 
+/// Why a walk faulted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FaultKind {
+    /// An entry on the walk had its present bit clear.
     NotPresent,
+    /// The permissions along the walk deny the access (say, a write to a read-only page),
+    /// or a large-page bit sits at a level where no leaf may be.
     Protection,
     /// A memory-tag check failed: the frame belongs to someone else (TPT isolation).
     TagViolation,
@@ -33,12 +37,15 @@ pub enum FaultKind {
 /// or the hypervisor (EPT dimension, an EPT violation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Fault {
+    /// The tables being walked when the fault happened.
     pub dimension: Dimension,
     /// The address being translated in that dimension (a GVA, or a GPA for EPT faults).
     pub addr: u64,
     /// The level whose entry denied the translation.
     pub level: u8,
+    /// Why the translation was denied.
     pub kind: FaultKind,
+    /// Whether the faulting access was a write.
     pub write: bool,
 }
 
@@ -47,7 +54,9 @@ pub struct Fault {
 pub struct Leaf {
     /// Output address of the start of the page.
     pub base: u64,
+    /// The page's size (set by the level the leaf entry sits at).
     pub size: PageSize,
+    /// The permissions of every entry on the walk, combined.
     pub perms: Perms,
 }
 
@@ -81,6 +90,7 @@ pub struct WalkCaches {
 pub const TAG_SHIFT: u32 = 48;
 
 impl WalkCaches {
+    /// Caches of the given geometry for the PDE, PDPTE and PML4E levels.
     pub fn new(
         pde: &TranslationCacheConfig,
         pdpte: &TranslationCacheConfig,
@@ -95,6 +105,7 @@ impl WalkCaches {
         }
     }
 
+    /// Every level off: walks always start at the root.
     pub fn disabled() -> Self {
         let off = TranslationCacheConfig::DISABLED;
         Self::new(&off, &off, &off)
@@ -106,6 +117,7 @@ impl WalkCaches {
         (addr >> X86_64_4LEVEL.level_shift(level)) | (tag << TAG_SHIFT)
     }
 
+    /// Drop every cached prefix, of every tag.
     pub fn flush(&mut self) {
         self.by_level.iter_mut().for_each(TranslationCache::flush);
     }
