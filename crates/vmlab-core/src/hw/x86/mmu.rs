@@ -110,7 +110,8 @@ impl TlbConfig {
 pub enum Root {
     /// No translation yet: every access faults in the guest dimension.
     None,
-    /// A 1D walk from a host-physical root (native paging).
+    /// A 1D walk from a host-physical root: native paging, a shadow page table, a PV guest's
+    /// validated tables, and TPT's direct tables without memory tags (`tpt-prototype`) alike.
     OneD {
         /// Host-physical address of the top-level table.
         cr3: Hpa,
