@@ -7,7 +7,7 @@
 //! that contains every path), and forwards everything else to the host on the guest's behalf.
 //!
 //! The mechanisms differ in how many host context switches one guest system call costs, which is
-//! what the benchmark suite ([`bench`]) measures. `docs/guest.md` explains the design and the
+//! what the benchmark suite ([`bench`](mod@bench)) measures. `docs/guest.md` explains the design and the
 //! numbers, and lists every system call with how the guest kernel treats it ([`calls`]).
 //!
 //! Linux on x86-64 only: elsewhere [`run`] fails with a one-line error.
