@@ -12,7 +12,7 @@ use crate::addr::{Gfn, Gva, PageSize};
 use crate::hw::x86::pte::{EntryFormat, Perms, FRAME_MASK, X86};
 use crate::os::kernel::{Kernel, OsError};
 use crate::os::pvops::PvOps;
-use crate::os::tables::{self, LeafEntry};
+use crate::os::tables::{self, LeafEntry, WalkEnd};
 
 impl Kernel {
     /// Handle a page fault of the current process at `va`.
@@ -31,22 +31,25 @@ impl Kernel {
             .ok_or(OsError::SegFault { va, write })?;
         let pgd = process.pgd;
         self.counters.page_faults += 1;
-        if let Some(leaf) = tables::find_leaf(pv, pgd, self.config.levels, va)? {
-            if X86::perms(leaf.entry).allows(write) {
-                return Ok(());
+        let missing = match tables::walk(pv, pgd, self.config.levels, va)? {
+            WalkEnd::Leaf(leaf) => {
+                if X86::perms(leaf.entry).allows(write) {
+                    return Ok(());
+                }
+                return self.copy_on_write(pv, leaf);
             }
-            return self.copy_on_write(pv, leaf);
-        }
+            WalkEnd::Missing { level, table } => (level, table),
+        };
         let perms = Perms {
             write: vma.writable,
             exec: false,
             ..Perms::ALL
         };
         let huge_base = va.align_down(PageSize::Size2M);
-        if self.config.thp == crate::os::ThpPolicy::Always
-            && vma.covers(huge_base, PageSize::Size2M.bytes())
-        {
-            let pmd = self.ensure_tables(pv, pgd, va, 2)?;
+        let thp_tried = self.config.thp == crate::os::ThpPolicy::Always
+            && vma.covers(huge_base, PageSize::Size2M.bytes());
+        if thp_tried {
+            let pmd = self.ensure_tables_below(pv, pgd, missing, va, 2)?;
             if !X86::is_present(pv.read_entry(pmd, tables::index_of(va, 2))?) {
                 if let Some(frame) = self.phys.alloc(PageSize::Size2M) {
                     pv.clear_page(frame, PageSize::Size2M)?;
@@ -63,7 +66,11 @@ impl Kernel {
                 // No aligned 2 MiB frame left: fall back to 4 KiB pages, as THP does.
             }
         }
-        let pt = self.ensure_tables(pv, pgd, va, 1)?;
+        let pt = if thp_tried {
+            self.ensure_tables(pv, pgd, va, 1)?
+        } else {
+            self.ensure_tables_below(pv, pgd, missing, va, 1)?
+        };
         let frame = self.alloc_frame(PageSize::Size4K)?;
         pv.clear_page(frame, PageSize::Size4K)?;
         self.counters.frames_cleared += 1;
@@ -113,8 +120,42 @@ impl Kernel {
         va: Gva,
         level: u8,
     ) -> Result<Gfn, OsError> {
-        let mut table = pgd;
-        for upper in (level + 1..=self.config.levels).rev() {
+        self.ensure_tables_from(pv, pgd, self.config.levels, va, level)
+    }
+
+    /// [`Self::ensure_tables`] after a walk of the same tables for `va` stopped at a missing
+    /// entry of the level-`missing.0` table `missing.1` (tables rooted at `pgd`), with no table changed since: the
+    /// present entries above it need not be read again (reading an entry has no simulated
+    /// effect once its table has been read), so the same tables are created in the same
+    /// order.
+    fn ensure_tables_below<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        pgd: Gfn,
+        missing: (u8, Gfn),
+        va: Gva,
+        level: u8,
+    ) -> Result<Gfn, OsError> {
+        let (from, table) = missing;
+        if from < level {
+            // The path is present down to `level`: walk it from the top.
+            return self.ensure_tables(pv, pgd, va, level);
+        }
+        self.ensure_tables_from(pv, table, from, va, level)
+    }
+
+    /// The table at `level` on the path to `va`, starting at the level-`top` table `table`,
+    /// creating missing tables below it.
+    fn ensure_tables_from<P: PvOps + ?Sized>(
+        &mut self,
+        pv: &mut P,
+        table: Gfn,
+        top: u8,
+        va: Gva,
+        level: u8,
+    ) -> Result<Gfn, OsError> {
+        let mut table = table;
+        for upper in (level + 1..=top).rev() {
             let index = tables::index_of(va, upper);
             let entry = pv.read_entry(table, index)?;
             table = if X86::is_present(entry) {

@@ -10,7 +10,7 @@ use crate::hv::remap::RemapCounters;
 use crate::hv::x86::exits::{ExitCounters, ExitReason};
 use crate::hv::x86::p2m_memo::P2mMemo;
 use crate::hw::frames::{HostMemory, OutOfMemory};
-use crate::hw::x86::paging::{Cursor, PagingMode};
+use crate::hw::x86::paging::{Cursor, PagingMode, SoftWalk};
 use crate::hw::x86::pte::{EntryFormat, Ept};
 
 /// How the hypervisor backs guest memory.
@@ -131,14 +131,29 @@ impl Vm {
 
     /// The host frame backing `gfn`, read from the EPT in software (no exit, no caches).
     pub fn translate(&self, mem: &HostMemory, gfn: Gfn) -> Option<Hfn> {
+        self.lookup(mem, gfn).ok()
+    }
+
+    /// [`Self::translate`], or for an unbacked frame where the software walk stopped: the
+    /// level and table of the missing entry (`None` if it stopped at a reserved entry).
+    fn lookup(&self, mem: &HostMemory, gfn: Gfn) -> Result<Hfn, Option<(u8, Hfn)>> {
         if let Some(hfn) = self.memo.get(gfn.raw()) {
-            return Some(Hfn::new(hfn));
+            return Ok(Hfn::new(hfn));
         }
-        let (entry, size) = self.ept_leaf(mem, gfn)?;
-        let base = PagingMode::leaf_base::<Ept>(entry, size);
+        let read = |table: Hfn, index| Ok::<_, ()>(mem.read_u64(self.entry_addr(table, index)));
+        let walk = self
+            .mode
+            .soft_walk::<Ept, _, _>(self.eptp, gfn.addr().raw(), read)
+            .map_err(|()| None)?;
+        let (at, size) = match walk {
+            SoftWalk::Leaf { at, size, .. } => (at, size),
+            SoftWalk::NotPresent(at) => return Err(Some((at.slot.level, at.slot.table))),
+            _ => return Err(None),
+        };
+        let base = PagingMode::leaf_base::<Ept>(at.entry, size);
         let hfn = Hpa::new(base | gfn.addr().offset_in(size)).frame();
         self.memo.remember(gfn.raw(), hfn.raw());
-        Some(hfn)
+        Ok(hfn)
     }
 
     /// The size of the host page backing `gfn`, if backed.
@@ -169,13 +184,18 @@ impl Vm {
     /// guest's first access to the frame traps as an EPT violation (no exit when the memory
     /// was populated at build, [`Vm::populate_at_build`]).
     pub fn touch(&mut self, mem: &mut HostMemory, gfn: Gfn) -> Result<Hfn, HvError> {
-        if let Some(hfn) = self.translate(mem, gfn) {
-            return Ok(hfn);
-        }
+        let stop = match self.lookup(mem, gfn) {
+            Ok(hfn) => return Ok(hfn),
+            Err(stop) => stop,
+        };
         if self.populated_at_build {
-            return self.back_unbacked(mem, gfn);
+            return self.back_unbacked_from(mem, gfn, stop);
         }
-        self.violation_on_unbacked(mem, gfn)
+        if gfn.raw() >= self.guest_frames {
+            return Err(HvError::OutsideGuest(gfn.addr()));
+        }
+        self.exits.record(ExitReason::EptViolation);
+        self.back_unbacked_from(mem, gfn, stop)
     }
 
     /// Count an exit the hypervisor took for another reason than an EPT violation.
@@ -194,13 +214,26 @@ impl Vm {
 
     /// [`Self::back`] of a frame known to be unbacked: returns its new host frame.
     fn back_unbacked(&mut self, mem: &mut HostMemory, gfn: Gfn) -> Result<Hfn, HvError> {
+        self.back_unbacked_from(mem, gfn, None)
+    }
+
+    /// [`Self::back_unbacked`] after a software walk for `gfn` stopped at a missing entry
+    /// of the level-`stop.0` EPT table `stop.1` (`None`: walk from the root), with the EPT
+    /// unchanged since: the mapping's walk starts there when the backing page's leaf lies at
+    /// or below it (the entries above were just read and reading has no effect).
+    fn back_unbacked_from(
+        &mut self,
+        mem: &mut HostMemory,
+        gfn: Gfn,
+        stop: Option<(u8, Hfn)>,
+    ) -> Result<Hfn, HvError> {
         let gpa = gfn.addr();
         if gfn.raw() >= self.guest_frames {
             return Err(HvError::OutsideGuest(gpa));
         }
         let size = self.backing_size_for(gpa);
         let hfn = mem.alloc(size)?;
-        self.map(mem, gpa.align_down(size), hfn, size)?;
+        self.map_from(mem, gpa.align_down(size), hfn, size, stop)?;
         // The VM's memory is tagged to it (checked by the hardware under TPT).
         mem.tags_mut().assign(hfn.raw(), size.frames(), true);
         let level = self
@@ -223,16 +256,6 @@ impl Vm {
         }
         self.exits.record(ExitReason::EptViolation);
         self.back(mem, gpa.frame()).map(|_| ())
-    }
-
-    /// [`Self::handle_ept_violation`] at a frame known to be unbacked: returns its new host
-    /// frame.
-    fn violation_on_unbacked(&mut self, mem: &mut HostMemory, gfn: Gfn) -> Result<Hfn, HvError> {
-        if gfn.raw() >= self.guest_frames {
-            return Err(HvError::OutsideGuest(gfn.addr()));
-        }
-        self.exits.record(ExitReason::EptViolation);
-        self.back_unbacked(mem, gfn)
     }
 
     /// The largest page size, up to the configured one, that can back the region of `gpa`:
@@ -273,11 +296,29 @@ impl Vm {
         hfn: Hfn,
         size: PageSize,
     ) -> Result<(), HvError> {
+        self.map_from(mem, gpa, hfn, size, None)
+    }
+
+    /// [`Self::map`], its walk starting at the level-`start.0` table `start.1` on the path to
+    /// `gpa` when that lies at or above the leaf's level (`None`: at the root).
+    fn map_from(
+        &mut self,
+        mem: &mut HostMemory,
+        gpa: Gpa,
+        hfn: Hfn,
+        size: PageSize,
+        start: Option<(u8, Hfn)>,
+    ) -> Result<(), HvError> {
         let leaf_level = self
             .mode
             .leaf_level(size)
             .expect("backing sizes are EPT leaf sizes");
-        let mut cursor = Cursor::new(&self.mode, self.eptp, gpa.raw());
+        let mut cursor = match start {
+            Some((level, table)) if level >= leaf_level => {
+                Cursor::at(&self.mode, table, level, gpa.raw())
+            }
+            _ => Cursor::new(&self.mode, self.eptp, gpa.raw()),
+        };
         while cursor.level() > leaf_level {
             let at = self.entry_addr(cursor.table(), cursor.index());
             let entry = mem.read_u64(at);

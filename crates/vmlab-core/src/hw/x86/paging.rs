@@ -457,6 +457,18 @@ impl<'m, T: TableFrame> Cursor<'m, T> {
         }
     }
 
+    /// A walk for `addr` standing at `table`, the level-`level` table on the path to `addr`
+    /// (where an earlier walk for the same address stopped).
+    #[inline]
+    pub fn at(mode: &'m PagingMode, table: T, level: u8, addr: u64) -> Self {
+        Cursor {
+            mode,
+            addr,
+            level,
+            table,
+        }
+    }
+
     /// The level of the table the walk stands at.
     #[inline]
     pub fn level(&self) -> u8 {
