@@ -389,7 +389,7 @@ pub(crate) fn answer(
         // A directory received from outside the root is not inside the chroot: `..` from it
         // leads anywhere, and the host would run these calls from it unchecked.
         c::SYS_fchdir => kernel.fchdir_refusal(tid, call.args[0] as i32),
-        _ if kernel.root.is_some() && calls::is_metadata(call.nr) => kernel.metadata_at_descriptor(tid, tgid, call),
+        _ if calls::is_metadata(call.nr) => kernel.metadata_at_descriptor(tid, tgid, call),
         _ => match refusal(call) {
             Some(e) => Some(e),
             None => match kernel.identity(tid, tgid, call) {
