@@ -759,12 +759,19 @@ impl MemoryHierarchy {
     #[inline]
     pub fn prefetch(&self, hpa: Hpa) {
         // A stream's levels prefetch their own sets just before they serve.
-        if !matches!(self.stream, Stream::Immediate) {
+        if self.is_streaming() {
             return;
         }
         let line = hpa.raw() >> self.line_shift;
         self.levels.l2.prefetch(line);
         self.levels.llc.prefetch(line);
+    }
+
+    /// Whether a stream is open: references are served later, by levels that prefetch their
+    /// own sets, so [`Self::prefetch`] does nothing.
+    #[inline]
+    pub fn is_streaming(&self) -> bool {
+        !matches!(self.stream, Stream::Immediate)
     }
 
     /// Highest host address every enabled level can tag (packed tags are 28 bits wide).

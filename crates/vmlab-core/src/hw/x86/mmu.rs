@@ -611,12 +611,14 @@ impl Mmu {
 
     /// How many look-ahead stages a coming access needs under the current root: one per
     /// leaf-level entry a walk reads from a large table (the guest's or native leaf, and
-    /// under nested paging the EPT leaf of the data page), plus one for the data line.
+    /// under nested paging the EPT leaf of the data page), plus one for the data line unless
+    /// a stream is open (its cache levels prefetch their own sets).
     fn prefetch_stages(&self) -> usize {
+        let data_line = usize::from(!self.memory.is_streaming());
         match self.root {
             Root::None => 0,
-            Root::OneD { .. } | Root::Tagged { .. } => 3,
-            Root::TwoD { .. } => 4,
+            Root::OneD { .. } | Root::Tagged { .. } => 2 + data_line,
+            Root::TwoD { .. } => 3 + data_line,
         }
     }
 
