@@ -271,14 +271,22 @@ impl HostMemory {
             .map(|page| &page[entry_index(addr)])
     }
 
-    /// Prefetch (in the host) the index bucket where [`Self::entry`] of `addr` starts
-    /// looking, so a later stage finds the entry's page without waiting; no simulated effect.
+    /// The slot of `frame`'s page in the table storage, if it has table contents: for the
+    /// look-ahead, which remembers table pages by slot (see [`Self::entry_in_slot`]).
     #[inline]
-    pub fn prefetch_entry_index(&self, addr: Hpa) {
-        let bucket = self.index.home(addr.frame().raw());
-        if let Some(bucket) = self.index.buckets.get(bucket) {
-            crate::host::prefetch::prefetch(bucket);
-        }
+    pub fn table_slot(&self, frame: Hfn) -> Option<u32> {
+        self.index.get(frame.raw())
+    }
+
+    /// The entry at byte `offset` (taken modulo the page, 8-byte aligned) of the table page
+    /// in storage slot `slot`, if there is such a slot: for the look-ahead, which finds
+    /// entries without looking their frame up. A remembered slot is only a hint: once its
+    /// frame's contents are dropped it may hold another frame's table, or old contents,
+    /// but never lies outside the storage.
+    #[inline]
+    pub fn entry_in_slot(&self, slot: u32, offset: u64) -> Option<&u64> {
+        let index = ((offset >> 3) & (ENTRIES_PER_TABLE as u64 - 1)) as usize;
+        self.pages.pages.get(slot as usize).map(|page| &page[index])
     }
 
     /// Write the 8-byte entry at `addr`, giving the frame table contents if it had none.
@@ -539,6 +547,26 @@ mod tests {
                 want != 0
             );
         }
+    }
+
+    #[test]
+    fn entries_are_found_by_slot_and_a_stale_slot_stays_inside() {
+        let mut mem = HostMemory::new(1 << 30);
+        mem.write_u64(Hpa::new(0x5008), 11);
+        mem.write_u64(Hpa::new(0x9ff8), 22);
+        let (a, b) = (mem.table_slot(Hfn::new(5)), mem.table_slot(Hfn::new(9)));
+        assert_eq!(mem.table_slot(Hfn::new(6)), None);
+        // The offset is taken within the page, whatever lies above it.
+        assert_eq!(mem.entry_in_slot(a.unwrap(), 0x7_0008).copied(), Some(11));
+        assert_eq!(mem.entry_in_slot(b.unwrap(), 0xff8).copied(), Some(22));
+        assert_eq!(mem.entry_in_slot(a.unwrap(), 0x10).copied(), Some(0));
+        assert_eq!(mem.entry_in_slot(2, 0), None, "no third slot");
+        // Dropped contents leave the slot behind: it reads, but no longer as frame 5.
+        mem.drop_contents(Hfn::new(5));
+        mem.write_u64(Hpa::new(0xc008), 33);
+        assert_eq!(mem.table_slot(Hfn::new(12)), a);
+        assert_eq!(mem.entry_in_slot(a.unwrap(), 8).copied(), Some(33));
+        assert_eq!(mem.entry_in_slot(u32::MAX, 8), None);
     }
 
     #[test]

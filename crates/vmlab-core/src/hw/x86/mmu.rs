@@ -19,7 +19,7 @@
 //!   cost is the kernel model's.
 
 use crate::addr::{Gfn, Gpa, Gva, Hpa, PageSize};
-use crate::host::prefetch::{Lookahead, Next, Tables, LOOKAHEAD_BATCH};
+use crate::host::prefetch::{prefetch, LeafTable, LeafTables, Lookahead, Tables, LOOKAHEAD_BATCH};
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
 use crate::hw::cache::{MemoryConfig, MemoryHierarchy, Requester};
 use crate::hw::frames::HostMemory;
@@ -609,229 +609,274 @@ impl Mmu {
         }
     }
 
-    /// How many look-ahead stages a coming access needs under the current root: one per
-    /// leaf-level entry a walk reads from a large table (the guest's or native leaf, and
-    /// under nested paging the EPT leaf of the data page), plus one for the data line unless
-    /// a stream is open (its cache levels prefetch their own sets).
-    fn prefetch_stages(&self) -> usize {
-        let data_line = usize::from(!self.memory.is_streaming());
-        match self.root {
-            Root::None => 0,
-            Root::OneD { .. } | Root::Tagged { .. } => 2 + data_line,
-            Root::TwoD { .. } => 3 + data_line,
-        }
-    }
-
     /// Prefetch, in the host, what the coming accesses `vas` will touch; no simulated effect.
     ///
-    /// Runs in stages, each over the whole batch before the next, so the host overlaps the
-    /// misses a random-access workload causes in the simulator's own tables. Stage 0 walks
-    /// the upper levels functionally (no caches, counters or A/D updates) and prefetches the
-    /// leaf-level entry; each later stage reads what the previous one prefetched and
-    /// prefetches the next entry, or the cache sets of the data line. Where each access
-    /// stands is kept on the stack, with a reference to the entry to read next, so a later
-    /// stage neither looks the access up nor finds the entry's table page again. See
-    /// `crate::host::prefetch`.
+    /// Runs in stages, each over a batch before the next, so the host overlaps the misses a
+    /// random-access workload causes in the simulator's own tables. A first pass prefetches
+    /// the slots remembering each access's leaf-level table; the next takes the remembered
+    /// table (or walks the upper levels functionally: no caches, counters or A/D updates)
+    /// and prefetches the leaf-level entry through its storage slot; under nested paging the
+    /// next reads that entry and prefetches the EPT leaf entry of the data page. Unless a
+    /// stream is open (its cache levels prefetch their own sets), a last stage prefetches
+    /// the cache sets of the data line. See `crate::host::prefetch`.
     pub fn prefetch(&self, mem: &HostMemory, vas: &[Gva]) {
-        let stages = self.prefetch_stages();
-        let guest_root = match self.root {
-            Root::None => return,
-            Root::OneD { cr3 } | Root::Tagged { cr3 } => cr3.raw(),
-            Root::TwoD { guest_cr3, .. } => guest_cr3.raw(),
-        };
+        let stream = self.memory.is_streaming();
         for batch in vas.chunks(LOOKAHEAD_BATCH) {
-            // First the slots that remember each access's leaf-level table, so stage 0 finds
-            // them in the host's caches.
-            for va in batch {
-                self.lookahead.prefetch_leaf_table(
-                    Tables::Guest,
-                    guest_root,
-                    leaf_region(va.raw()),
-                );
+            match (self.root, stream) {
+                (Root::None, _) => return,
+                (Root::OneD { cr3 } | Root::Tagged { cr3 }, true) => {
+                    self.lookahead_native::<true>(mem, cr3.raw(), batch)
+                }
+                (Root::OneD { cr3 } | Root::Tagged { cr3 }, false) => {
+                    self.lookahead_native::<false>(mem, cr3.raw(), batch)
+                }
+                (Root::TwoD { guest_cr3, eptp }, true) => {
+                    self.lookahead_nested::<true>(mem, guest_cr3.raw(), eptp, batch)
+                }
+                (Root::TwoD { guest_cr3, eptp }, false) => {
+                    self.lookahead_nested::<false>(mem, guest_cr3.raw(), eptp, batch)
+                }
             }
-            let mut next = [Next::Done; LOOKAHEAD_BATCH];
-            for (next, va) in next.iter_mut().zip(batch) {
-                *next = self.lookahead_start(mem, va.raw());
+        }
+    }
+
+    /// The look-ahead of a batch through one-dimensional tables at `cr3` (host addresses).
+    /// `STREAM`: a stream is open, so the data line's cache sets are left to its levels.
+    #[inline(always)]
+    fn lookahead_native<const STREAM: bool>(&self, mem: &HostMemory, cr3: u64, batch: &[Gva]) {
+        let leaves = self.lookahead.leaf_tables(Tables::Guest, cr3);
+        for va in batch {
+            leaves.prefetch(leaf_region(va.raw()));
+        }
+        let mut entries = [&NOT_PRESENT; LOOKAHEAD_BATCH];
+        for (entry, va) in entries.iter_mut().zip(batch) {
+            let va = va.raw();
+            if let Some(hpa) = self.l1_peek(va) {
+                if !STREAM {
+                    self.memory.prefetch(hpa);
+                }
+                continue;
             }
-            for _ in 1..stages {
-                for (next, va) in next.iter_mut().zip(batch) {
-                    if !matches!(next, Next::Done) {
-                        *next = self.lookahead_continue(mem, va.raw(), *next);
+            let slot_of = |table| mem.table_slot(Hpa::new(table).frame());
+            match self.leaf_table::<X86>(mem, &leaves, cr3, va, Some, slot_of) {
+                Found::Table(leaf) => {
+                    let offset = leaf_entry_offset(va);
+                    if !STREAM {
+                        self.memory.prefetch(Hpa::new(leaf.table + offset));
+                    }
+                    if let Some(found) = mem.entry_in_slot(leaf.slot, offset) {
+                        prefetch(found);
+                        *entry = found;
                     }
                 }
+                Found::Output(hpa) if !STREAM => self.memory.prefetch(Hpa::new(hpa)),
+                Found::Output(_) | Found::Fault => {}
             }
+        }
+        if STREAM {
+            return;
+        }
+        for (entry, va) in entries.iter().zip(batch) {
+            self.prefetch_data::<X86>(**entry, va.raw());
         }
     }
 
-    fn lookahead_start<'m>(&self, mem: &'m HostMemory, va: u64) -> Next<'m> {
-        // A translation the L1 DTLB holds: only the data line is left.
-        for size in sizes_in(self.sizes_in_use) {
-            if let Some(value) = self.l1[size.index()].peek(tlb_key(va, size, self.tag)) {
-                self.memory
-                    .prefetch(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))));
-                return Next::Done;
-            }
-        }
-        match self.root {
-            Root::None => Next::Done,
-            Root::OneD { cr3 } | Root::Tagged { cr3 } => {
-                match self.probe_leaf::<X86>(mem, Tables::Guest, cr3.raw(), va, Some) {
-                    Probe::Entry(at) => Self::locate_later(mem, at),
-                    Probe::Output(hpa) => {
-                        self.memory.prefetch(Hpa::new(hpa));
-                        Next::Done
-                    }
-                    Probe::Fault => Next::Done,
-                }
-            }
-            Root::TwoD { guest_cr3, eptp } => {
-                let to_host = |gpa| self.guest_table_to_host(mem, gpa, eptp, false);
-                match self.probe_leaf::<X86>(mem, Tables::Guest, guest_cr3.raw(), va, to_host) {
-                    Probe::Entry(gpa) => match self.guest_table_to_host(mem, gpa, eptp, true) {
-                        Some(at) => Self::locate_later(mem, at),
-                        None => Next::Done,
-                    },
-                    Probe::Output(gpa) => self.lookahead_ept(mem, gpa, eptp),
-                    Probe::Fault => Next::Done,
-                }
-            }
-        }
-    }
-
-    fn lookahead_continue<'m>(&self, mem: &'m HostMemory, va: u64, next: Next<'m>) -> Next<'m> {
-        match next {
-            Next::Done => Next::Done,
-            Next::GuestLocate { at } => self
-                .prefetch_entry(mem, at)
-                .map_or(Next::Done, |entry| Next::GuestLeaf { entry }),
-            Next::GuestLeaf { entry } => {
-                let entry = *entry;
-                if !X86::is_present(entry) {
-                    return Next::Done;
-                }
-                let out = X86::frame_addr(entry) | (va & (PageSize::Size4K.bytes() - 1));
-                match self.root {
-                    Root::TwoD { eptp, .. } => self.lookahead_ept(mem, out, eptp),
-                    _ => {
-                        self.memory.prefetch(Hpa::new(out));
-                        Next::Done
-                    }
-                }
-            }
-            Next::EptLeaf { entry, gpa } => {
-                let entry = *entry;
-                if Ept::is_present(entry) {
-                    self.memory.prefetch(Hpa::new(
-                        Ept::frame_addr(entry) | (gpa & (PageSize::Size4K.bytes() - 1)),
-                    ));
-                }
-                Next::Done
-            }
-        }
-    }
-
-    /// Walk the EPT for the data address `gpa` down to its leaf-level entry and prefetch it.
-    fn lookahead_ept<'m>(&self, mem: &'m HostMemory, gpa: u64, eptp: Hpa) -> Next<'m> {
-        match self.probe_leaf::<Ept>(mem, Tables::Ept, eptp.raw(), gpa, Some) {
-            Probe::Entry(at) => self
-                .prefetch_entry(mem, at)
-                .map_or(Next::Done, |entry| Next::EptLeaf { entry, gpa }),
-            Probe::Output(hpa) => {
-                self.memory.prefetch(Hpa::new(hpa));
-                Next::Done
-            }
-            Probe::Fault => Next::Done,
-        }
-    }
-
-    /// [`probe`] for `addr` in `tables` rooted at `root`, starting at the leaf-level table
-    /// remembered for its 2 MiB region if there is one (and remembering the one found).
-    #[inline]
-    fn probe_leaf<F: EntryFormat>(
+    /// The look-ahead of a batch through the guest's tables at `guest_cr3` and the EPT at
+    /// `eptp`. `STREAM` as for [`Self::lookahead_native`].
+    #[inline(always)]
+    fn lookahead_nested<const STREAM: bool>(
         &self,
         mem: &HostMemory,
-        tables: Tables,
+        guest_cr3: u64,
+        eptp: Hpa,
+        batch: &[Gva],
+    ) {
+        let guest = self.lookahead.leaf_tables(Tables::Guest, guest_cr3);
+        let ept = self.lookahead.leaf_tables(Tables::Ept, eptp.raw());
+        for va in batch {
+            guest.prefetch(leaf_region(va.raw()));
+        }
+        // The guest leaf entries, then the EPT leaf entries of the data pages (with their
+        // guest-physical addresses) for the last stage.
+        let mut guest_entries = [&NOT_PRESENT; LOOKAHEAD_BATCH];
+        let mut ept_entries = [(&NOT_PRESENT, 0); LOOKAHEAD_BATCH];
+        for ((entry, data), va) in guest_entries.iter_mut().zip(&mut ept_entries).zip(batch) {
+            let va = va.raw();
+            if let Some(hpa) = self.l1_peek(va) {
+                if !STREAM {
+                    self.memory.prefetch(hpa);
+                }
+                continue;
+            }
+            let to_host = |gpa| self.guest_table_to_host(mem, &ept, gpa, eptp);
+            let slot_of = |table| {
+                let hpa = self.guest_table_to_host(mem, &ept, table, eptp)?;
+                mem.table_slot(Hpa::new(hpa).frame())
+            };
+            match self.leaf_table::<X86>(mem, &guest, guest_cr3, va, to_host, slot_of) {
+                Found::Table(leaf) => {
+                    let offset = leaf_entry_offset(va);
+                    if let Some(found) = mem.entry_in_slot(leaf.slot, offset) {
+                        prefetch(found);
+                        *entry = found;
+                    }
+                    // The walk translates the table's address too, and the nested TLB rarely
+                    // holds the translation of one of many leaf-level tables.
+                    self.lookahead_ept::<STREAM>(mem, &ept, leaf.table, eptp);
+                    if !STREAM {
+                        let gfn = leaf.table >> PageSize::Size4K.shift();
+                        if let Some(hfn) = self.lookahead.table_frame(gfn) {
+                            let at = hfn << PageSize::Size4K.shift() | offset;
+                            self.memory.prefetch(Hpa::new(at));
+                        }
+                    }
+                }
+                Found::Output(gpa) => {
+                    *data = (self.lookahead_ept::<STREAM>(mem, &ept, gpa, eptp), gpa);
+                }
+                Found::Fault => {}
+            }
+        }
+        for ((entry, data), va) in guest_entries.iter().zip(&mut ept_entries).zip(batch) {
+            let entry = **entry;
+            if X86::is_present(entry) {
+                let gpa = X86::frame_addr(entry) | (va.raw() & (PageSize::Size4K.bytes() - 1));
+                *data = (self.lookahead_ept::<STREAM>(mem, &ept, gpa, eptp), gpa);
+            }
+        }
+        if STREAM {
+            return;
+        }
+        for &(entry, gpa) in &ept_entries {
+            self.prefetch_data::<Ept>(*entry, gpa);
+        }
+    }
+
+    /// Prefetch the EPT leaf entry mapping `gpa` (and unless `STREAM`, the cache sets of its
+    /// line, or those of the data line if a large EPT page maps `gpa`); returns the entry.
+    #[inline(always)]
+    fn lookahead_ept<'m, const STREAM: bool>(
+        &self,
+        mem: &'m HostMemory,
+        ept: &LeafTables<'_>,
+        gpa: u64,
+        eptp: Hpa,
+    ) -> &'m u64 {
+        let slot_of = |table| mem.table_slot(Hpa::new(table).frame());
+        match self.leaf_table::<Ept>(mem, ept, eptp.raw(), gpa, Some, slot_of) {
+            Found::Table(leaf) => {
+                let offset = leaf_entry_offset(gpa);
+                if !STREAM {
+                    self.memory.prefetch(Hpa::new(leaf.table + offset));
+                }
+                if let Some(found) = mem.entry_in_slot(leaf.slot, offset) {
+                    prefetch(found);
+                    return found;
+                }
+            }
+            Found::Output(hpa) if !STREAM => self.memory.prefetch(Hpa::new(hpa)),
+            Found::Output(_) | Found::Fault => {}
+        }
+        &NOT_PRESENT
+    }
+
+    /// Prefetch the cache sets of the line a leaf-level `entry` of format `F` maps `addr` to.
+    #[inline(always)]
+    fn prefetch_data<F: EntryFormat>(&self, entry: u64, addr: u64) {
+        if F::is_present(entry) {
+            let out = F::frame_addr(entry) | (addr & (PageSize::Size4K.bytes() - 1));
+            self.memory.prefetch(Hpa::new(out));
+        }
+    }
+
+    /// The host address the L1 DTLB maps `va` to, if it holds a translation (no side
+    /// effects): then the access needs no walk.
+    #[inline(always)]
+    fn l1_peek(&self, va: u64) -> Option<Hpa> {
+        sizes_in(self.sizes_in_use).find_map(|size| {
+            let value = self.l1[size.index()].peek(tlb_key(va, size, self.tag))?;
+            Some(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))))
+        })
+    }
+
+    /// The leaf-level table covering `addr` in the tables at `root`: as `leaves` remembers
+    /// it, else found by [`Self::find_leaf_table`].
+    #[inline(always)]
+    fn leaf_table<F: EntryFormat>(
+        &self,
+        mem: &HostMemory,
+        leaves: &LeafTables<'_>,
         root: u64,
         addr: u64,
         to_host: impl Fn(u64) -> Option<u64>,
-    ) -> Probe {
-        // The look-ahead runs once or twice per simulated access, so its descriptor is a
-        // constant (its index arithmetic folds): both x86 depths have the same geometry
-        // below the root. The region is what one leaf-level table covers (2 MiB).
-        const MODE: PagingMode = X86_64_4LEVEL;
-        let region = leaf_region(addr);
-        let offset = MODE.entry_offset_of(addr, 1);
-        if let Some(table) = self.lookahead.leaf_table(tables, root, region) {
-            return Probe::Entry(table + offset);
+        slot_of: impl FnOnce(u64) -> Option<u32>,
+    ) -> Found {
+        match leaves.get(leaf_region(addr)) {
+            Some(leaf) => Found::Table(leaf),
+            None => self.find_leaf_table::<F>(mem, leaves, root, addr, to_host, slot_of),
         }
+    }
+
+    /// [`probe`] for `addr` in the tables at `root`, each table address mapped to a host
+    /// address by `to_host`; a leaf-level table found is remembered in `leaves` with its
+    /// storage slot (`slot_of` its address), if its frame has table contents.
+    #[inline(never)]
+    fn find_leaf_table<F: EntryFormat>(
+        &self,
+        mem: &HostMemory,
+        leaves: &LeafTables<'_>,
+        root: u64,
+        addr: u64,
+        to_host: impl Fn(u64) -> Option<u64>,
+        slot_of: impl FnOnce(u64) -> Option<u32>,
+    ) -> Found {
+        // Both x86 depths have the same geometry below the root, so the 4-level descriptor
+        // (a constant: its index arithmetic folds) serves 5-level tables below the root.
         let end = match self.mode.levels() {
             5 => probe::<F>(mem, &X86_64_5LEVEL, root, addr, to_host),
-            _ => probe::<F>(mem, &MODE, root, addr, to_host),
+            _ => probe::<F>(mem, &X86_64_4LEVEL, root, addr, to_host),
         };
-        if let Probe::Entry(at) = end {
-            self.lookahead
-                .remember_leaf_table(tables, root, region, at - offset);
+        match end {
+            Probe::Entry(at) => {
+                let table = at - leaf_entry_offset(addr);
+                let Some(slot) = slot_of(table) else {
+                    return Found::Fault;
+                };
+                let leaf = LeafTable { table, slot };
+                leaves.remember(leaf_region(addr), leaf);
+                Found::Table(leaf)
+            }
+            Probe::Output(out) => Found::Output(out),
+            Probe::Fault => Found::Fault,
         }
-        end
-    }
-
-    /// The look-ahead's next step for the guest (or native) leaf-level entry at host address
-    /// `at`: its frame-index bucket is prefetched now, the entry found and prefetched at the
-    /// next stage (finding it at once would wait on the bucket).
-    #[inline]
-    fn locate_later(mem: &HostMemory, at: u64) -> Next<'static> {
-        mem.prefetch_entry_index(Hpa::new(at));
-        Next::GuestLocate { at }
-    }
-
-    /// Prefetch a table entry the walk will read, and the cache sets its line maps to.
-    /// Returns the simulator's copy of the entry, for a later stage to read (`None`: its
-    /// frame has no table contents, so it reads as not present).
-    #[inline]
-    fn prefetch_entry<'m>(&self, mem: &'m HostMemory, at: u64) -> Option<&'m u64> {
-        self.memory.prefetch(Hpa::new(at));
-        let entry = mem.entry(Hpa::new(at));
-        if let Some(entry) = entry {
-            crate::host::prefetch::prefetch(entry);
-        }
-        entry
     }
 
     /// The host address of the guest table entry at guest-physical `gpa`: the table's frame
-    /// as last seen, else from a functional EPT walk (and then remembered). With `leaf`, the
-    /// EPT leaf entry mapping the table is prefetched in any case: the walk will read it
-    /// (the nested TLB rarely holds the translation of one of many leaf-level tables).
+    /// as last seen, else from a functional EPT walk (and then remembered).
     fn guest_table_to_host(
         &self,
         mem: &HostMemory,
+        ept: &LeafTables<'_>,
         gpa: u64,
         eptp: Hpa,
-        leaf: bool,
     ) -> Option<u64> {
         let offset = gpa & (PageSize::Size4K.bytes() - 1);
         let gfn = gpa >> PageSize::Size4K.shift();
-        let known = self.lookahead.table_frame(gfn);
-        if let (Some(hfn), false) = (known, leaf) {
+        if let Some(hfn) = self.lookahead.table_frame(gfn) {
             return Some(hfn << PageSize::Size4K.shift() | offset);
         }
-        let hpa = match self.probe_leaf::<Ept>(mem, Tables::Ept, eptp.raw(), gpa, Some) {
-            Probe::Entry(at) => {
-                let entry = if leaf {
-                    self.prefetch_entry(mem, at)
-                } else {
-                    mem.entry(Hpa::new(at))
-                };
-                if let Some(hfn) = known {
-                    return Some(hfn << PageSize::Size4K.shift() | offset);
-                }
-                let entry = entry.copied().unwrap_or(0);
+        let slot_of = |table| mem.table_slot(Hpa::new(table).frame());
+        let hpa = match self.leaf_table::<Ept>(mem, ept, eptp.raw(), gpa, Some, slot_of) {
+            Found::Table(leaf) => {
+                // Read through the frame, not the remembered slot: this is remembered longer.
+                let entry = mem.read_u64(Hpa::new(leaf.table + leaf_entry_offset(gpa)));
                 if !Ept::is_present(entry) {
                     return None;
                 }
                 Ept::frame_addr(entry) | offset
             }
-            Probe::Output(hpa) => hpa,
-            Probe::Fault => return None,
+            Found::Output(hpa) => hpa,
+            Found::Fault => return None,
         };
         self.lookahead
             .remember_table_frame(gfn, hpa >> PageSize::Size4K.shift());
@@ -953,6 +998,25 @@ impl Mmu {
 #[inline(always)]
 fn leaf_region(addr: u64) -> u64 {
     addr >> X86_64_4LEVEL.level_shift(2)
+}
+
+/// The byte offset of `addr`'s entry in its leaf-level table (both x86 depths alike).
+#[inline(always)]
+fn leaf_entry_offset(addr: u64) -> u64 {
+    X86_64_4LEVEL.entry_offset_of(addr, 1)
+}
+
+/// What the look-ahead reads for an access no table page has an entry for: not present.
+static NOT_PRESENT: u64 = 0;
+
+/// Where the look-ahead found an address's translation to end.
+enum Found {
+    /// At the leaf-level entry of this table.
+    Table(LeafTable),
+    /// At a large leaf: the output address.
+    Output(u64),
+    /// At a missing entry (or a leaf-level table without contents: nothing to prefetch).
+    Fault,
 }
 
 /// Where a functional walk for prefetching ended.
