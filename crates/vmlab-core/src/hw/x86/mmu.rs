@@ -651,11 +651,14 @@ impl Mmu {
         let mut entries = [&NOT_PRESENT; LOOKAHEAD_BATCH];
         for (entry, va) in entries.iter_mut().zip(batch) {
             let va = va.raw();
-            if let Some(hpa) = self.l1_peek(va) {
-                if !STREAM {
+            // A translation the L1 DTLB holds needs no walk, only the data line. With a
+            // stream open that is left to the cache levels, and the peek is skipped: it costs
+            // more than a needless prefetch of a leaf entry (hot anyway when the L1 DTLB hits).
+            if !STREAM {
+                if let Some(hpa) = self.l1_peek(va) {
                     self.memory.prefetch(hpa);
+                    continue;
                 }
-                continue;
             }
             let slot_of = |table| mem.table_slot(Hpa::new(table).frame());
             match self.leaf_table::<X86>(mem, &leaves, cr3, va, Some, slot_of) {
@@ -702,11 +705,14 @@ impl Mmu {
         let mut ept_entries = [(&NOT_PRESENT, 0); LOOKAHEAD_BATCH];
         for ((entry, data), va) in guest_entries.iter_mut().zip(&mut ept_entries).zip(batch) {
             let va = va.raw();
-            if let Some(hpa) = self.l1_peek(va) {
-                if !STREAM {
+            // A translation the L1 DTLB holds needs no walk, only the data line. With a
+            // stream open that is left to the cache levels, and the peek is skipped: it costs
+            // more than a needless prefetch of a leaf entry (hot anyway when the L1 DTLB hits).
+            if !STREAM {
+                if let Some(hpa) = self.l1_peek(va) {
                     self.memory.prefetch(hpa);
+                    continue;
                 }
-                continue;
             }
             let to_host = |gpa| self.guest_table_to_host(mem, &ept, gpa, eptp);
             let slot_of = |table| {
