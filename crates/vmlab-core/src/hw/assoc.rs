@@ -406,6 +406,214 @@ fn sets_len(sets: &Sets) -> usize {
     with_sets!(sets, sets => sets.len())
 }
 
+/// The cache against an obviously correct model of true LRU: a `Vec` per set in recency
+/// order, over random operation sequences on geometries from direct-mapped to 64 ways.
+#[cfg(test)]
+mod reference_model {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Per set, the entries from most to least recently used.
+    struct ReferenceLru {
+        ways: usize,
+        sets: Vec<Vec<(u64, u64)>>,
+        hits: u64,
+        misses: u64,
+    }
+
+    impl ReferenceLru {
+        fn new(cfg: &TranslationCacheConfig) -> Self {
+            let (ways, sets) = if cfg.entries == 0 {
+                (0, 1)
+            } else {
+                (cfg.ways as usize, (cfg.entries / cfg.ways) as usize)
+            };
+            Self {
+                ways,
+                sets: vec![Vec::new(); sets],
+                hits: 0,
+                misses: 0,
+            }
+        }
+
+        fn set(&mut self, key: u64) -> &mut Vec<(u64, u64)> {
+            let n = self.sets.len() as u64;
+            &mut self.sets[(key % n) as usize]
+        }
+
+        fn position(&mut self, key: u64) -> Option<usize> {
+            self.set(key).iter().position(|&(k, _)| k == key)
+        }
+
+        fn peek(&mut self, key: u64) -> Option<u64> {
+            let at = self.position(key)?;
+            Some(self.set(key)[at].1)
+        }
+
+        fn lookup(&mut self, key: u64) -> Option<u64> {
+            if self.ways == 0 {
+                return None;
+            }
+            match self.position(key) {
+                Some(at) => {
+                    self.hits += 1;
+                    let entry = self.set(key).remove(at);
+                    self.set(key).insert(0, entry);
+                    Some(entry.1)
+                }
+                None => {
+                    self.misses += 1;
+                    None
+                }
+            }
+        }
+
+        /// Returns the key evicted to make room, if any.
+        fn fill(&mut self, key: u64, value: u64) -> Option<u64> {
+            if self.ways == 0 {
+                return None;
+            }
+            if let Some(at) = self.position(key) {
+                self.set(key).remove(at);
+            }
+            let ways = self.ways;
+            let set = self.set(key);
+            set.insert(0, (key, value));
+            let evicted = set.get(ways).map(|&(k, _)| k);
+            set.truncate(ways);
+            evicted
+        }
+
+        fn invalidate(&mut self, key: u64) {
+            if let Some(at) = self.position(key) {
+                self.set(key).remove(at);
+            }
+        }
+
+        fn occupancy(&self) -> usize {
+            self.sets.iter().map(Vec::len).sum()
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Lookup(u64),
+        Peek(u64),
+        Fill(u64, u64),
+        /// Applied only when the key is absent (the caller's contract).
+        FillAbsent(u64, u64),
+        Invalidate(u64),
+        /// Keeps the entries whose `(key + value) % modulus != residue`.
+        Retain {
+            modulus: u64,
+            residue: u64,
+        },
+        Flush,
+    }
+
+    /// Geometries from direct-mapped to 64 ways, 1 to 8 sets, and a disabled cache.
+    fn geometry() -> impl Strategy<Value = TranslationCacheConfig> {
+        let ways = prop::sample::select(vec![1u32, 2, 4, 12, 16, 32, 64]);
+        prop_oneof![
+            8 => (ways, 0u32..4).prop_map(|(ways, sets_log)| TranslationCacheConfig {
+                entries: ways << sets_log,
+                ways,
+            }),
+            1 => Just(TranslationCacheConfig::DISABLED),
+        ]
+    }
+
+    /// Keys from a range about twice the capacity, some with high "address-space" bits (same
+    /// set, different key), and the extremes: sets overflow and keys conflict.
+    fn key(span: u64) -> impl Strategy<Value = u64> {
+        prop_oneof![
+            12 => (0..span, 0u64..3).prop_map(|(low, tag)| low | tag << 48),
+            1 => Just(0),
+            1 => Just(u64::MAX),
+        ]
+    }
+
+    fn op(span: u64) -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => key(span).prop_map(Op::Lookup),
+            2 => key(span).prop_map(Op::Peek),
+            4 => (key(span), any::<u64>()).prop_map(|(k, v)| Op::Fill(k, v)),
+            3 => (key(span), any::<u64>()).prop_map(|(k, v)| Op::FillAbsent(k, v)),
+            2 => key(span).prop_map(Op::Invalidate),
+            1 => (2u64..5, 0u64..5).prop_map(|(modulus, residue)| Op::Retain { modulus, residue }),
+            1 => Just(Op::Flush),
+        ]
+    }
+
+    fn case() -> impl Strategy<Value = (TranslationCacheConfig, Vec<Op>)> {
+        geometry().prop_flat_map(|cfg| {
+            let span = 2 * u64::from(cfg.entries.max(1)) + 3;
+            (Just(cfg), prop::collection::vec(op(span), 0..600))
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn matches_a_reference_lru((cfg, ops) in case()) {
+            let mut cache = TranslationCache::new(&cfg);
+            let mut model = ReferenceLru::new(&cfg);
+            for (i, op) in ops.iter().enumerate() {
+                match *op {
+                    Op::Lookup(k) => prop_assert_eq!(cache.lookup(k), model.lookup(k), "op {}", i),
+                    Op::Peek(k) => prop_assert_eq!(cache.peek(k), model.peek(k), "op {}", i),
+                    Op::Fill(k, v) => {
+                        cache.fill(k, v);
+                        if let Some(evicted) = model.fill(k, v) {
+                            prop_assert_eq!(cache.peek(evicted), None, "op {}", i);
+                        }
+                    }
+                    Op::FillAbsent(k, v) => {
+                        if model.peek(k).is_none() {
+                            cache.fill_absent(k, v);
+                            if let Some(evicted) = model.fill(k, v) {
+                                prop_assert_eq!(cache.peek(evicted), None, "op {}", i);
+                            }
+                        }
+                    }
+                    Op::Invalidate(k) => {
+                        cache.invalidate(k);
+                        model.invalidate(k);
+                    }
+                    Op::Retain { modulus, residue } => {
+                        let keep = |k: u64, v: u64| k.wrapping_add(v) % modulus != residue;
+                        cache.retain(keep);
+                        model.sets.iter_mut().for_each(|s| s.retain(|&(k, v)| keep(k, v)));
+                    }
+                    Op::Flush => {
+                        cache.flush();
+                        model.sets.iter_mut().for_each(Vec::clear);
+                    }
+                }
+                prop_assert_eq!(cache.occupancy(), model.occupancy(), "op {}", i);
+            }
+            prop_assert_eq!(cache.hits(), model.hits);
+            prop_assert_eq!(cache.misses(), model.misses);
+            // Every entry left, with its value; then the whole recency order, through the
+            // evictions that filling every set with fresh keys causes.
+            for set in model.sets.clone() {
+                for (k, v) in set {
+                    prop_assert_eq!(cache.peek(k), Some(v));
+                }
+            }
+            let fresh = 1u64 << 40;
+            for n in 0..u64::from(cfg.entries) {
+                cache.fill_absent(fresh + n, n);
+                if let Some(evicted) = model.fill(fresh + n, n) {
+                    prop_assert_eq!(cache.peek(evicted), None, "fresh fill {}", n);
+                }
+                prop_assert_eq!(cache.occupancy(), model.occupancy());
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
