@@ -83,6 +83,38 @@ pub fn move_to_front_u32x16<const N: usize>(lanes: &mut [u32; 16], last: usize, 
     }
 }
 
+/// Moves every lane of the `G` groups one lane up, in order across the groups (the last
+/// lane of group `g` enters group `g + 1`; the very last lane is dropped) and puts `value` in
+/// lane 0. On lanes in recency order whose tail is unused, this makes `value` the most recent
+/// without a blend: a translation cache's fill.
+#[inline(always)]
+pub fn push_front_u8x16<const G: usize>(lanes: &mut [[u8; 16]; G], value: u8) {
+    #[cfg(target_arch = "x86_64")]
+    sse2::push_front_u8x16::<G>(lanes, value);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let flat = lanes.as_flattened_mut();
+        flat.copy_within(0..flat.len() - 1, 1);
+        flat[0] = value;
+    }
+}
+
+/// [`push_front_u8x16`] for lanes `0..=last` only (across the groups; `last < 16 * G`): what
+/// lane `last` held is dropped and lanes after it keep theirs. On lanes in recency order this
+/// makes `value` the most recent when `last` is its old lane.
+#[inline(always)]
+pub fn move_to_front_u8x16<const G: usize>(lanes: &mut [[u8; 16]; G], last: usize, value: u8) {
+    debug_assert!(last < 16 * G);
+    #[cfg(target_arch = "x86_64")]
+    sse2::move_to_front_u8x16::<G>(lanes, last, value);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let flat = lanes.as_flattened_mut();
+        flat.copy_within(0..last, 1);
+        flat[0] = value;
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
     use core::arch::x86_64::*;
@@ -204,6 +236,68 @@ mod sse2 {
             }
         }
     }
+
+    /// `value` in lane 0 of a vector, the other lanes 0: what enters the first group.
+    #[inline(always)]
+    fn first_carry(value: u8) -> __m128i {
+        // SAFETY: SSE2 is enabled (asserted above).
+        unsafe { _mm_cvtsi32_si128(i32::from(value)) }
+    }
+
+    /// Group `v` moved up one lane, `carry` (the lane below it, in lane 0) entering.
+    #[inline(always)]
+    fn shifted_in(v: __m128i, carry: __m128i) -> __m128i {
+        // SAFETY: SSE2 is enabled (asserted above).
+        unsafe { _mm_or_si128(_mm_slli_si128::<1>(v), carry) }
+    }
+
+    /// The last lane of group `v`, moved to lane 0 (the carry into the next group).
+    #[inline(always)]
+    fn carry_out(v: __m128i) -> __m128i {
+        // SAFETY: SSE2 is enabled (asserted above).
+        unsafe { _mm_srli_si128::<15>(v) }
+    }
+
+    // Inlined into the translation cache's fill and hit paths for the same reason as
+    // `move_to_front_u32x16`.
+    #[inline(always)]
+    pub fn push_front_u8x16<const G: usize>(lanes: &mut [[u8; 16]; G], value: u8) {
+        let mut carry = first_carry(value);
+        for group in lanes.iter_mut() {
+            // SAFETY: SSE2 is enabled; the group is 16 bytes, in bounds, and unaligned loads
+            // and stores have no alignment requirement.
+            unsafe {
+                let v = _mm_loadu_si128(group.as_ptr().cast());
+                _mm_storeu_si128(group.as_mut_ptr().cast(), shifted_in(v, carry));
+                carry = carry_out(v);
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub fn move_to_front_u8x16<const G: usize>(lanes: &mut [[u8; 16]; G], last: usize, value: u8) {
+        // SAFETY: SSE2 is enabled; the loads and stores are as in `push_front_u8x16`.
+        unsafe {
+            // Lane numbers fit a signed byte: at most 64 lanes.
+            let last = _mm_set1_epi8(last as i8);
+            let mut carry = first_carry(value);
+            for (g, group) in lanes.iter_mut().enumerate() {
+                let v = _mm_loadu_si128(group.as_ptr().cast());
+                let at = _mm_add_epi8(
+                    _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                    _mm_set1_epi8((16 * g) as i8),
+                );
+                // Lanes after `last` keep their value, the others take the one below.
+                let keep = _mm_cmpgt_epi8(at, last);
+                let moved = _mm_or_si128(
+                    _mm_and_si128(keep, v),
+                    _mm_andnot_si128(keep, shifted_in(v, carry)),
+                );
+                _mm_storeu_si128(group.as_mut_ptr().cast(), moved);
+                carry = carry_out(v);
+            }
+        }
+    }
 }
 
 /// AVX2 forms of the whole-entry compare and the move to front, for loops that check
@@ -314,6 +408,40 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn byte_moves_match_a_plain_loop() {
+        fn check<const G: usize>(seed: u32) {
+            let mut x = seed;
+            let mut lanes = [[0u8; 16]; G];
+            for round in 0..100u8 {
+                for l in lanes.as_flattened_mut() {
+                    x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    *l = (x >> 24) as u8;
+                }
+                let value = round.wrapping_mul(37);
+                let mut want = lanes;
+                let flat = want.as_flattened_mut();
+                flat.copy_within(0..16 * G - 1, 1);
+                flat[0] = value;
+                let mut got = lanes;
+                push_front_u8x16::<G>(&mut got, value);
+                assert_eq!(got, want, "push front, {G} groups");
+                for last in 0..16 * G {
+                    let mut want = lanes;
+                    let flat = want.as_flattened_mut();
+                    flat.copy_within(0..last, 1);
+                    flat[0] = value;
+                    let mut got = lanes;
+                    move_to_front_u8x16::<G>(&mut got, last, value);
+                    assert_eq!(got, want, "last {last}, {G} groups");
+                }
+            }
+        }
+        check::<1>(1);
+        check::<2>(2);
+        check::<4>(3);
     }
 
     #[test]

@@ -76,8 +76,6 @@ impl TranslationCacheConfig {
 
 /// Most ways a translation cache may have (the valid bits of a set fit one `u64`).
 pub const MAX_WAYS: u32 = 64;
-/// LRU rank of an empty way: older than any valid one, so rank updates skip it.
-const EMPTY: u8 = u8::MAX;
 /// Ways are searched this many at a time (one vector compare).
 const LANES: usize = 16;
 type Lanes = [u8; LANES];
@@ -86,14 +84,18 @@ type Lanes = [u8; LANES];
 /// then works on fixed-size arrays, with no per-access slice arithmetic or bounds checks.
 ///
 /// For every way: an 8-bit fingerprint of its key (0 when the way is empty, never for a
-/// key), its LRU rank (0 = most recent; the valid ways' ranks are always 0..valid; padding
-/// lanes beyond the cache's ways stay empty), and its key and value.
+/// key; padding lanes beyond the cache's ways stay empty), and its key and value. Recency is
+/// an order of way numbers: the first `valid.count_ones()` lanes of `order` are the valid
+/// ways from most to least recently used, and the lanes after them are unused (any value).
+/// So a fill pushes its way in front of all lanes with no search for where the order ends,
+/// the least recently used way of a full set is the lane at `ways - 1`, and a hit moves its
+/// way's lane to the front.
 #[derive(Clone, Copy, Debug)]
 struct Set<const G: usize> {
     /// Bit `w` set when way `w` holds an entry.
     valid: u64,
     prints: [Lanes; G],
-    ranks: [Lanes; G],
+    order: [Lanes; G],
     entries: [[(u64, u64); LANES]; G],
 }
 
@@ -102,7 +104,7 @@ impl<const G: usize> Set<G> {
     const VACANT: Self = Set {
         valid: 0,
         prints: [[0; LANES]; G],
-        ranks: [[EMPTY; LANES]; G],
+        order: [[0; LANES]; G],
         entries: [[(0, 0); LANES]; G],
     };
 
@@ -130,28 +132,31 @@ impl<const G: usize> Set<G> {
         self.entries[way / LANES][way % LANES].1
     }
 
-    /// Make `way` the most recently used: every way more recent than it ages by one (empty
-    /// ways, ranked [`EMPTY`], never do).
+    /// Lane of `order` holding the valid `way`. Unused lanes after the valid ones may hold
+    /// its number too; the first match is the valid lane.
     #[inline(always)]
-    fn touch(&mut self, way: usize) {
-        let rank = self.ranks[way / LANES][way % LANES];
-        for lanes in self.ranks.iter_mut() {
-            for r in lanes.iter_mut() {
-                *r += (*r < rank) as u8;
+    fn lane_of(&self, way: usize) -> usize {
+        for (g, lanes) in self.order.iter().enumerate() {
+            let at = crate::host::simd::eq_mask_u8x16(lanes, way as u8);
+            if at != 0 {
+                return g * LANES + at.trailing_zeros() as usize;
             }
         }
-        self.ranks[way / LANES][way % LANES] = 0;
+        unreachable!("valid way {way} is not in the recency order")
     }
 
-    /// Remove `way`: every way older than it gets one rank younger.
+    /// Make the valid `way` the most recently used.
+    #[inline(always)]
+    fn touch(&mut self, way: usize) {
+        let lane = self.lane_of(way);
+        crate::host::simd::move_to_front_u8x16(&mut self.order, lane, way as u8);
+    }
+
+    /// Remove the valid `way`: the ways after it in the order move one lane forward.
     fn remove(&mut self, way: usize) {
-        let rank = self.ranks[way / LANES][way % LANES];
-        for lanes in self.ranks.iter_mut() {
-            for r in lanes.iter_mut() {
-                *r -= (*r > rank && *r != EMPTY) as u8;
-            }
-        }
-        self.ranks[way / LANES][way % LANES] = EMPTY;
+        let lane = self.lane_of(way);
+        let order = self.order.as_flattened_mut();
+        order.copy_within(lane + 1.., lane);
         self.prints[way / LANES][way % LANES] = 0;
         self.valid &= !(1 << way);
     }
@@ -161,29 +166,25 @@ impl<const G: usize> Set<G> {
     fn victim(&self, ways: usize) -> usize {
         let full = u64::MAX >> (64 - ways);
         let empty = !self.valid & full;
+        // Below `ways <= G * LANES`, a power of two: the masks change nothing but show the
+        // compiler the way is in range, so `put` needs no bounds checks.
         if empty != 0 {
-            // Below `ways <= G * LANES`, a power of two: the mask changes nothing but shows
-            // the compiler the way is in range, so `put` needs no bounds checks.
             return empty.trailing_zeros() as usize & (G * LANES - 1);
         }
-        // A full set's ranks are 0..ways, each once.
-        let oldest = (ways - 1) as u8;
-        for (g, lanes) in self.ranks.iter().enumerate() {
-            let at = crate::host::simd::eq_mask_u8x16(lanes, oldest);
-            if at != 0 {
-                return g * LANES + at.trailing_zeros() as usize;
-            }
-        }
-        0
+        let last = (ways - 1) & (G * LANES - 1);
+        self.order[last / LANES][last % LANES] as usize & (G * LANES - 1)
     }
 
-    /// Put `key -> value` into `way` as the most recently used entry.
+    /// Put `key -> value` into `way`, which is empty or the least recently used way of a full
+    /// set, as the most recently used entry.
     #[inline(always)]
-    fn put(&mut self, way: usize, key: u64, value: u64) {
+    fn put_new(&mut self, way: usize, key: u64, value: u64) {
         self.entries[way / LANES][way % LANES] = (key, value);
         self.prints[way / LANES][way % LANES] = fingerprint(key);
         self.valid |= 1 << way;
-        self.touch(way);
+        // The order's lanes after the valid ones are unused: the one that falls off the end
+        // of a full set is the way now taken.
+        crate::host::simd::push_front_u8x16(&mut self.order, way as u8);
     }
 
     /// Calls `f(way, key, value)` for each valid way.
@@ -333,10 +334,17 @@ impl TranslationCache {
         with_sets!(&mut self.sets, sets => {
             // SAFETY: as in `lookup`, `index <= set_mask == sets.len() - 1`.
             let set = unsafe { sets.get_unchecked_mut(index) };
-            let existing = if search { set.find(key) } else { None };
             debug_assert!(search || set.find(key).is_none(), "fill_absent of a cached key {key:#x}");
-            let way = existing.unwrap_or_else(|| set.victim(ways));
-            set.put(way, key, value);
+            match if search { set.find(key) } else { None } {
+                Some(way) => {
+                    set.entries[way / LANES][way % LANES].1 = value;
+                    set.touch(way);
+                }
+                None => {
+                    let way = set.victim(ways);
+                    set.put_new(way, key, value);
+                }
+            }
         })
     }
 
@@ -377,7 +385,6 @@ impl TranslationCache {
         with_sets!(&mut self.sets, sets => sets.iter_mut().for_each(|set| {
             set.valid = 0;
             set.prints.fill([0; LANES]);
-            set.ranks.fill([EMPTY; LANES]);
         }))
     }
 
