@@ -1,28 +1,13 @@
 //! Lane-parallel compares for set searches: which lanes of a small fixed-size array hold a
 //! value, as a bit mask. Every set-associative structure of the machine (cache sets,
-//! translation-cache fingerprints, LRU ranks) searches its set this way. Sets kept in recency
-//! order (the caches' LRU levels) also move their lanes here.
+//! translation-cache fingerprints and recency orders) searches its set this way. Sets kept in
+//! recency order (the caches' LRU levels, the translation caches) also move their lanes here.
 //!
 //! On x86-64 these are a handful of SSE2 instructions (a compare and a `pmovmskb`); the
 //! compiler does not find that form on its own for a bit-mask result. SSE2 is part of the
 //! x86-64 baseline, so this needs no run-time detection. Elsewhere a plain loop does the
 //! same. The cache levels' LRU loops also have AVX2 forms ([`avx2`]), chosen at run time
 //! once per pass over a chunk where the host has AVX2.
-
-/// Bit `i` set when `lanes[i] == value`.
-#[inline]
-pub fn eq_mask_u8x16(lanes: &[u8; 16], value: u8) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: the callee only needs SSE2, which every x86-64 processor has.
-    unsafe {
-        sse2::eq_mask_u8x16(lanes, value)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    lanes
-        .iter()
-        .enumerate()
-        .fold(0, |m, (i, &l)| m | u32::from(l == value) << i)
-}
 
 /// Bit `i` set when `lanes[i] & and == value`, for the first `N` lanes (`N` is 8 or 16: a
 /// set with at most 8 ways compares half the vectors; the other bits are 0).
@@ -83,6 +68,23 @@ pub fn move_to_front_u32x16<const N: usize>(lanes: &mut [u32; 16], last: usize, 
     }
 }
 
+/// Bit `16 * g + i` set when lane `i` of group `g` holds `value`, for `G` groups of 16 lanes
+/// (`G` at most 4): one mask for a whole set, so a search tests it once.
+#[inline(always)]
+pub fn eq_mask_u8x16s<const G: usize>(groups: &[[u8; 16]; G], value: u8) -> u64 {
+    const { assert!(G <= 4) };
+    #[cfg(target_arch = "x86_64")]
+    {
+        sse2::eq_mask_u8x16s::<G>(groups, value)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    groups
+        .as_flattened()
+        .iter()
+        .enumerate()
+        .fold(0, |m, (i, &l)| m | u64::from(l == value) << i)
+}
+
 /// Moves every lane of the `G` groups one lane up, in order across the groups (the last
 /// lane of group `g` enters group `g + 1`; the very last lane is dropped) and puts `value` in
 /// lane 0. On lanes in recency order whose tail is unused, this makes `value` the most recent
@@ -118,23 +120,6 @@ pub fn move_to_front_u8x16<const G: usize>(lanes: &mut [[u8; 16]; G], last: usiz
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
     use core::arch::x86_64::*;
-
-    /// Lanes `at..at + 16` bytes of `bytes` as one vector (the compiler turns this into one
-    /// unaligned load).
-    #[inline]
-    #[target_feature(enable = "sse2")]
-    fn load(bytes: &[u8], at: usize) -> __m128i {
-        let lo = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
-        let hi = u64::from_le_bytes(bytes[at + 8..at + 16].try_into().unwrap());
-        _mm_set_epi64x(hi as i64, lo as i64)
-    }
-
-    #[inline]
-    #[target_feature(enable = "sse2")]
-    pub fn eq_mask_u8x16(lanes: &[u8; 16], value: u8) -> u32 {
-        let eq = _mm_cmpeq_epi8(load(lanes, 0), _mm_set1_epi8(value as i8));
-        _mm_movemask_epi8(eq) as u32
-    }
 
     /// Lanes `at..at + 4` of `lanes` as one vector.
     #[inline]
@@ -234,6 +219,23 @@ mod sse2 {
                 store_u32x4(lanes, 8, step(8, v2, v1));
                 store_u32x4(lanes, 12, step(12, v3, v2));
             }
+        }
+    }
+
+    #[inline(always)]
+    pub fn eq_mask_u8x16s<const G: usize>(groups: &[[u8; 16]; G], value: u8) -> u64 {
+        // SAFETY: SSE2 is enabled (asserted above); each load reads one 16-byte group, in
+        // bounds, and unaligned loads have no alignment requirement.
+        unsafe {
+            // A multiply spreads the byte over a word: shorter than SSE2's byte broadcast.
+            let splat = u64::from(value).wrapping_mul(0x0101_0101_0101_0101);
+            let value = _mm_set1_epi64x(splat as i64);
+            let mut mask = 0u64;
+            for (g, group) in groups.iter().enumerate() {
+                let eq = _mm_cmpeq_epi8(_mm_loadu_si128(group.as_ptr().cast()), value);
+                mask |= u64::from(_mm_movemask_epi8(eq) as u32) << (16 * g);
+            }
+            mask
         }
     }
 
@@ -394,7 +396,7 @@ mod tests {
             }
             for v in 0..8u8 {
                 let want = (0..16).fold(0, |m, i| m | u32::from(bytes[i] == v) << i);
-                assert_eq!(eq_mask_u8x16(&bytes, v), want);
+                assert_eq!(eq_mask_u8x16s::<1>(&[bytes], v), u64::from(want));
                 let want = (0..16).fold(0, |m, i| {
                     m | u32::from(words[i] & 0x1e == u32::from(v) << 1) << i
                 });
@@ -442,6 +444,30 @@ mod tests {
         check::<1>(1);
         check::<2>(2);
         check::<4>(3);
+    }
+
+    #[test]
+    fn group_masks_match_a_plain_loop() {
+        let mut x = 0x2545_f491_u32;
+        let mut groups = [[0u8; 16]; 4];
+        for _ in 0..200 {
+            for l in groups.as_flattened_mut() {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                *l = (x >> 29) as u8;
+            }
+            for v in 0..8u8 {
+                let want = |n: usize| {
+                    (0..n).fold(0u64, |m, i| {
+                        m | u64::from(groups.as_flattened()[i] == v) << i
+                    })
+                };
+                assert_eq!(eq_mask_u8x16s::<4>(&groups, v), want(64));
+                let two: &[[u8; 16]; 2] = groups[..2].try_into().unwrap();
+                assert_eq!(eq_mask_u8x16s::<2>(two, v), want(32));
+                let one: &[[u8; 16]; 1] = groups[..1].try_into().unwrap();
+                assert_eq!(eq_mask_u8x16s::<1>(one, v), want(16));
+            }
+        }
     }
 
     #[test]

@@ -111,17 +111,15 @@ impl<const G: usize> Set<G> {
     /// Way holding a valid entry for `key`.
     #[inline(always)]
     fn find(&self, key: u64) -> Option<usize> {
-        let print = fingerprint(key);
-        for (g, lanes) in self.prints.iter().enumerate() {
-            // Empty ways and padding lanes hold 0, which no key's fingerprint is.
-            let mut candidates = crate::host::simd::eq_mask_u8x16(lanes, print);
-            while candidates != 0 {
-                let lane = candidates.trailing_zeros() as usize;
-                if self.entries[g][lane].0 == key {
-                    return Some(g * LANES + lane);
-                }
-                candidates &= candidates - 1;
+        // Empty ways and padding lanes hold 0, which no key's fingerprint is.
+        let mut candidates = crate::host::simd::eq_mask_u8x16s(&self.prints, fingerprint(key));
+        while candidates != 0 {
+            // Below `G * LANES`: the mask shows the compiler, so there is no bounds check.
+            let way = candidates.trailing_zeros() as usize & (G * LANES - 1);
+            if self.entries[way / LANES][way % LANES].0 == key {
+                return Some(way);
             }
+            candidates &= candidates - 1;
         }
         None
     }
@@ -136,13 +134,9 @@ impl<const G: usize> Set<G> {
     /// its number too; the first match is the valid lane.
     #[inline(always)]
     fn lane_of(&self, way: usize) -> usize {
-        for (g, lanes) in self.order.iter().enumerate() {
-            let at = crate::host::simd::eq_mask_u8x16(lanes, way as u8);
-            if at != 0 {
-                return g * LANES + at.trailing_zeros() as usize;
-            }
-        }
-        unreachable!("valid way {way} is not in the recency order")
+        let at = crate::host::simd::eq_mask_u8x16s(&self.order, way as u8);
+        debug_assert_ne!(at, 0, "valid way {way} is not in the recency order");
+        at.trailing_zeros() as usize & (G * LANES - 1)
     }
 
     /// Make the valid `way` the most recently used.
@@ -161,17 +155,17 @@ impl<const G: usize> Set<G> {
         self.valid &= !(1 << way);
     }
 
-    /// An empty way among the first `ways`, else the least recently used one.
+    /// An empty way among those in `full` (bit `w` for each of the cache's ways), else the
+    /// least recently used one, at lane `last` (`ways - 1`) of the order.
     #[inline(always)]
-    fn victim(&self, ways: usize) -> usize {
-        let full = u64::MAX >> (64 - ways);
+    fn victim(&self, full: u64, last: usize) -> usize {
         let empty = !self.valid & full;
         // Below `ways <= G * LANES`, a power of two: the masks change nothing but show the
-        // compiler the way is in range, so `put` needs no bounds checks.
+        // compiler the way is in range, so `put_new` needs no bounds checks.
         if empty != 0 {
             return empty.trailing_zeros() as usize & (G * LANES - 1);
         }
-        let last = (ways - 1) & (G * LANES - 1);
+        let last = last & (G * LANES - 1);
         self.order[last / LANES][last % LANES] as usize & (G * LANES - 1)
     }
 
@@ -230,6 +224,8 @@ macro_rules! with_sets {
 pub struct TranslationCache {
     /// Associativity; 0 when disabled.
     ways: usize,
+    /// Bit `w` set for each way `w < ways`: a set's ways when it is full.
+    full: u64,
     /// `sets - 1`: the set index is `key & set_mask`. The number of sets is a power of two
     /// (at least 1) fixed at construction, so every index is in range.
     set_mask: u64,
@@ -262,6 +258,11 @@ impl TranslationCache {
         };
         Self {
             ways,
+            full: if ways == 0 {
+                0
+            } else {
+                u64::MAX >> (64 - ways)
+            },
             set_mask: sets_len(&sets) as u64 - 1,
             sets,
             hits: 0,
@@ -306,7 +307,8 @@ impl TranslationCache {
     pub fn peek(&self, key: u64) -> Option<u64> {
         let index = self.set_of(key);
         with_sets!(&self.sets, sets => {
-            let set = &sets[index];
+            // SAFETY: as in `lookup`, `index <= set_mask == sets.len() - 1`.
+            let set = unsafe { sets.get_unchecked(index) };
             set.find(key).map(|way| set.value(way))
         })
     }
@@ -330,7 +332,7 @@ impl TranslationCache {
         if self.ways == 0 {
             return;
         }
-        let (index, ways) = (self.set_of(key), self.ways);
+        let (index, full, last) = (self.set_of(key), self.full, self.ways - 1);
         with_sets!(&mut self.sets, sets => {
             // SAFETY: as in `lookup`, `index <= set_mask == sets.len() - 1`.
             let set = unsafe { sets.get_unchecked_mut(index) };
@@ -341,7 +343,7 @@ impl TranslationCache {
                     set.touch(way);
                 }
                 None => {
-                    let way = set.victim(ways);
+                    let way = set.victim(full, last);
                     set.put_new(way, key, value);
                 }
             }
