@@ -14,6 +14,7 @@
 //! empty ways, which keeps every `u64` (including `0` and `u64::MAX`) usable as a key. A set
 //! is searched sixteen 8-bit key fingerprints at a time (one vector compare, see
 //! `crate::host::simd`) and full keys are compared only where a fingerprint matches.
+//! Recency is kept as an order of way numbers per set (see `Set`), moved with byte shifts.
 
 /// Geometry of one translation cache. `entries == 0` disables it (lookups always miss, fills
 /// do nothing).
