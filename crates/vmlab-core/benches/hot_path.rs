@@ -143,7 +143,7 @@ fn walk(c: &mut Criterion) {
     group.finish();
 }
 
-/// 3. `TranslationCache::lookup` on its own, hits and misses.
+/// 3. `TranslationCache::lookup` on its own, hits and misses, and a miss followed by a fill.
 fn translation_cache(c: &mut Criterion) {
     const N: usize = 4096;
     let geometries = [
@@ -197,6 +197,21 @@ fn translation_cache(c: &mut Criterion) {
             entries as usize,
             "lookups must not evict"
         );
+        // The translation path's pattern on a miss: the lookup, then a fill of the absent key
+        // that evicts the set's least recently used entry (the sets are full). The stream
+        // repeats only every N keys, far more than a set holds, so its lookups miss.
+        let mut refill = cache.clone();
+        let fresh: Vec<u64> = (0..N as u64).map(|n| misses[n as usize] + n).collect();
+        group.bench_function(format!("{name}/miss_fill"), |b| {
+            b.iter(|| {
+                for &key in black_box(&fresh) {
+                    if refill.lookup(key).is_none() {
+                        refill.fill_absent(key, key << 12);
+                    }
+                }
+            })
+        });
+        assert_eq!(refill.occupancy(), entries as usize);
     }
     group.finish();
 }

@@ -1,28 +1,13 @@
 //! Lane-parallel compares for set searches: which lanes of a small fixed-size array hold a
 //! value, as a bit mask. Every set-associative structure of the machine (cache sets,
-//! translation-cache fingerprints, LRU ranks) searches its set this way. Sets kept in recency
-//! order (the caches' LRU levels) also move their lanes here.
+//! translation-cache fingerprints and recency orders) searches its set this way. Sets kept in
+//! recency order (the caches' LRU levels, the translation caches) also move their lanes here.
 //!
 //! On x86-64 these are a handful of SSE2 instructions (a compare and a `pmovmskb`); the
 //! compiler does not find that form on its own for a bit-mask result. SSE2 is part of the
 //! x86-64 baseline, so this needs no run-time detection. Elsewhere a plain loop does the
 //! same. The cache levels' LRU loops also have AVX2 forms ([`avx2`]), chosen at run time
 //! once per pass over a chunk where the host has AVX2.
-
-/// Bit `i` set when `lanes[i] == value`.
-#[inline]
-pub fn eq_mask_u8x16(lanes: &[u8; 16], value: u8) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: the callee only needs SSE2, which every x86-64 processor has.
-    unsafe {
-        sse2::eq_mask_u8x16(lanes, value)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    lanes
-        .iter()
-        .enumerate()
-        .fold(0, |m, (i, &l)| m | u32::from(l == value) << i)
-}
 
 /// Bit `i` set when `lanes[i] & and == value`, for the first `N` lanes (`N` is 8 or 16: a
 /// set with at most 8 ways compares half the vectors; the other bits are 0).
@@ -83,26 +68,58 @@ pub fn move_to_front_u32x16<const N: usize>(lanes: &mut [u32; 16], last: usize, 
     }
 }
 
+/// Bit `16 * g + i` set when lane `i` of group `g` holds `value`, for `G` groups of 16 lanes
+/// (`G` at most 4): one mask for a whole set, so a search tests it once.
+#[inline(always)]
+pub fn eq_mask_u8x16s<const G: usize>(groups: &[[u8; 16]; G], value: u8) -> u64 {
+    const { assert!(G <= 4) };
+    #[cfg(target_arch = "x86_64")]
+    {
+        sse2::eq_mask_u8x16s::<G>(groups, value)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    groups
+        .as_flattened()
+        .iter()
+        .enumerate()
+        .fold(0, |m, (i, &l)| m | u64::from(l == value) << i)
+}
+
+/// Moves every lane of the `G` groups one lane up, in order across the groups (the last
+/// lane of group `g` enters group `g + 1`; the very last lane is dropped) and puts `value` in
+/// lane 0. On lanes in recency order whose tail is unused, this makes `value` the most recent
+/// without a blend: a translation cache's fill.
+#[inline(always)]
+pub fn push_front_u8x16<const G: usize>(lanes: &mut [[u8; 16]; G], value: u8) {
+    #[cfg(target_arch = "x86_64")]
+    sse2::push_front_u8x16::<G>(lanes, value);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let flat = lanes.as_flattened_mut();
+        flat.copy_within(0..flat.len() - 1, 1);
+        flat[0] = value;
+    }
+}
+
+/// [`push_front_u8x16`] for lanes `0..=last` only (across the groups; `last < 16 * G`): what
+/// lane `last` held is dropped and lanes after it keep theirs. On lanes in recency order this
+/// makes `value` the most recent when `last` is its old lane.
+#[inline(always)]
+pub fn move_to_front_u8x16<const G: usize>(lanes: &mut [[u8; 16]; G], last: usize, value: u8) {
+    debug_assert!(last < 16 * G);
+    #[cfg(target_arch = "x86_64")]
+    sse2::move_to_front_u8x16::<G>(lanes, last, value);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let flat = lanes.as_flattened_mut();
+        flat.copy_within(0..last, 1);
+        flat[0] = value;
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
     use core::arch::x86_64::*;
-
-    /// Lanes `at..at + 16` bytes of `bytes` as one vector (the compiler turns this into one
-    /// unaligned load).
-    #[inline]
-    #[target_feature(enable = "sse2")]
-    fn load(bytes: &[u8], at: usize) -> __m128i {
-        let lo = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
-        let hi = u64::from_le_bytes(bytes[at + 8..at + 16].try_into().unwrap());
-        _mm_set_epi64x(hi as i64, lo as i64)
-    }
-
-    #[inline]
-    #[target_feature(enable = "sse2")]
-    pub fn eq_mask_u8x16(lanes: &[u8; 16], value: u8) -> u32 {
-        let eq = _mm_cmpeq_epi8(load(lanes, 0), _mm_set1_epi8(value as i8));
-        _mm_movemask_epi8(eq) as u32
-    }
 
     /// Lanes `at..at + 4` of `lanes` as one vector.
     #[inline]
@@ -204,6 +221,85 @@ mod sse2 {
             }
         }
     }
+
+    #[inline(always)]
+    pub fn eq_mask_u8x16s<const G: usize>(groups: &[[u8; 16]; G], value: u8) -> u64 {
+        // SAFETY: SSE2 is enabled (asserted above); each load reads one 16-byte group, in
+        // bounds, and unaligned loads have no alignment requirement.
+        unsafe {
+            // A multiply spreads the byte over a word: shorter than SSE2's byte broadcast.
+            let splat = u64::from(value).wrapping_mul(0x0101_0101_0101_0101);
+            let value = _mm_set1_epi64x(splat as i64);
+            let mut mask = 0u64;
+            for (g, group) in groups.iter().enumerate() {
+                let eq = _mm_cmpeq_epi8(_mm_loadu_si128(group.as_ptr().cast()), value);
+                mask |= u64::from(_mm_movemask_epi8(eq) as u32) << (16 * g);
+            }
+            mask
+        }
+    }
+
+    /// `value` in lane 0 of a vector, the other lanes 0: what enters the first group.
+    #[inline(always)]
+    fn first_carry(value: u8) -> __m128i {
+        // SAFETY: SSE2 is enabled (asserted above).
+        unsafe { _mm_cvtsi32_si128(i32::from(value)) }
+    }
+
+    /// Group `v` moved up one lane, `carry` (the lane below it, in lane 0) entering.
+    #[inline(always)]
+    fn shifted_in(v: __m128i, carry: __m128i) -> __m128i {
+        // SAFETY: SSE2 is enabled (asserted above).
+        unsafe { _mm_or_si128(_mm_slli_si128::<1>(v), carry) }
+    }
+
+    /// The last lane of group `v`, moved to lane 0 (the carry into the next group).
+    #[inline(always)]
+    fn carry_out(v: __m128i) -> __m128i {
+        // SAFETY: SSE2 is enabled (asserted above).
+        unsafe { _mm_srli_si128::<15>(v) }
+    }
+
+    // Inlined into the translation cache's fill and hit paths for the same reason as
+    // `move_to_front_u32x16`.
+    #[inline(always)]
+    pub fn push_front_u8x16<const G: usize>(lanes: &mut [[u8; 16]; G], value: u8) {
+        let mut carry = first_carry(value);
+        for group in lanes.iter_mut() {
+            // SAFETY: SSE2 is enabled; the group is 16 bytes, in bounds, and unaligned loads
+            // and stores have no alignment requirement.
+            unsafe {
+                let v = _mm_loadu_si128(group.as_ptr().cast());
+                _mm_storeu_si128(group.as_mut_ptr().cast(), shifted_in(v, carry));
+                carry = carry_out(v);
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub fn move_to_front_u8x16<const G: usize>(lanes: &mut [[u8; 16]; G], last: usize, value: u8) {
+        // SAFETY: SSE2 is enabled; the loads and stores are as in `push_front_u8x16`.
+        unsafe {
+            // Lane numbers fit a signed byte: at most 64 lanes.
+            let last = _mm_set1_epi8(last as i8);
+            let mut carry = first_carry(value);
+            for (g, group) in lanes.iter_mut().enumerate() {
+                let v = _mm_loadu_si128(group.as_ptr().cast());
+                let at = _mm_add_epi8(
+                    _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                    _mm_set1_epi8((16 * g) as i8),
+                );
+                // Lanes after `last` keep their value, the others take the one below.
+                let keep = _mm_cmpgt_epi8(at, last);
+                let moved = _mm_or_si128(
+                    _mm_and_si128(keep, v),
+                    _mm_andnot_si128(keep, shifted_in(v, carry)),
+                );
+                _mm_storeu_si128(group.as_mut_ptr().cast(), moved);
+                carry = carry_out(v);
+            }
+        }
+    }
 }
 
 /// AVX2 forms of the whole-entry compare and the move to front, for loops that check
@@ -300,7 +396,7 @@ mod tests {
             }
             for v in 0..8u8 {
                 let want = (0..16).fold(0, |m, i| m | u32::from(bytes[i] == v) << i);
-                assert_eq!(eq_mask_u8x16(&bytes, v), want);
+                assert_eq!(eq_mask_u8x16s::<1>(&[bytes], v), u64::from(want));
                 let want = (0..16).fold(0, |m, i| {
                     m | u32::from(words[i] & 0x1e == u32::from(v) << 1) << i
                 });
@@ -312,6 +408,64 @@ mod tests {
                     masked_eq_mask_u32x16::<8>(&words, 0x1e, u32::from(v) << 1),
                     want & 0xff
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn byte_moves_match_a_plain_loop() {
+        fn check<const G: usize>(seed: u32) {
+            let mut x = seed;
+            let mut lanes = [[0u8; 16]; G];
+            for round in 0..100u8 {
+                for l in lanes.as_flattened_mut() {
+                    x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    *l = (x >> 24) as u8;
+                }
+                let value = round.wrapping_mul(37);
+                let mut want = lanes;
+                let flat = want.as_flattened_mut();
+                flat.copy_within(0..16 * G - 1, 1);
+                flat[0] = value;
+                let mut got = lanes;
+                push_front_u8x16::<G>(&mut got, value);
+                assert_eq!(got, want, "push front, {G} groups");
+                for last in 0..16 * G {
+                    let mut want = lanes;
+                    let flat = want.as_flattened_mut();
+                    flat.copy_within(0..last, 1);
+                    flat[0] = value;
+                    let mut got = lanes;
+                    move_to_front_u8x16::<G>(&mut got, last, value);
+                    assert_eq!(got, want, "last {last}, {G} groups");
+                }
+            }
+        }
+        check::<1>(1);
+        check::<2>(2);
+        check::<4>(3);
+    }
+
+    #[test]
+    fn group_masks_match_a_plain_loop() {
+        let mut x = 0x2545_f491_u32;
+        let mut groups = [[0u8; 16]; 4];
+        for _ in 0..200 {
+            for l in groups.as_flattened_mut() {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                *l = (x >> 29) as u8;
+            }
+            for v in 0..8u8 {
+                let want = |n: usize| {
+                    (0..n).fold(0u64, |m, i| {
+                        m | u64::from(groups.as_flattened()[i] == v) << i
+                    })
+                };
+                assert_eq!(eq_mask_u8x16s::<4>(&groups, v), want(64));
+                let two: &[[u8; 16]; 2] = groups[..2].try_into().unwrap();
+                assert_eq!(eq_mask_u8x16s::<2>(two, v), want(32));
+                let one: &[[u8; 16]; 1] = groups[..1].try_into().unwrap();
+                assert_eq!(eq_mask_u8x16s::<1>(one, v), want(16));
             }
         }
     }

@@ -14,6 +14,7 @@
 //! empty ways, which keeps every `u64` (including `0` and `u64::MAX`) usable as a key. A set
 //! is searched sixteen 8-bit key fingerprints at a time (one vector compare, see
 //! `crate::host::simd`) and full keys are compared only where a fingerprint matches.
+//! Recency is kept as an order of way numbers per set (see `Set`), moved with byte shifts.
 
 /// Geometry of one translation cache. `entries == 0` disables it (lookups always miss, fills
 /// do nothing).
@@ -76,8 +77,6 @@ impl TranslationCacheConfig {
 
 /// Most ways a translation cache may have (the valid bits of a set fit one `u64`).
 pub const MAX_WAYS: u32 = 64;
-/// LRU rank of an empty way: older than any valid one, so rank updates skip it.
-const EMPTY: u8 = u8::MAX;
 /// Ways are searched this many at a time (one vector compare).
 const LANES: usize = 16;
 type Lanes = [u8; LANES];
@@ -86,14 +85,18 @@ type Lanes = [u8; LANES];
 /// then works on fixed-size arrays, with no per-access slice arithmetic or bounds checks.
 ///
 /// For every way: an 8-bit fingerprint of its key (0 when the way is empty, never for a
-/// key), its LRU rank (0 = most recent; the valid ways' ranks are always 0..valid; padding
-/// lanes beyond the cache's ways stay empty), and its key and value.
+/// key; padding lanes beyond the cache's ways stay empty), and its key and value. Recency is
+/// an order of way numbers: the first `valid.count_ones()` lanes of `order` are the valid
+/// ways from most to least recently used, and the lanes after them are unused (any value).
+/// So a fill pushes its way in front of all lanes with no search for where the order ends,
+/// the least recently used way of a full set is the lane at `ways - 1`, and a hit moves its
+/// way's lane to the front.
 #[derive(Clone, Copy, Debug)]
 struct Set<const G: usize> {
     /// Bit `w` set when way `w` holds an entry.
     valid: u64,
     prints: [Lanes; G],
-    ranks: [Lanes; G],
+    order: [Lanes; G],
     entries: [[(u64, u64); LANES]; G],
 }
 
@@ -102,24 +105,22 @@ impl<const G: usize> Set<G> {
     const VACANT: Self = Set {
         valid: 0,
         prints: [[0; LANES]; G],
-        ranks: [[EMPTY; LANES]; G],
+        order: [[0; LANES]; G],
         entries: [[(0, 0); LANES]; G],
     };
 
     /// Way holding a valid entry for `key`.
     #[inline(always)]
     fn find(&self, key: u64) -> Option<usize> {
-        let print = fingerprint(key);
-        for (g, lanes) in self.prints.iter().enumerate() {
-            // Empty ways and padding lanes hold 0, which no key's fingerprint is.
-            let mut candidates = crate::host::simd::eq_mask_u8x16(lanes, print);
-            while candidates != 0 {
-                let lane = candidates.trailing_zeros() as usize;
-                if self.entries[g][lane].0 == key {
-                    return Some(g * LANES + lane);
-                }
-                candidates &= candidates - 1;
+        // Empty ways and padding lanes hold 0, which no key's fingerprint is.
+        let mut candidates = crate::host::simd::eq_mask_u8x16s(&self.prints, fingerprint(key));
+        while candidates != 0 {
+            // Below `G * LANES`: the mask shows the compiler, so there is no bounds check.
+            let way = candidates.trailing_zeros() as usize & (G * LANES - 1);
+            if self.entries[way / LANES][way % LANES].0 == key {
+                return Some(way);
             }
+            candidates &= candidates - 1;
         }
         None
     }
@@ -130,60 +131,55 @@ impl<const G: usize> Set<G> {
         self.entries[way / LANES][way % LANES].1
     }
 
-    /// Make `way` the most recently used: every way more recent than it ages by one (empty
-    /// ways, ranked [`EMPTY`], never do).
+    /// Lane of `order` holding the valid `way`. Unused lanes after the valid ones may hold
+    /// its number too; the first match is the valid lane.
     #[inline(always)]
-    fn touch(&mut self, way: usize) {
-        let rank = self.ranks[way / LANES][way % LANES];
-        for lanes in self.ranks.iter_mut() {
-            for r in lanes.iter_mut() {
-                *r += (*r < rank) as u8;
-            }
-        }
-        self.ranks[way / LANES][way % LANES] = 0;
+    fn lane_of(&self, way: usize) -> usize {
+        let at = crate::host::simd::eq_mask_u8x16s(&self.order, way as u8);
+        debug_assert_ne!(at, 0, "valid way {way} is not in the recency order");
+        at.trailing_zeros() as usize & (G * LANES - 1)
     }
 
-    /// Remove `way`: every way older than it gets one rank younger.
+    /// Make the valid `way` the most recently used.
+    #[inline(always)]
+    fn touch(&mut self, way: usize) {
+        let lane = self.lane_of(way);
+        crate::host::simd::move_to_front_u8x16(&mut self.order, lane, way as u8);
+    }
+
+    /// Remove the valid `way`: the ways after it in the order move one lane forward.
     fn remove(&mut self, way: usize) {
-        let rank = self.ranks[way / LANES][way % LANES];
-        for lanes in self.ranks.iter_mut() {
-            for r in lanes.iter_mut() {
-                *r -= (*r > rank && *r != EMPTY) as u8;
-            }
-        }
-        self.ranks[way / LANES][way % LANES] = EMPTY;
+        let lane = self.lane_of(way);
+        let order = self.order.as_flattened_mut();
+        order.copy_within(lane + 1.., lane);
         self.prints[way / LANES][way % LANES] = 0;
         self.valid &= !(1 << way);
     }
 
-    /// An empty way among the first `ways`, else the least recently used one.
+    /// An empty way among those in `full` (bit `w` for each of the cache's ways), else the
+    /// least recently used one, at lane `last` (`ways - 1`) of the order.
     #[inline(always)]
-    fn victim(&self, ways: usize) -> usize {
-        let full = u64::MAX >> (64 - ways);
+    fn victim(&self, full: u64, last: usize) -> usize {
         let empty = !self.valid & full;
+        // Below `ways <= G * LANES`, a power of two: the masks change nothing but show the
+        // compiler the way is in range, so `put_new` needs no bounds checks.
         if empty != 0 {
-            // Below `ways <= G * LANES`, a power of two: the mask changes nothing but shows
-            // the compiler the way is in range, so `put` needs no bounds checks.
             return empty.trailing_zeros() as usize & (G * LANES - 1);
         }
-        // A full set's ranks are 0..ways, each once.
-        let oldest = (ways - 1) as u8;
-        for (g, lanes) in self.ranks.iter().enumerate() {
-            let at = crate::host::simd::eq_mask_u8x16(lanes, oldest);
-            if at != 0 {
-                return g * LANES + at.trailing_zeros() as usize;
-            }
-        }
-        0
+        let last = last & (G * LANES - 1);
+        self.order[last / LANES][last % LANES] as usize & (G * LANES - 1)
     }
 
-    /// Put `key -> value` into `way` as the most recently used entry.
+    /// Put `key -> value` into `way`, which is empty or the least recently used way of a full
+    /// set, as the most recently used entry.
     #[inline(always)]
-    fn put(&mut self, way: usize, key: u64, value: u64) {
+    fn put_new(&mut self, way: usize, key: u64, value: u64) {
         self.entries[way / LANES][way % LANES] = (key, value);
         self.prints[way / LANES][way % LANES] = fingerprint(key);
         self.valid |= 1 << way;
-        self.touch(way);
+        // The order's lanes after the valid ones are unused: the one that falls off the end
+        // of a full set is the way now taken.
+        crate::host::simd::push_front_u8x16(&mut self.order, way as u8);
     }
 
     /// Calls `f(way, key, value)` for each valid way.
@@ -229,6 +225,8 @@ macro_rules! with_sets {
 pub struct TranslationCache {
     /// Associativity; 0 when disabled.
     ways: usize,
+    /// Bit `w` set for each way `w < ways`: a set's ways when it is full.
+    full: u64,
     /// `sets - 1`: the set index is `key & set_mask`. The number of sets is a power of two
     /// (at least 1) fixed at construction, so every index is in range.
     set_mask: u64,
@@ -261,6 +259,11 @@ impl TranslationCache {
         };
         Self {
             ways,
+            full: if ways == 0 {
+                0
+            } else {
+                u64::MAX >> (64 - ways)
+            },
             set_mask: sets_len(&sets) as u64 - 1,
             sets,
             hits: 0,
@@ -305,7 +308,8 @@ impl TranslationCache {
     pub fn peek(&self, key: u64) -> Option<u64> {
         let index = self.set_of(key);
         with_sets!(&self.sets, sets => {
-            let set = &sets[index];
+            // SAFETY: as in `lookup`, `index <= set_mask == sets.len() - 1`.
+            let set = unsafe { sets.get_unchecked(index) };
             set.find(key).map(|way| set.value(way))
         })
     }
@@ -329,14 +333,21 @@ impl TranslationCache {
         if self.ways == 0 {
             return;
         }
-        let (index, ways) = (self.set_of(key), self.ways);
+        let (index, full, last) = (self.set_of(key), self.full, self.ways - 1);
         with_sets!(&mut self.sets, sets => {
             // SAFETY: as in `lookup`, `index <= set_mask == sets.len() - 1`.
             let set = unsafe { sets.get_unchecked_mut(index) };
-            let existing = if search { set.find(key) } else { None };
             debug_assert!(search || set.find(key).is_none(), "fill_absent of a cached key {key:#x}");
-            let way = existing.unwrap_or_else(|| set.victim(ways));
-            set.put(way, key, value);
+            match if search { set.find(key) } else { None } {
+                Some(way) => {
+                    set.entries[way / LANES][way % LANES].1 = value;
+                    set.touch(way);
+                }
+                None => {
+                    let way = set.victim(full, last);
+                    set.put_new(way, key, value);
+                }
+            }
         })
     }
 
@@ -377,7 +388,6 @@ impl TranslationCache {
         with_sets!(&mut self.sets, sets => sets.iter_mut().for_each(|set| {
             set.valid = 0;
             set.prints.fill([0; LANES]);
-            set.ranks.fill([EMPTY; LANES]);
         }))
     }
 
@@ -404,6 +414,214 @@ impl TranslationCache {
 
 fn sets_len(sets: &Sets) -> usize {
     with_sets!(sets, sets => sets.len())
+}
+
+/// The cache against an obviously correct model of true LRU: a `Vec` per set in recency
+/// order, over random operation sequences on geometries from direct-mapped to 64 ways.
+#[cfg(test)]
+mod reference_model {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Per set, the entries from most to least recently used.
+    struct ReferenceLru {
+        ways: usize,
+        sets: Vec<Vec<(u64, u64)>>,
+        hits: u64,
+        misses: u64,
+    }
+
+    impl ReferenceLru {
+        fn new(cfg: &TranslationCacheConfig) -> Self {
+            let (ways, sets) = if cfg.entries == 0 {
+                (0, 1)
+            } else {
+                (cfg.ways as usize, (cfg.entries / cfg.ways) as usize)
+            };
+            Self {
+                ways,
+                sets: vec![Vec::new(); sets],
+                hits: 0,
+                misses: 0,
+            }
+        }
+
+        fn set(&mut self, key: u64) -> &mut Vec<(u64, u64)> {
+            let n = self.sets.len() as u64;
+            &mut self.sets[(key % n) as usize]
+        }
+
+        fn position(&mut self, key: u64) -> Option<usize> {
+            self.set(key).iter().position(|&(k, _)| k == key)
+        }
+
+        fn peek(&mut self, key: u64) -> Option<u64> {
+            let at = self.position(key)?;
+            Some(self.set(key)[at].1)
+        }
+
+        fn lookup(&mut self, key: u64) -> Option<u64> {
+            if self.ways == 0 {
+                return None;
+            }
+            match self.position(key) {
+                Some(at) => {
+                    self.hits += 1;
+                    let entry = self.set(key).remove(at);
+                    self.set(key).insert(0, entry);
+                    Some(entry.1)
+                }
+                None => {
+                    self.misses += 1;
+                    None
+                }
+            }
+        }
+
+        /// Returns the key evicted to make room, if any.
+        fn fill(&mut self, key: u64, value: u64) -> Option<u64> {
+            if self.ways == 0 {
+                return None;
+            }
+            if let Some(at) = self.position(key) {
+                self.set(key).remove(at);
+            }
+            let ways = self.ways;
+            let set = self.set(key);
+            set.insert(0, (key, value));
+            let evicted = set.get(ways).map(|&(k, _)| k);
+            set.truncate(ways);
+            evicted
+        }
+
+        fn invalidate(&mut self, key: u64) {
+            if let Some(at) = self.position(key) {
+                self.set(key).remove(at);
+            }
+        }
+
+        fn occupancy(&self) -> usize {
+            self.sets.iter().map(Vec::len).sum()
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Lookup(u64),
+        Peek(u64),
+        Fill(u64, u64),
+        /// Applied only when the key is absent (the caller's contract).
+        FillAbsent(u64, u64),
+        Invalidate(u64),
+        /// Keeps the entries whose `(key + value) % modulus != residue`.
+        Retain {
+            modulus: u64,
+            residue: u64,
+        },
+        Flush,
+    }
+
+    /// Geometries from direct-mapped to 64 ways, 1 to 8 sets, and a disabled cache.
+    fn geometry() -> impl Strategy<Value = TranslationCacheConfig> {
+        let ways = prop::sample::select(vec![1u32, 2, 4, 12, 16, 32, 64]);
+        prop_oneof![
+            8 => (ways, 0u32..4).prop_map(|(ways, sets_log)| TranslationCacheConfig {
+                entries: ways << sets_log,
+                ways,
+            }),
+            1 => Just(TranslationCacheConfig::DISABLED),
+        ]
+    }
+
+    /// Keys from a range about twice the capacity, some with high "address-space" bits (same
+    /// set, different key), and the extremes: sets overflow and keys conflict.
+    fn key(span: u64) -> impl Strategy<Value = u64> {
+        prop_oneof![
+            12 => (0..span, 0u64..3).prop_map(|(low, tag)| low | tag << 48),
+            1 => Just(0),
+            1 => Just(u64::MAX),
+        ]
+    }
+
+    fn op(span: u64) -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => key(span).prop_map(Op::Lookup),
+            2 => key(span).prop_map(Op::Peek),
+            4 => (key(span), any::<u64>()).prop_map(|(k, v)| Op::Fill(k, v)),
+            3 => (key(span), any::<u64>()).prop_map(|(k, v)| Op::FillAbsent(k, v)),
+            2 => key(span).prop_map(Op::Invalidate),
+            1 => (2u64..5, 0u64..5).prop_map(|(modulus, residue)| Op::Retain { modulus, residue }),
+            1 => Just(Op::Flush),
+        ]
+    }
+
+    fn case() -> impl Strategy<Value = (TranslationCacheConfig, Vec<Op>)> {
+        geometry().prop_flat_map(|cfg| {
+            let span = 2 * u64::from(cfg.entries.max(1)) + 3;
+            (Just(cfg), prop::collection::vec(op(span), 0..600))
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn matches_a_reference_lru((cfg, ops) in case()) {
+            let mut cache = TranslationCache::new(&cfg);
+            let mut model = ReferenceLru::new(&cfg);
+            for (i, op) in ops.iter().enumerate() {
+                match *op {
+                    Op::Lookup(k) => prop_assert_eq!(cache.lookup(k), model.lookup(k), "op {}", i),
+                    Op::Peek(k) => prop_assert_eq!(cache.peek(k), model.peek(k), "op {}", i),
+                    Op::Fill(k, v) => {
+                        cache.fill(k, v);
+                        if let Some(evicted) = model.fill(k, v) {
+                            prop_assert_eq!(cache.peek(evicted), None, "op {}", i);
+                        }
+                    }
+                    Op::FillAbsent(k, v) => {
+                        if model.peek(k).is_none() {
+                            cache.fill_absent(k, v);
+                            if let Some(evicted) = model.fill(k, v) {
+                                prop_assert_eq!(cache.peek(evicted), None, "op {}", i);
+                            }
+                        }
+                    }
+                    Op::Invalidate(k) => {
+                        cache.invalidate(k);
+                        model.invalidate(k);
+                    }
+                    Op::Retain { modulus, residue } => {
+                        let keep = |k: u64, v: u64| k.wrapping_add(v) % modulus != residue;
+                        cache.retain(keep);
+                        model.sets.iter_mut().for_each(|s| s.retain(|&(k, v)| keep(k, v)));
+                    }
+                    Op::Flush => {
+                        cache.flush();
+                        model.sets.iter_mut().for_each(Vec::clear);
+                    }
+                }
+                prop_assert_eq!(cache.occupancy(), model.occupancy(), "op {}", i);
+            }
+            prop_assert_eq!(cache.hits(), model.hits);
+            prop_assert_eq!(cache.misses(), model.misses);
+            // Every entry left, with its value; then the whole recency order, through the
+            // evictions that filling every set with fresh keys causes.
+            for set in model.sets.clone() {
+                for (k, v) in set {
+                    prop_assert_eq!(cache.peek(k), Some(v));
+                }
+            }
+            let fresh = 1u64 << 40;
+            for n in 0..u64::from(cfg.entries) {
+                cache.fill_absent(fresh + n, n);
+                if let Some(evicted) = model.fill(fresh + n, n) {
+                    prop_assert_eq!(cache.peek(evicted), None, "fresh fill {}", n);
+                }
+                prop_assert_eq!(cache.occupancy(), model.occupancy());
+            }
+        }
+    }
 }
 
 #[cfg(test)]

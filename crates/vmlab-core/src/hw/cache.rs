@@ -711,6 +711,7 @@ impl MemoryHierarchy {
     /// Open a stream served on this thread, a chunk at a time, level by level.
     pub fn stage(&mut self) {
         self.end_stream();
+        self.pending.set_limit(pipeline::STAGED_CHUNK);
         self.stream = Stream::Staged;
     }
 
@@ -719,6 +720,7 @@ impl MemoryHierarchy {
     /// hierarchy has no levels and its stats read zero.
     pub fn detach(&mut self) -> (Levels, pipeline::Worker) {
         self.end_stream();
+        self.pending.set_limit(pipeline::CHUNK);
         let (sender, worker) = pipeline::queue();
         self.stream = Stream::Threaded(sender);
         let levels = std::mem::replace(&mut self.levels, Levels::placeholder(self.line_shift));

@@ -23,10 +23,18 @@
 use crate::hw::cache::{Cache, Levels, MemLevel, MemoryStats, Requester};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-/// References per chunk: a few times the references of a batch of random accesses, and small
-/// enough (16 KiB) to stay in the host's L1D while the levels run over it.
-pub const CHUNK: usize = 2048;
+/// References a chunk can hold: what a chunk sent to the cache thread holds (64 KiB). Each
+/// send may have to wake the cache thread, which has run dry meanwhile (it serves a chunk in
+/// about half the time translation takes to fill one); a wake-up is a system call, and under
+/// a hypervisor an inter-processor interrupt too, so chunks are sent rarely.
+pub const CHUNK: usize = 8192;
 const _: () = assert!(CHUNK.is_power_of_two());
+
+/// References a staged chunk holds before it is served: a few times the references of a batch
+/// of random accesses, and few enough (16 KiB) to stay in the host's L1D while the levels run
+/// over it on the same thread.
+pub const STAGED_CHUNK: usize = 2048;
+const _: () = assert!(STAGED_CHUNK <= CHUNK);
 
 /// Chunks that may wait in the queue to the cache thread before translation waits.
 const QUEUE_DEPTH: usize = 4;
@@ -52,11 +60,14 @@ fn who_of(reference: u64) -> usize {
 }
 
 /// A chunk of references on their way to the cache levels: a fixed array, so that emitting
-/// a reference is a store and an increment, with no growth check and no bounds check.
+/// a reference is a store and an increment, with no growth check and no bounds check. It is
+/// full at its `limit` ([`CHUNK`] when sent to the cache thread, [`STAGED_CHUNK`] when
+/// served on the translating thread).
 #[derive(Debug)]
 pub struct Chunk {
     refs: Box<[u64; CHUNK]>,
     len: usize,
+    limit: usize,
 }
 
 impl Default for Chunk {
@@ -67,6 +78,7 @@ impl Default for Chunk {
                 .try_into()
                 .expect("CHUNK elements"),
             len: 0,
+            limit: CHUNK,
         }
     }
 }
@@ -76,11 +88,17 @@ impl Chunk {
     /// the next push).
     #[inline(always)]
     pub fn push(&mut self, reference: u64) -> bool {
-        // `len < CHUNK` here (a full chunk is emptied before the next push), so the mask
-        // changes nothing; it shows the compiler the index is in range.
+        // `len < limit <= CHUNK` here (a full chunk is emptied before the next push), so the
+        // mask changes nothing; it shows the compiler the index is in range.
         self.refs[self.len & (CHUNK - 1)] = reference;
         self.len += 1;
-        self.len == CHUNK
+        self.len == self.limit
+    }
+
+    /// Make the (empty) chunk full at `limit` references, at most [`CHUNK`].
+    pub fn set_limit(&mut self, limit: usize) {
+        debug_assert!(self.is_empty() && (1..=CHUNK).contains(&limit));
+        self.limit = limit.clamp(1, CHUNK);
     }
 
     /// The references held, in order (mutable: serving uses them as scratch).
