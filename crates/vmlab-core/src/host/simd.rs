@@ -6,8 +6,8 @@
 //! On x86-64 these are a handful of SSE2 instructions (a compare and a `pmovmskb`); the
 //! compiler does not find that form on its own for a bit-mask result. SSE2 is part of the
 //! x86-64 baseline, so this needs no run-time detection. Elsewhere a plain loop does the
-//! same. The cache levels' LRU loops also have AVX2 forms ([`avx2`]), chosen at run time
-//! once per pass over a chunk where the host has AVX2.
+//! same. The cache levels' loops (LRU, SRRIP and DRRIP) also have AVX2 forms ([`avx2`]),
+//! chosen at run time once per pass over a chunk where the host has AVX2.
 
 /// Bit `i` set when `lanes[i] & and == value`, for the first `N` lanes (`N` is 8 or 16: a
 /// set with at most 8 ways compares half the vectors; the other bits are 0).
@@ -302,7 +302,7 @@ mod sse2 {
     }
 }
 
-/// AVX2 forms of the whole-entry compare and the move to front, for loops that check
+/// AVX2 forms of the compares and the move to front, for loops that check
 /// [`avx2::available`] once and run many lookups (a cache level's pass over a chunk): two
 /// 8-lane vectors per set instead of four 4-lane ones. x86-64 only.
 #[cfg(target_arch = "x86_64")]
@@ -333,6 +333,78 @@ pub mod avx2 {
             }
             let hi = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(at(8), value)));
             lo as u32 | (hi as u32) << 8
+        }
+    }
+
+    /// [`super::masked_eq_mask_u32x16`] with AVX2: bit `i` set when `lanes[i] & and ==
+    /// value`, for the first `N` lanes (8 or 16).
+    ///
+    /// # Safety
+    /// The host must have AVX2 ([`available`]).
+    #[inline(always)]
+    pub unsafe fn masked_eq_mask_u32x16<const N: usize>(
+        lanes: &[u32; 16],
+        and: u32,
+        value: u32,
+    ) -> u32 {
+        const { assert!(N == 8 || N == 16) };
+        // SAFETY: AVX2 is there (the caller's contract); the loads read lanes 0..16 of
+        // `lanes`, in bounds, and unaligned loads have no alignment requirement.
+        unsafe {
+            let and = _mm256_set1_epi32(and as i32);
+            let value = _mm256_set1_epi32(value as i32);
+            let eq = |i: usize| {
+                let v = _mm256_loadu_si256(lanes[i..i + 8].as_ptr().cast());
+                let eq = _mm256_cmpeq_epi32(_mm256_and_si256(v, and), value);
+                _mm256_movemask_ps(_mm256_castsi256_ps(eq)) as u32
+            };
+            if N == 8 {
+                return eq(0);
+            }
+            eq(0) | eq(8) << 8
+        }
+    }
+
+    /// [`super::masked_eq_masks_u32x16`] with AVX2: for each `values[k]`, bit `i` of the
+    /// `k`-th mask set when `lanes[i] & and == values[k]`, for the first `N` lanes (8 or 16).
+    /// `and` must be below 128, so the masked lanes fit a byte.
+    ///
+    /// # Safety
+    /// The host must have AVX2 ([`available`]).
+    #[inline(always)]
+    pub unsafe fn masked_eq_masks_u32x16<const N: usize, const K: usize>(
+        lanes: &[u32; 16],
+        and: u32,
+        values: [u32; K],
+    ) -> [u32; K] {
+        const { assert!(N == 8 || N == 16) };
+        debug_assert!(and < 128);
+        // SAFETY: AVX2 is there (the caller's contract); the loads read lanes 0..16 of
+        // `lanes`, in bounds, and unaligned loads have no alignment requirement.
+        unsafe {
+            let and = _mm256_set1_epi32(and as i32);
+            let masked = |i: usize| {
+                _mm256_and_si256(_mm256_loadu_si256(lanes[i..i + 8].as_ptr().cast()), and)
+            };
+            // The masked lanes are below 128, so signed packing keeps them. Packing works
+            // within each 128-bit half: lanes 0-3, 8-11 | 4-7, 12-15 as 16-bit words; the
+            // 64-bit permute puts them in order, 0-7 | 8-15, and one more pack of the two
+            // halves gives one byte per lane, in order.
+            let hi = if N == 16 {
+                masked(8)
+            } else {
+                _mm256_setzero_si256()
+            };
+            let words =
+                _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi32(masked(0), hi));
+            let bytes = _mm_packs_epi16(
+                _mm256_castsi256_si128(words),
+                _mm256_extracti128_si256::<1>(words),
+            );
+            let lanes_mask = (1u32 << N) - 1;
+            values.map(|v| {
+                _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(v as i8))) as u32 & lanes_mask
+            })
         }
     }
 
@@ -466,6 +538,59 @@ mod tests {
                 assert_eq!(eq_mask_u8x16s::<2>(two, v), want(32));
                 let one: &[[u8; 16]; 1] = groups[..1].try_into().unwrap();
                 assert_eq!(eq_mask_u8x16s::<1>(one, v), want(16));
+            }
+        }
+    }
+
+    /// The AVX2 masked compares against a plain loop, on lanes shaped like a cache set's
+    /// packed entries (a tag above 4 state bits, some lanes all ones), where the host has
+    /// AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_masked_compares_match_a_plain_loop() {
+        if !avx2::available() {
+            return;
+        }
+        let plain = |lanes: &[u32; 16], n: usize, and: u32, value: u32| {
+            (0..n).fold(0, |m, i| m | u32::from(lanes[i] & and == value) << i)
+        };
+        let mut x = 0x85eb_ca6b_u32;
+        let mut lanes = [0u32; 16];
+        for _ in 0..2000 {
+            for l in lanes.iter_mut() {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                // Few distinct tags (so that several lanes match), any state, and now and
+                // then an empty way.
+                *l = if x >> 28 == 0 {
+                    u32::MAX
+                } else {
+                    (x >> 29) << 4 | (x >> 8) & 0xf
+                };
+            }
+            for probe in [lanes[0], lanes[7], lanes[8], lanes[15], 5 << 4, u32::MAX] {
+                let tag = probe & !0xf;
+                // SAFETY: AVX2 is there (checked above).
+                let (all, half) = unsafe {
+                    (
+                        avx2::masked_eq_mask_u32x16::<16>(&lanes, !0xf, tag),
+                        avx2::masked_eq_mask_u32x16::<8>(&lanes, !0xf, tag),
+                    )
+                };
+                assert_eq!(all, plain(&lanes, 16, !0xf, tag), "{lanes:x?} {tag:x}");
+                assert_eq!(half, plain(&lanes, 8, !0xf, tag), "{lanes:x?} {tag:x}");
+            }
+            let values = [15, 3, 2, 1, 0];
+            for n in [8, 16] {
+                let want = values.map(|v| plain(&lanes, n, 0xf, v));
+                // SAFETY: AVX2 is there (checked above).
+                let got = unsafe {
+                    if n == 8 {
+                        avx2::masked_eq_masks_u32x16::<8, 5>(&lanes, 0xf, values)
+                    } else {
+                        avx2::masked_eq_masks_u32x16::<16, 5>(&lanes, 0xf, values)
+                    }
+                };
+                assert_eq!(got, want, "{lanes:x?}, {n} lanes");
             }
         }
     }

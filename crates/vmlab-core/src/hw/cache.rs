@@ -391,15 +391,54 @@ impl Cache {
         hit
     }
 
+    /// [`Self::access_as`] for an SRRIP or DRRIP level, with AVX2 set compares: the same
+    /// replacement decisions as [`Self::access_rrip`], from the same masks.
+    ///
+    /// # Safety
+    /// The host must have AVX2 ([`crate::host::simd::avx2::available`]).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub(crate) unsafe fn access_rrip_avx2<const N: usize>(&mut self, line: u64) -> bool {
+        debug_assert_eq!(self.access_kind(), (N, false));
+        use crate::host::simd::avx2;
+        let set = (line & self.set_mask) as usize;
+        let tag = self.tag_of(line);
+        self.access_rrip_with::<N>(
+            set,
+            tag,
+            // SAFETY: AVX2 is there (the caller's contract).
+            |entries, tag| unsafe { avx2::masked_eq_mask_u32x16::<N>(entries, !STATE_MASK, tag) },
+            // SAFETY: as above.
+            |entries| unsafe {
+                avx2::masked_eq_masks_u32x16::<N, 4>(entries, STATE_MASK, VICTIM_STATES)
+            },
+        )
+    }
+
     /// [`Self::access_lanes`] under SRRIP or DRRIP.
     #[inline(always)]
     fn access_rrip<const N: usize>(&mut self, set: usize, tag: u32) -> bool {
+        self.access_rrip_with::<N>(set, tag, tag_mask::<N>, |entries| {
+            crate::host::simd::masked_eq_masks_u32x16::<N, 4>(entries, STATE_MASK, VICTIM_STATES)
+        })
+    }
+
+    /// [`Self::access_rrip`] with the set compares given: `tag_mask` as [`tag_mask`], and
+    /// `victim_masks` the masks of the lanes whose state is each of [`VICTIM_STATES`].
+    #[inline(always)]
+    fn access_rrip_with<const N: usize>(
+        &mut self,
+        set: usize,
+        tag: u32,
+        tag_mask: impl Fn(&[u32; MAX_WAYS as usize], u32) -> u32,
+        victim_masks: impl Fn(&[u32; MAX_WAYS as usize]) -> [u32; 4],
+    ) -> bool {
         let Some(Set(entries)) = self.sets.get_mut(set) else {
             return false;
         };
         // Empty ways and unused lanes have a tag part no line has, so the lanes can be
         // compared at once.
-        let hits = tag_mask::<N>(entries, tag);
+        let hits = tag_mask(entries, tag);
         if hits != 0 {
             entries[hits.trailing_zeros() as usize] &= !STATE_MASK;
             return true;
@@ -410,7 +449,7 @@ impl Cache {
         };
         let way_mask = self.way_mask;
         let entries = &mut self.sets[set].0;
-        let way = rrip_victim::<N>(entries, way_mask);
+        let way = rrip_victim::<N>(entries, way_mask, victim_masks(entries));
         entries[way] = tag | insertion;
         false
     }
@@ -495,18 +534,21 @@ fn tag_mask<const N: usize>(entries: &[u32; MAX_WAYS as usize], tag: u32) -> u32
     crate::host::simd::masked_eq_mask_u32x16::<N>(entries, !STATE_MASK, tag)
 }
 
+/// The states [`rrip_victim`] looks for, in its order: empty (state 15, above every RRPV),
+/// then RRPV 3, 2 and 1.
+const VICTIM_STATES: [u32; 4] = [EMPTY & STATE_MASK, RRPV_MAX, 2, 1];
+
 /// The way a fill takes in a set under RRIP: the first empty way, else the first way with
 /// RRPV 3 after aging the set until one has. Adding `3 - max` at once is the same as
-/// repeating "age every way by 1" until some way reaches 3.
+/// repeating "age every way by 1" until some way reaches 3. `state_masks[k]` has bit `w` set
+/// for each of the first `N` lanes whose state is `VICTIM_STATES[k]`.
 #[inline(always)]
-fn rrip_victim<const N: usize>(entries: &mut [u32; MAX_WAYS as usize], way_mask: u32) -> usize {
-    // Empty ways have state 15, above every RRPV.
-    let [empty, at3, at2, at1] = crate::host::simd::masked_eq_masks_u32x16::<N, 4>(
-        entries,
-        STATE_MASK,
-        [EMPTY & STATE_MASK, RRPV_MAX, 2, 1],
-    )
-    .map(|m| m & way_mask);
+fn rrip_victim<const N: usize>(
+    entries: &mut [u32; MAX_WAYS as usize],
+    way_mask: u32,
+    state_masks: [u32; 4],
+) -> usize {
+    let [empty, at3, at2, at1] = state_masks.map(|m| m & way_mask);
     if empty != 0 {
         return empty.trailing_zeros() as usize;
     }

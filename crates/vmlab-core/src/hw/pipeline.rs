@@ -213,7 +213,10 @@ fn pass(cache: &mut Cache, level: MemLevel, refs: &mut [u64], stats: &mut Memory
             (8, true) => return unsafe { pass_lru_avx2::<8>(cache, level, refs, stats) },
             // SAFETY: as above.
             (_, true) => return unsafe { pass_lru_avx2::<16>(cache, level, refs, stats) },
-            _ => {}
+            // SAFETY: as above.
+            (8, false) => return unsafe { pass_rrip_avx2::<8>(cache, level, refs, stats) },
+            // SAFETY: as above.
+            (_, false) => return unsafe { pass_rrip_avx2::<16>(cache, level, refs, stats) },
         }
     }
     match cache.access_kind() {
@@ -239,6 +242,25 @@ unsafe fn pass_lru_avx2<const N: usize>(
     // SAFETY: the host has AVX2 (this function's contract).
     pass_with(cache, level, refs, stats, |cache, line| unsafe {
         cache.access_lru_avx2::<N>(line)
+    })
+}
+
+/// [`pass`] over an SRRIP or DRRIP level with AVX2 set compares
+/// ([`Cache::access_rrip_avx2`]).
+///
+/// # Safety
+/// The host must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pass_rrip_avx2<const N: usize>(
+    cache: &mut Cache,
+    level: MemLevel,
+    refs: &mut [u64],
+    stats: &mut MemoryStats,
+) -> usize {
+    // SAFETY: the host has AVX2 (this function's contract).
+    pass_with(cache, level, refs, stats, |cache, line| unsafe {
+        cache.access_rrip_avx2::<N>(line)
     })
 }
 
