@@ -367,7 +367,6 @@ pub mod avx2 {
 
     /// [`super::masked_eq_masks_u32x16`] with AVX2: for each `values[k]`, bit `i` of the
     /// `k`-th mask set when `lanes[i] & and == values[k]`, for the first `N` lanes (8 or 16).
-    /// `and` must be below 128, so the masked lanes fit a byte.
     ///
     /// # Safety
     /// The host must have AVX2 ([`available`]).
@@ -378,7 +377,6 @@ pub mod avx2 {
         values: [u32; K],
     ) -> [u32; K] {
         const { assert!(N == 8 || N == 16) };
-        debug_assert!(and < 128);
         // SAFETY: AVX2 is there (the caller's contract); the loads read lanes 0..16 of
         // `lanes`, in bounds, and unaligned loads have no alignment requirement.
         unsafe {
@@ -386,24 +384,19 @@ pub mod avx2 {
             let masked = |i: usize| {
                 _mm256_and_si256(_mm256_loadu_si256(lanes[i..i + 8].as_ptr().cast()), and)
             };
-            // The masked lanes are below 128, so signed packing keeps them. Packing works
-            // within each 128-bit half: lanes 0-3, 8-11 | 4-7, 12-15 as 16-bit words; the
-            // 64-bit permute puts them in order, 0-7 | 8-15, and one more pack of the two
-            // halves gives one byte per lane, in order.
-            let hi = if N == 16 {
-                masked(8)
-            } else {
-                _mm256_setzero_si256()
-            };
-            let words =
-                _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi32(masked(0), hi));
-            let bytes = _mm_packs_epi16(
-                _mm256_castsi256_si128(words),
-                _mm256_extracti128_si256::<1>(words),
-            );
-            let lanes_mask = (1u32 << N) - 1;
+            // One compare per value and 8 lanes, not a pack to bytes first: packing across
+            // the 128-bit halves takes a slow permute, and the masks feed branches, so their
+            // latency is what counts.
+            let lo = masked(0);
+            let hi = if N == 16 { masked(8) } else { lo };
             values.map(|v| {
-                _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(v as i8))) as u32 & lanes_mask
+                let v = _mm256_set1_epi32(v as i32);
+                let mask = |x| _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(x, v)));
+                if N == 8 {
+                    mask(lo) as u32
+                } else {
+                    mask(lo) as u32 | (mask(hi) as u32) << 8
+                }
             })
         }
     }
