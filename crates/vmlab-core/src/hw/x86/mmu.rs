@@ -1223,7 +1223,9 @@ impl Nested<'_> {
 }
 
 impl TableMemory for Nested<'_> {
-    /// Guest paging-structure accesses are EPT writes when EPT A/D flags are on.
+    /// Guest paging-structure accesses are EPT writes when EPT A/D flags are on. Inlined
+    /// into the guest walk, so each level's EPT translation runs in the walk's loop.
+    #[inline(always)]
     fn locate(&mut self, entry_addr: u64) -> Result<Hpa, Fault> {
         let leaf = self.translate(entry_addr, true)?;
         Ok(Hpa::new(leaf.output(entry_addr)))
