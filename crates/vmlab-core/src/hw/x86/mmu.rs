@@ -511,6 +511,7 @@ impl Mmu {
     }
 
     /// Walk the current root for `va`: (host page base, page size, permissions).
+    #[inline(always)]
     fn walk(
         &mut self,
         mem: &mut HostMemory,
@@ -575,38 +576,52 @@ impl Mmu {
                 tables.check(Hpa::new(leaf.output(va)).frame().raw())?;
                 Ok((leaf.base, leaf.size, leaf.perms))
             }
-            Root::TwoD { guest_cr3, eptp } => {
-                let mut nested = Nested {
-                    mem,
-                    memory: &mut self.memory,
-                    ept_caches: &mut self.ept_caches,
-                    nested_tlb: &mut self.nested_tlb,
-                    nested_sizes_in_use: &mut self.nested_sizes_in_use,
-                    counters: &mut self.counters,
-                    eptp,
-                    mode,
-                };
-                let mut guest_refs = 0;
-                let guest = walk::<X86, _>(
-                    &mut nested,
-                    Some(&mut self.guest_caches),
-                    Dimension::Guest,
-                    mode,
-                    guest_cr3.raw(),
-                    va,
-                    self.tag,
-                    write,
-                    &mut guest_refs,
-                );
-                nested.counters.guest_refs += guest_refs;
-                let guest = guest?;
-                let gpa = guest.output(va);
-                let host = nested.translate(gpa, write)?;
-                let size = guest.size.min(host.size);
-                let base = host.output(gpa) & !(size.bytes() - 1);
-                Ok((base, size, guest.perms.and(host.perms)))
-            }
+            Root::TwoD { guest_cr3, eptp } => self.walk_nested(mem, guest_cr3, eptp, va, write),
         }
+    }
+
+    /// [`Self::walk`] through the guest's tables at `guest_cr3` and the EPT at `eptp`. Out
+    /// of line, so the whole two-dimensional walk (every EPT translation inlined into it)
+    /// neither grows nor slows the one-dimensional walks inlined into [`Self::l1_miss`].
+    #[inline(never)]
+    fn walk_nested(
+        &mut self,
+        mem: &mut HostMemory,
+        guest_cr3: Gpa,
+        eptp: Hpa,
+        va: u64,
+        write: bool,
+    ) -> Result<(u64, PageSize, Perms), Fault> {
+        let mode = self.mode;
+        let mut nested = Nested {
+            mem,
+            memory: &mut self.memory,
+            ept_caches: &mut self.ept_caches,
+            nested_tlb: &mut self.nested_tlb,
+            nested_sizes_in_use: &mut self.nested_sizes_in_use,
+            counters: &mut self.counters,
+            eptp,
+            mode,
+        };
+        let mut guest_refs = 0;
+        let guest = walk::<X86, _>(
+            &mut nested,
+            Some(&mut self.guest_caches),
+            Dimension::Guest,
+            mode,
+            guest_cr3.raw(),
+            va,
+            self.tag,
+            write,
+            &mut guest_refs,
+        );
+        nested.counters.guest_refs += guest_refs;
+        let guest = guest?;
+        let gpa = guest.output(va);
+        let host = nested.translate(gpa, write)?;
+        let size = guest.size.min(host.size);
+        let base = host.output(gpa) & !(size.bytes() - 1);
+        Ok((base, size, guest.perms.and(host.perms)))
     }
 
     /// Prefetch, in the host, what the coming accesses `vas` will touch; no simulated effect.
