@@ -511,7 +511,6 @@ impl Mmu {
     }
 
     /// Walk the current root for `va`: (host page base, page size, permissions).
-    #[inline(always)]
     fn walk(
         &mut self,
         mem: &mut HostMemory,
@@ -576,52 +575,38 @@ impl Mmu {
                 tables.check(Hpa::new(leaf.output(va)).frame().raw())?;
                 Ok((leaf.base, leaf.size, leaf.perms))
             }
-            Root::TwoD { guest_cr3, eptp } => self.walk_nested(mem, guest_cr3, eptp, va, write),
+            Root::TwoD { guest_cr3, eptp } => {
+                let mut nested = Nested {
+                    mem,
+                    memory: &mut self.memory,
+                    ept_caches: &mut self.ept_caches,
+                    nested_tlb: &mut self.nested_tlb,
+                    nested_sizes_in_use: &mut self.nested_sizes_in_use,
+                    counters: &mut self.counters,
+                    eptp,
+                    mode,
+                };
+                let mut guest_refs = 0;
+                let guest = walk::<X86, _>(
+                    &mut nested,
+                    Some(&mut self.guest_caches),
+                    Dimension::Guest,
+                    mode,
+                    guest_cr3.raw(),
+                    va,
+                    self.tag,
+                    write,
+                    &mut guest_refs,
+                );
+                nested.counters.guest_refs += guest_refs;
+                let guest = guest?;
+                let gpa = guest.output(va);
+                let host = nested.translate(gpa, write)?;
+                let size = guest.size.min(host.size);
+                let base = host.output(gpa) & !(size.bytes() - 1);
+                Ok((base, size, guest.perms.and(host.perms)))
+            }
         }
-    }
-
-    /// [`Self::walk`] through the guest's tables at `guest_cr3` and the EPT at `eptp`. Out
-    /// of line, so the whole two-dimensional walk (every EPT translation inlined into it)
-    /// neither grows nor slows the one-dimensional walks inlined into [`Self::l1_miss`].
-    #[inline(never)]
-    fn walk_nested(
-        &mut self,
-        mem: &mut HostMemory,
-        guest_cr3: Gpa,
-        eptp: Hpa,
-        va: u64,
-        write: bool,
-    ) -> Result<(u64, PageSize, Perms), Fault> {
-        let mode = self.mode;
-        let mut nested = Nested {
-            mem,
-            memory: &mut self.memory,
-            ept_caches: &mut self.ept_caches,
-            nested_tlb: &mut self.nested_tlb,
-            nested_sizes_in_use: &mut self.nested_sizes_in_use,
-            counters: &mut self.counters,
-            eptp,
-            mode,
-        };
-        let mut guest_refs = 0;
-        let guest = walk::<X86, _>(
-            &mut nested,
-            Some(&mut self.guest_caches),
-            Dimension::Guest,
-            mode,
-            guest_cr3.raw(),
-            va,
-            self.tag,
-            write,
-            &mut guest_refs,
-        );
-        nested.counters.guest_refs += guest_refs;
-        let guest = guest?;
-        let gpa = guest.output(va);
-        let host = nested.translate(gpa, write)?;
-        let size = guest.size.min(host.size);
-        let base = host.output(gpa) & !(size.bytes() - 1);
-        Ok((base, size, guest.perms.and(host.perms)))
     }
 
     /// Prefetch, in the host, what the coming accesses `vas` will touch; no simulated effect.
@@ -1162,25 +1147,8 @@ struct Nested<'a> {
 }
 
 impl Nested<'_> {
-    /// GPA -> HPA through the nested TLB, or an EPT walk. Inlined whole into its two callers
-    /// (a guest table entry's address, the data GPA): about three calls per access under
-    /// random access, whose call, register saves and result passed through memory cost more
-    /// than the larger code.
-    #[inline(always)]
+    /// GPA -> HPA through the nested TLB, or an EPT walk.
     fn translate(&mut self, gpa: u64, write: bool) -> Result<Leaf, Fault> {
-        match self.probe_tlb(gpa, write) {
-            Ok(leaf) => {
-                self.counters.nested_tlb_hits += 1;
-                Ok(leaf)
-            }
-            Err(found) => self.translate_miss(gpa, write, found),
-        }
-    }
-
-    /// Probe the nested TLB for `gpa`. On a miss, `Err` has bit `i` set for each page size
-    /// `i` whose probe found an entry unusable for this access.
-    #[inline(always)]
-    fn probe_tlb(&mut self, gpa: u64, write: bool) -> Result<Leaf, u8> {
         let (nested_tlb, mut found) = (&mut *self.nested_tlb, 0u8);
         let hit = first_size(
             *self.nested_sizes_in_use,
@@ -1198,13 +1166,10 @@ impl Nested<'_> {
                 None
             },
         );
-        hit.ok_or(found)
-    }
-
-    /// The nested TLB missed (two thirds of calls under random access): walk the EPT and
-    /// fill the nested TLB; `found` is what [`Self::probe_tlb`] reported.
-    #[inline(always)]
-    fn translate_miss(&mut self, gpa: u64, write: bool, found: u8) -> Result<Leaf, Fault> {
+        if let Some(leaf) = hit {
+            self.counters.nested_tlb_hits += 1;
+            return Ok(leaf);
+        }
         self.counters.nested_tlb_misses += 1;
         let mut tables = HostTables {
             mem: self.mem,
@@ -1238,9 +1203,7 @@ impl Nested<'_> {
 }
 
 impl TableMemory for Nested<'_> {
-    /// Guest paging-structure accesses are EPT writes when EPT A/D flags are on. Inlined
-    /// into the guest walk, so each level's EPT translation runs in the walk's loop.
-    #[inline(always)]
+    /// Guest paging-structure accesses are EPT writes when EPT A/D flags are on.
     fn locate(&mut self, entry_addr: u64) -> Result<Hpa, Fault> {
         let leaf = self.translate(entry_addr, true)?;
         Ok(Hpa::new(leaf.output(entry_addr)))
