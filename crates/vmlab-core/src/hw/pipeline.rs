@@ -210,13 +210,13 @@ fn pass(cache: &mut Cache, level: MemLevel, refs: &mut [u64], stats: &mut Memory
     if crate::host::simd::avx2::available() {
         match cache.access_kind() {
             // SAFETY: the host has AVX2 (checked just above).
-            (8, true) => return unsafe { pass_lru_avx2::<8>(cache, level, refs, stats) },
+            (8, true) => return unsafe { pass_avx2::<8, true>(cache, level, refs, stats) },
             // SAFETY: as above.
-            (_, true) => return unsafe { pass_lru_avx2::<16>(cache, level, refs, stats) },
+            (_, true) => return unsafe { pass_avx2::<16, true>(cache, level, refs, stats) },
             // SAFETY: as above.
-            (8, false) => return unsafe { pass_rrip_avx2::<8>(cache, level, refs, stats) },
+            (8, false) => return unsafe { pass_avx2::<8, false>(cache, level, refs, stats) },
             // SAFETY: as above.
-            (_, false) => return unsafe { pass_rrip_avx2::<16>(cache, level, refs, stats) },
+            (_, false) => return unsafe { pass_avx2::<16, false>(cache, level, refs, stats) },
         }
     }
     match cache.access_kind() {
@@ -227,13 +227,15 @@ fn pass(cache: &mut Cache, level: MemLevel, refs: &mut [u64], stats: &mut Memory
     }
 }
 
-/// [`pass`] over an LRU level with AVX2 set operations ([`Cache::access_lru_avx2`]).
+/// [`pass`] with AVX2 set operations, the level's lookup form fixed as in [`pass_as`]:
+/// [`Cache::access_lru_avx2`] for an LRU level, [`Cache::access_rrip_avx2`] for an SRRIP or
+/// DRRIP one.
 ///
 /// # Safety
 /// The host must have AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn pass_lru_avx2<const N: usize>(
+unsafe fn pass_avx2<const N: usize, const LRU: bool>(
     cache: &mut Cache,
     level: MemLevel,
     refs: &mut [u64],
@@ -241,26 +243,11 @@ unsafe fn pass_lru_avx2<const N: usize>(
 ) -> usize {
     // SAFETY: the host has AVX2 (this function's contract).
     pass_with(cache, level, refs, stats, |cache, line| unsafe {
-        cache.access_lru_avx2::<N>(line)
-    })
-}
-
-/// [`pass`] over an SRRIP or DRRIP level with AVX2 set compares
-/// ([`Cache::access_rrip_avx2`]).
-///
-/// # Safety
-/// The host must have AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn pass_rrip_avx2<const N: usize>(
-    cache: &mut Cache,
-    level: MemLevel,
-    refs: &mut [u64],
-    stats: &mut MemoryStats,
-) -> usize {
-    // SAFETY: the host has AVX2 (this function's contract).
-    pass_with(cache, level, refs, stats, |cache, line| unsafe {
-        cache.access_rrip_avx2::<N>(line)
+        if LRU {
+            cache.access_lru_avx2::<N>(line)
+        } else {
+            cache.access_rrip_avx2::<N>(line)
+        }
     })
 }
 

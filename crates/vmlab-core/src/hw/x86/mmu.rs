@@ -651,30 +651,10 @@ impl Mmu {
         let mut entries = [&NOT_PRESENT; LOOKAHEAD_BATCH];
         for (entry, va) in entries.iter_mut().zip(batch) {
             let va = va.raw();
-            // A translation the L1 DTLB holds needs no walk, only the data line. With a
-            // stream open that is left to the cache levels, and the peek is skipped: it costs
-            // more than a needless prefetch of a leaf entry (hot anyway when the L1 DTLB hits).
-            if !STREAM {
-                if let Some(hpa) = self.l1_peek(va) {
-                    self.memory.prefetch(hpa);
-                    continue;
-                }
+            if self.held_by_l1::<STREAM>(va) {
+                continue;
             }
-            let slot_of = |table| mem.table_slot(Hpa::new(table).frame());
-            match self.leaf_table::<X86>(mem, &leaves, cr3, va, Some, slot_of) {
-                Found::Table(leaf) => {
-                    let offset = leaf_entry_offset(va);
-                    if !STREAM {
-                        self.memory.prefetch(Hpa::new(leaf.table + offset));
-                    }
-                    if let Some(found) = mem.entry_in_slot(leaf.slot, offset) {
-                        prefetch(found);
-                        *entry = found;
-                    }
-                }
-                Found::Output(hpa) if !STREAM => self.memory.prefetch(Hpa::new(hpa)),
-                Found::Output(_) | Found::Fault => {}
-            }
+            *entry = self.lookahead_leaf::<X86, STREAM>(mem, &leaves, cr3, va);
         }
         if STREAM {
             return;
@@ -705,14 +685,8 @@ impl Mmu {
         let mut ept_entries = [(&NOT_PRESENT, 0); LOOKAHEAD_BATCH];
         for ((entry, data), va) in guest_entries.iter_mut().zip(&mut ept_entries).zip(batch) {
             let va = va.raw();
-            // A translation the L1 DTLB holds needs no walk, only the data line. With a
-            // stream open that is left to the cache levels, and the peek is skipped: it costs
-            // more than a needless prefetch of a leaf entry (hot anyway when the L1 DTLB hits).
-            if !STREAM {
-                if let Some(hpa) = self.l1_peek(va) {
-                    self.memory.prefetch(hpa);
-                    continue;
-                }
+            if self.held_by_l1::<STREAM>(va) {
+                continue;
             }
             let to_host = |gpa| self.guest_table_to_host(mem, &ept, gpa, eptp);
             let slot_of = |table| {
@@ -728,7 +702,7 @@ impl Mmu {
                     }
                     // The walk translates the table's address too, and the nested TLB rarely
                     // holds the translation of one of many leaf-level tables.
-                    self.lookahead_ept::<STREAM>(mem, &ept, leaf.table, eptp);
+                    self.lookahead_leaf::<Ept, STREAM>(mem, &ept, eptp.raw(), leaf.table);
                     if !STREAM {
                         let gfn = leaf.table >> PageSize::Size4K.shift();
                         if let Some(hfn) = self.lookahead.table_frame(gfn) {
@@ -738,7 +712,10 @@ impl Mmu {
                     }
                 }
                 Found::Output(gpa) => {
-                    *data = (self.lookahead_ept::<STREAM>(mem, &ept, gpa, eptp), gpa);
+                    *data = (
+                        self.lookahead_leaf::<Ept, STREAM>(mem, &ept, eptp.raw(), gpa),
+                        gpa,
+                    );
                 }
                 Found::Fault => {}
             }
@@ -747,7 +724,10 @@ impl Mmu {
             let entry = **entry;
             if X86::is_present(entry) {
                 let gpa = X86::frame_addr(entry) | (va.raw() & (PageSize::Size4K.bytes() - 1));
-                *data = (self.lookahead_ept::<STREAM>(mem, &ept, gpa, eptp), gpa);
+                *data = (
+                    self.lookahead_leaf::<Ept, STREAM>(mem, &ept, eptp.raw(), gpa),
+                    gpa,
+                );
             }
         }
         if STREAM {
@@ -758,20 +738,22 @@ impl Mmu {
         }
     }
 
-    /// Prefetch the EPT leaf entry mapping `gpa` (and unless `STREAM`, the cache sets of its
-    /// line, or those of the data line if a large EPT page maps `gpa`); returns the entry.
+    /// Prefetch the leaf-level entry (format `F`) mapping `addr` in the host-address tables
+    /// at `root` (native tables, or the EPT for a guest-physical `addr`), and unless
+    /// `STREAM`, the cache sets of its line (or those of the output line if a large page
+    /// maps `addr`); returns the entry.
     #[inline(always)]
-    fn lookahead_ept<'m, const STREAM: bool>(
+    fn lookahead_leaf<'m, F: EntryFormat, const STREAM: bool>(
         &self,
         mem: &'m HostMemory,
-        ept: &LeafTables<'_>,
-        gpa: u64,
-        eptp: Hpa,
+        leaves: &LeafTables<'_>,
+        root: u64,
+        addr: u64,
     ) -> &'m u64 {
         let slot_of = |table| mem.table_slot(Hpa::new(table).frame());
-        match self.leaf_table::<Ept>(mem, ept, eptp.raw(), gpa, Some, slot_of) {
+        match self.leaf_table::<F>(mem, leaves, root, addr, Some, slot_of) {
             Found::Table(leaf) => {
-                let offset = leaf_entry_offset(gpa);
+                let offset = leaf_entry_offset(addr);
                 if !STREAM {
                     self.memory.prefetch(Hpa::new(leaf.table + offset));
                 }
@@ -795,14 +777,21 @@ impl Mmu {
         }
     }
 
-    /// The host address the L1 DTLB maps `va` to, if it holds a translation (no side
-    /// effects): then the access needs no walk.
+    /// Whether the L1 DTLB holds `va`'s translation (peeked, no side effects): then the
+    /// access needs no walk, only its data line, whose cache sets are prefetched. With a
+    /// stream open (`STREAM`) the data line is left to the cache levels and the peek is
+    /// skipped: it costs more than a needless prefetch of a leaf entry (hot anyway when the
+    /// L1 DTLB hits).
     #[inline(always)]
-    fn l1_peek(&self, va: u64) -> Option<Hpa> {
-        sizes_in(self.sizes_in_use).find_map(|size| {
+    fn held_by_l1<const STREAM: bool>(&self, va: u64) -> bool {
+        if STREAM {
+            return false;
+        }
+        let held = sizes_in(self.sizes_in_use).find_map(|size| {
             let value = self.l1[size.index()].peek(tlb_key(va, size, self.tag))?;
             Some(Hpa::new((value & FRAME_MASK) | (va & (size.bytes() - 1))))
-        })
+        });
+        held.inspect(|&hpa| self.memory.prefetch(hpa)).is_some()
     }
 
     /// The leaf-level table covering `addr` in the tables at `root`: as `leaves` remembers
