@@ -283,11 +283,11 @@ fn first_size<T>(in_use: u8, mut probe: impl FnMut(TlbSize) -> Option<T>) -> Opt
 
 #[inline]
 fn usable(value: u64, write: bool) -> bool {
-    Perms::from_bits(value).allows(write) && (!write || value & VALUE_DIRTY != 0)
+    Perms::bits_allow(value, write) && (!write || value & VALUE_DIRTY != 0)
 }
 
-fn tlb_value(base: u64, perms: Perms, dirty: bool) -> u64 {
-    (base & FRAME_MASK) | perms.bits() | if dirty { VALUE_DIRTY } else { 0 }
+fn tlb_value(base: u64, perm_bits: u64, dirty: bool) -> u64 {
+    (base & FRAME_MASK) | perm_bits | if dirty { VALUE_DIRTY } else { 0 }
 }
 
 /// The MMU of one simulated core.
@@ -399,7 +399,7 @@ impl Mmu {
 
     /// One user-mode data access: translate `va` and access its line. On a fault nothing is
     /// accessed and the fault is returned for the OS or hypervisor to handle.
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, mem: &mut HostMemory, va: Gva, write: bool) -> Result<Hpa, Fault> {
         self.counters.accesses += 1;
         let hpa = match self.l1_lookup(va.raw(), write) {
@@ -434,7 +434,7 @@ impl Mmu {
 
     /// Fill the L1 DTLB of `size`; `l1_found` is what [`Self::l1_lookup`] reported, so an
     /// entry known to be absent is inserted without searching for it.
-    #[inline]
+    #[inline(always)]
     fn l1_fill(&mut self, size: TlbSize, key: u64, value: u64, l1_found: u8) {
         let l1 = &mut self.l1[size.index()];
         if l1_found & (1 << size.index()) != 0 {
@@ -510,13 +510,14 @@ impl Mmu {
         Ok(Hpa::new(base | (va & (size.bytes() - 1))))
     }
 
-    /// Walk the current root for `va`: (host page base, page size, permissions).
+    /// Walk the current root for `va`: (host page base, page size, permissions packed as
+    /// [`Perms::bits`]).
     fn walk(
         &mut self,
         mem: &mut HostMemory,
         va: u64,
         write: bool,
-    ) -> Result<(u64, PageSize, Perms), Fault> {
+    ) -> Result<(u64, PageSize, u64), Fault> {
         let mode = self.mode;
         match self.root {
             Root::None => Err(Fault {
@@ -542,7 +543,7 @@ impl Mmu {
                     write,
                     &mut self.counters.guest_refs,
                 )?;
-                Ok((leaf.base, leaf.size, leaf.perms))
+                Ok((leaf.base, leaf.size, leaf.perm_bits))
             }
             Root::Tagged { cr3 } => {
                 self.counters.tag_fills += 1;
@@ -573,7 +574,7 @@ impl Mmu {
                 let leaf = leaf?;
                 // The final frame is checked too; nothing is accessed if it fails.
                 tables.check(Hpa::new(leaf.output(va)).frame().raw())?;
-                Ok((leaf.base, leaf.size, leaf.perms))
+                Ok((leaf.base, leaf.size, leaf.perm_bits))
             }
             Root::TwoD { guest_cr3, eptp } => {
                 let mut nested = Nested {
@@ -604,7 +605,7 @@ impl Mmu {
                 let host = nested.translate(gpa, write)?;
                 let size = guest.size.min(host.size);
                 let base = host.output(gpa) & !(size.bytes() - 1);
-                Ok((base, size, guest.perms.and(host.perms)))
+                Ok((base, size, guest.perm_bits & host.perm_bits))
             }
         }
     }
@@ -702,7 +703,7 @@ impl Mmu {
                     }
                     // The walk translates the table's address too, and the nested TLB rarely
                     // holds the translation of one of many leaf-level tables.
-                    self.lookahead_leaf::<Ept, STREAM>(mem, &ept, eptp.raw(), leaf.table);
+                    if !STREAM { self.lookahead_leaf::<Ept, STREAM>(mem, &ept, eptp.raw(), leaf.table); }
                     if !STREAM {
                         let gfn = leaf.table >> PageSize::Size4K.shift();
                         if let Some(hfn) = self.lookahead.table_frame(gfn) {
@@ -1148,7 +1149,7 @@ impl Nested<'_> {
                     return Some(Leaf {
                         base: value & FRAME_MASK,
                         size: size.page_size(),
-                        perms: Perms::from_bits(value),
+                        perm_bits: value & Perms::ALL.bits(),
                     });
                 }
                 found |= 1 << size.index();
@@ -1179,7 +1180,7 @@ impl Nested<'_> {
         *self.nested_sizes_in_use |= 1 << size.index();
         let (key, value) = (
             tlb_key(gpa, size, 0),
-            tlb_value(leaf.base, leaf.perms, write),
+            tlb_value(leaf.base, leaf.perm_bits, write),
         );
         if found & (1 << size.index()) != 0 {
             self.nested_tlb.fill(key, value);

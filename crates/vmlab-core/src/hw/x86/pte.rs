@@ -47,6 +47,14 @@ impl Perms {
         self.read && self.user && (!write || self.write)
     }
 
+    /// [`Self::allows`] on permissions packed by [`Self::bits`] (higher bits ignored): one
+    /// mask test, for the walker and the TLBs, which keep permissions packed.
+    #[inline(always)]
+    pub const fn bits_allow(bits: u64, write: bool) -> bool {
+        let needed = 1 | 4 | (write as u64) << 1;
+        bits & needed == needed
+    }
+
     /// Pack into the low 4 bits of a cached translation (TLB and walk-cache values).
     pub const fn bits(self) -> u64 {
         (self.read as u64)

@@ -56,11 +56,17 @@ pub struct Leaf {
     pub base: u64,
     /// The page's size (set by the level the leaf entry sits at).
     pub size: PageSize,
-    /// The permissions of every entry on the walk, combined.
-    pub perms: Perms,
+    /// The permissions of every entry on the walk, combined, packed as [`Perms::bits`]
+    /// (translation caches and the next dimension combine them packed).
+    pub perm_bits: u64,
 }
 
 impl Leaf {
+    /// The permissions of every entry on the walk, combined.
+    pub fn perms(&self) -> Perms {
+        Perms::from_bits(self.perm_bits)
+    }
+
     /// The output address of `addr` (an input address inside this page).
     pub fn output(&self, addr: u64) -> u64 {
         self.base | (addr & (self.size.bytes() - 1))
@@ -274,8 +280,7 @@ fn walk_loop<F: EntryFormat, T: TableMemory>(
             }
             // A leaf at this level maps the address bits below its index.
             let size = PageSize::from_level_shift(shift);
-            let perms = Perms::from_bits(perms);
-            if !perms.allows(write) {
+            if !Perms::bits_allow(perms, write) {
                 return Err(fault(level, FaultKind::Protection));
             }
             let bits = if write {
@@ -287,7 +292,11 @@ fn walk_loop<F: EntryFormat, T: TableMemory>(
                 tables.set_bits(at, bits);
             }
             let base = PagingMode::leaf_base::<F>(entry, size);
-            return Ok(Leaf { base, size, perms });
+            return Ok(Leaf {
+                base,
+                size,
+                perm_bits: perms,
+            });
         }
         if entry & F::ACCESSED == 0 {
             tables.set_bits(at, F::ACCESSED);
@@ -604,7 +613,7 @@ mod tests {
                         (SoftWalk::Leaf { at, size, perms }, Ok(leaf)) => {
                             prop_assert!(perms.allows(write));
                             prop_assert_eq!(leaf.size, size);
-                            prop_assert_eq!(leaf.perms, perms);
+                            prop_assert_eq!(leaf.perms(), perms);
                             prop_assert_eq!(leaf.base, PagingMode::leaf_base::<X86>(at.entry, size));
                             prop_assert_eq!(refs, (mode.levels() - at.slot.level + 1) as u64);
                         }
