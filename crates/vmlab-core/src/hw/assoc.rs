@@ -117,7 +117,7 @@ impl<const G: usize> Set<G> {
         while candidates != 0 {
             // Below `G * LANES`: the mask shows the compiler, so there is no bounds check.
             let way = candidates.trailing_zeros() as usize & (G * LANES - 1);
-            if self.entries[way / LANES][way % LANES].0 == key {
+            if self.entries.as_flattened()[way].0 == key {
                 return Some(way);
             }
             candidates &= candidates - 1;
@@ -128,7 +128,13 @@ impl<const G: usize> Set<G> {
     /// The value in `way`.
     #[inline(always)]
     fn value(&self, way: usize) -> u64 {
-        self.entries[way / LANES][way % LANES].1
+        self.entries.as_flattened()[way & (G * LANES - 1)].1
+    }
+
+    /// Replace the value in `way`.
+    #[inline(always)]
+    fn set_value(&mut self, way: usize, value: u64) {
+        self.entries.as_flattened_mut()[way & (G * LANES - 1)].1 = value;
     }
 
     /// Lane of `order` holding the valid `way`. Unused lanes after the valid ones may hold
@@ -167,15 +173,18 @@ impl<const G: usize> Set<G> {
             return empty.trailing_zeros() as usize & (G * LANES - 1);
         }
         let last = last & (G * LANES - 1);
-        self.order[last / LANES][last % LANES] as usize & (G * LANES - 1)
+        self.order.as_flattened()[last] as usize & (G * LANES - 1)
     }
 
     /// Put `key -> value` into `way`, which is empty or the least recently used way of a full
     /// set, as the most recently used entry.
     #[inline(always)]
     fn put_new(&mut self, way: usize, key: u64, value: u64) {
-        self.entries[way / LANES][way % LANES] = (key, value);
-        self.prints[way / LANES][way % LANES] = fingerprint(key);
+        // Groups are contiguous: the flat index is one scaled offset, not a group and a lane.
+        // The mask changes nothing (`way < ways`) but shows the compiler it is in bounds.
+        let way = way & (G * LANES - 1);
+        self.entries.as_flattened_mut()[way] = (key, value);
+        self.prints.as_flattened_mut()[way] = fingerprint(key);
         self.valid |= 1 << way;
         // The order's lanes after the valid ones are unused: the one that falls off the end
         // of a full set is the way now taken.
@@ -340,7 +349,7 @@ impl TranslationCache {
             debug_assert!(search || set.find(key).is_none(), "fill_absent of a cached key {key:#x}");
             match if search { set.find(key) } else { None } {
                 Some(way) => {
-                    set.entries[way / LANES][way % LANES].1 = value;
+                    set.set_value(way, value);
                     set.touch(way);
                 }
                 None => {
