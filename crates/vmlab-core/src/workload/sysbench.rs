@@ -129,6 +129,10 @@ pub struct SysbenchMem {
     /// Elements per event, as an integer and as the double sysbench multiplies by.
     elements: u64,
     elements_f64: f64,
+    /// With a power-of-two element count 2^k (k from 1 to 52), `64 - k`: the index is then
+    /// the top k random bits, the very value the double arithmetic yields (see
+    /// [`Self::random_index`]), without converting to and from floating point.
+    power_of_two_shift: Option<u32>,
     /// Next element of the current event (used by `seq`).
     next_elem: u64,
     /// Accesses still to come in the measured phase.
@@ -147,6 +151,8 @@ impl SysbenchMem {
             prologue: Prologue::new(config.block),
             elements,
             elements_f64: elements as f64,
+            power_of_two_shift: (elements.is_power_of_two() && (2..=1 << 52).contains(&elements))
+                .then(|| 64 - elements.trailing_zeros()),
             next_elem: 0,
             remaining: config.total_accesses().unwrap_or(u64::MAX),
             write: config.oper == MemOper::Write,
@@ -159,14 +165,30 @@ impl SysbenchMem {
     }
 
     /// sysbench's index: a double in [0, 1) from 52 random bits, times the element count,
-    /// truncated. The `min` only guards the (unreachable for n < 2^52) rounding up to n.
+    /// truncated.
+    ///
+    /// With 2^k elements the product is the 52-bit integer times 2^(k - 52), exact in a
+    /// double, so the truncation is a right shift of the 52 bits by 52 - k: the top k bits
+    /// of the random word. That is the same number, taken without floating point.
     #[inline]
     fn random_index(&mut self) -> u64 {
-        // Both conversions go through i64 (one instruction each on x86-64, where u64 takes
-        // several); lossless, as the mantissa and the product stay below 2^52.
-        let unit = ((self.rng.next_u64() >> 12) as i64) as f64 * TWO_POW_MINUS_52;
-        (((unit * self.elements_f64) as i64) as u64).min(self.elements - 1)
+        let bits = self.rng.next_u64();
+        match self.power_of_two_shift {
+            Some(shift) => bits >> shift,
+            None => scaled_index(bits, self.elements_f64, self.elements),
+        }
     }
+}
+
+/// sysbench's index from a random word in floating point: the top 52 bits scaled into
+/// [0, 1), times `elements`, truncated. The `min` only guards the (unreachable for
+/// n < 2^52) rounding up to n.
+#[inline]
+fn scaled_index(bits: u64, elements_f64: f64, elements: u64) -> u64 {
+    // Both conversions go through i64 (one instruction each on x86-64, where u64 takes
+    // several); lossless, as the mantissa and the product stay below 2^52.
+    let unit = ((bits >> 12) as i64) as f64 * TWO_POW_MINUS_52;
+    (((unit * elements_f64) as i64) as u64).min(elements - 1)
 }
 
 impl Workload for SysbenchMem {
@@ -226,6 +248,34 @@ impl Workload for SysbenchMem {
 mod tests {
     use super::super::test_support::measured_accesses;
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The shift taken for power-of-two element counts is the floating-point index.
+        #[test]
+        fn power_of_two_shift_is_the_scaled_index(bits in any::<u64>(), k in 1u32..=52) {
+            let elements = 1u64 << k;
+            let w = SysbenchMem::new(config(elements * SysbenchMemConfig::ELEMENT_BYTES, MemOper::Write, AccessMode::Rnd, 1), 1);
+            prop_assert_eq!(w.power_of_two_shift, Some(64 - k));
+            prop_assert_eq!(bits >> (64 - k), scaled_index(bits, elements as f64, elements));
+        }
+    }
+
+    #[test]
+    fn other_element_counts_keep_floating_point() {
+        for elements in [1, 3, 4095, 3 << 20] {
+            let w = SysbenchMem::new(
+                config(
+                    elements * SysbenchMemConfig::ELEMENT_BYTES,
+                    MemOper::Write,
+                    AccessMode::Rnd,
+                    1,
+                ),
+                1,
+            );
+            assert_eq!(w.power_of_two_shift, None, "{elements}");
+        }
+    }
 
     fn config(block: u64, oper: MemOper, mode: AccessMode, events: u64) -> SysbenchMemConfig {
         SysbenchMemConfig {
