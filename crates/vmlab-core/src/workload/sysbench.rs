@@ -248,7 +248,7 @@ impl Workload for SysbenchMem {
 mod tests {
     use super::super::test_support::measured_accesses;
     use super::*;
-    use proptest::prelude::*;
+    use proptest::prelude::{any, prop_assert_eq, proptest};
 
     proptest! {
         /// The shift taken for power-of-two element counts is the floating-point index.
