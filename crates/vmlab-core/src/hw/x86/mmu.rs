@@ -702,11 +702,9 @@ impl Mmu {
                         *entry = found;
                     }
                     // The walk translates the table's address too, and the nested TLB rarely
-                    // holds the translation of one of many leaf-level tables. With a stream
-                    // open that is all: the EPT entries mapping guest leaf tables (8 bytes per
-                    // 2 MiB of guest memory) stay in the host's caches without help.
+                    // holds the translation of one of many leaf-level tables.
+                    self.lookahead_leaf::<Ept, STREAM>(mem, &ept, eptp.raw(), leaf.table);
                     if !STREAM {
-                        self.lookahead_leaf::<Ept, STREAM>(mem, &ept, eptp.raw(), leaf.table);
                         let gfn = leaf.table >> PageSize::Size4K.shift();
                         if let Some(hfn) = self.lookahead.table_frame(gfn) {
                             let at = hfn << PageSize::Size4K.shift() | offset;
