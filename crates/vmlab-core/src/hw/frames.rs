@@ -68,6 +68,15 @@ impl FrameIndex {
         }
     }
 
+    /// Prefetch, in the host, the bucket where a lookup of `frame` starts.
+    #[inline]
+    fn prefetch(&self, frame: u64) {
+        // `home` is below `buckets.len()` (see `get`): `get` never fails.
+        if let Some(bucket) = self.buckets.get(self.home(frame)) {
+            crate::host::prefetch::prefetch(bucket);
+        }
+    }
+
     /// Insert `frame`, which must not be present.
     fn insert(&mut self, frame: u64, slot: u32) {
         if 2 * (self.len + 1) > self.buckets.len() {
@@ -269,6 +278,13 @@ impl HostMemory {
     pub fn entry(&self, addr: Hpa) -> Option<&u64> {
         self.table(addr.frame())
             .map(|page| &page[entry_index(addr)])
+    }
+
+    /// Prefetch, in the host, where the table storage's index keeps `frame` (the look-ahead
+    /// does, for the frames the coming walks will read: each read looks its frame up).
+    #[inline]
+    pub fn prefetch_index(&self, frame: Hfn) {
+        self.index.prefetch(frame.raw());
     }
 
     /// The slot of `frame`'s page in the table storage, if it has table contents: for the

@@ -18,7 +18,7 @@
 //! - The kernel's own accesses (page zeroing, table edits) do not go through this MMU; their
 //!   cost is the kernel model's.
 
-use crate::addr::{Gfn, Gpa, Gva, Hpa, PageSize};
+use crate::addr::{Gfn, Gpa, Gva, Hfn, Hpa, PageSize};
 use crate::host::prefetch::{prefetch, LeafTable, LeafTables, Lookahead, Tables, LOOKAHEAD_BATCH};
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
 use crate::hw::cache::{MemoryConfig, MemoryHierarchy, Requester};
@@ -704,9 +704,10 @@ impl Mmu {
                     // The walk translates the table's address too, and the nested TLB rarely
                     // holds the translation of one of many leaf-level tables.
                     self.lookahead_leaf::<Ept, STREAM>(mem, &ept, eptp.raw(), leaf.table);
-                    if !STREAM {
-                        let gfn = leaf.table >> PageSize::Size4K.shift();
-                        if let Some(hfn) = self.lookahead.table_frame(gfn) {
+                    let gfn = leaf.table >> PageSize::Size4K.shift();
+                    if let Some(hfn) = self.lookahead.table_frame(gfn) {
+                        mem.prefetch_index(Hfn::new(hfn));
+                        if !STREAM {
                             let at = hfn << PageSize::Size4K.shift() | offset;
                             self.memory.prefetch(Hpa::new(at));
                         }
@@ -755,6 +756,7 @@ impl Mmu {
         match self.leaf_table::<F>(mem, leaves, root, addr, Some, slot_of) {
             Found::Table(leaf) => {
                 let offset = leaf_entry_offset(addr);
+                mem.prefetch_index(Hpa::new(leaf.table).frame());
                 if !STREAM {
                     self.memory.prefetch(Hpa::new(leaf.table + offset));
                 }
