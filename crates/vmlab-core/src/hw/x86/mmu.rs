@@ -680,11 +680,19 @@ impl Mmu {
         for va in batch {
             guest.prefetch(leaf_region(va.raw()));
         }
-        // The guest leaf entries, then the EPT leaf entries of the data pages (with their
-        // guest-physical addresses) for the last stage.
+        // The guest leaf entries (and the guest leaf tables they sit in), then the EPT
+        // leaf entries of those tables, then those of the data pages (with their
+        // guest-physical addresses) for the last stage. The tables' stage comes between
+        // the guest entries' prefetch and their reads, so those have time to arrive.
         let mut guest_entries = [&NOT_PRESENT; LOOKAHEAD_BATCH];
+        let mut guest_tables = [NO_TABLE; LOOKAHEAD_BATCH];
         let mut ept_entries = [(&NOT_PRESENT, 0); LOOKAHEAD_BATCH];
-        for ((entry, data), va) in guest_entries.iter_mut().zip(&mut ept_entries).zip(batch) {
+        for (((entry, table), data), va) in guest_entries
+            .iter_mut()
+            .zip(&mut guest_tables)
+            .zip(&mut ept_entries)
+            .zip(batch)
+        {
             let va = va.raw();
             if self.held_by_l1::<STREAM>(va) {
                 continue;
@@ -696,22 +704,11 @@ impl Mmu {
             };
             match self.leaf_table::<X86>(mem, &guest, guest_cr3, va, to_host, slot_of) {
                 Found::Table(leaf) => {
-                    let offset = leaf_entry_offset(va);
-                    if let Some(found) = mem.entry_in_slot(leaf.slot, offset) {
+                    if let Some(found) = mem.entry_in_slot(leaf.slot, leaf_entry_offset(va)) {
                         prefetch(found);
                         *entry = found;
                     }
-                    // The walk translates the table's address too, and the nested TLB rarely
-                    // holds the translation of one of many leaf-level tables.
-                    self.lookahead_leaf::<Ept, STREAM>(mem, &ept, eptp.raw(), leaf.table);
-                    let gfn = leaf.table >> PageSize::Size4K.shift();
-                    if let Some(hfn) = self.lookahead.table_frame(gfn) {
-                        mem.prefetch_index(Hfn::new(hfn));
-                        if !STREAM {
-                            let at = hfn << PageSize::Size4K.shift() | offset;
-                            self.memory.prefetch(Hpa::new(at));
-                        }
-                    }
+                    *table = leaf.table;
                 }
                 Found::Output(gpa) => {
                     *data = (
@@ -720,6 +717,24 @@ impl Mmu {
                     );
                 }
                 Found::Fault => {}
+            }
+        }
+        for (&table, va) in guest_tables.iter().zip(batch) {
+            if table == NO_TABLE {
+                continue;
+            }
+            // The walk translates the table's address too, and the nested TLB rarely holds
+            // the translation of one of many leaf-level tables.
+            self.lookahead_leaf::<Ept, STREAM>(mem, &ept, eptp.raw(), table);
+            if let Some(hfn) = self
+                .lookahead
+                .table_frame(table >> PageSize::Size4K.shift())
+            {
+                mem.prefetch_index(Hfn::new(hfn));
+                if !STREAM {
+                    let at = hfn << PageSize::Size4K.shift() | leaf_entry_offset(va.raw());
+                    self.memory.prefetch(Hpa::new(at));
+                }
             }
         }
         for ((entry, data), va) in guest_entries.iter().zip(&mut ept_entries).zip(batch) {
@@ -1006,6 +1021,9 @@ fn leaf_entry_offset(addr: u64) -> u64 {
 
 /// What the look-ahead reads for an access no table page has an entry for: not present.
 static NOT_PRESENT: u64 = 0;
+
+/// A guest leaf table the look-ahead did not find (table addresses are page-aligned).
+const NO_TABLE: u64 = u64::MAX;
 
 /// Where the look-ahead found an address's translation to end.
 enum Found {
