@@ -7,8 +7,9 @@
 //! devirt tables all live here the same way. Memory use is proportional to the number of
 //! page-table pages, not to the simulated footprint: pages live in one arena, found through a
 //! small open-addressing index from frame number to arena slot. Walks read table pages at
-//! random, so the index is kept compact (16 bytes per bucket, at most half full): a lookup
-//! is a multiply and, nearly always, one load from a table that stays in the host's caches.
+//! random, so the index is kept compact (8 bytes per bucket, frame and slot packed in one
+//! word, at most half full): a lookup is a multiply and, nearly always, one load from a
+//! table small enough to stay in the host's L2.
 
 use crate::addr::{Hfn, Hpa, PageSize};
 use crate::host::hugepages::{FixedVec, HUGE_PAGE};
@@ -18,15 +19,19 @@ use crate::hw::tags::TagTable;
 pub const ENTRIES_PER_TABLE: usize = 512;
 type TablePage = [u64; ENTRIES_PER_TABLE];
 
-/// The key of an empty index bucket: not a frame number (those are below 2^52), and a probe
-/// compares keys with the frame itself, with no adjustment.
+/// Bits of an index bucket that hold the slot; the frame number sits above them.
+const SLOT_BITS: u32 = 24;
+/// Most table pages the storage holds (2^24: 64 GiB of page tables).
+pub const MAX_TABLE_PAGES: usize = 1 << SLOT_BITS;
+/// An empty index bucket: its frame field, all ones, is no frame number (those are below
+/// 2^40, as addresses are below 2^52).
 const EMPTY: u64 = u64::MAX;
 
 /// Frame number -> arena slot of every frame with table contents: open addressing with
 /// linear probing, at most half full, deletion by backward shift (no tombstones).
 struct FrameIndex {
-    /// `(frame, slot)`; a frame of [`EMPTY`] marks an empty bucket.
-    buckets: Box<[(u64, u32)]>,
+    /// `frame << SLOT_BITS | slot` (see `bucket`), or [`EMPTY`].
+    buckets: Box<[u64]>,
     /// `64 - log2(buckets.len())`: the bucket of a frame is the top bits of its hash.
     shift: u32,
     len: usize,
@@ -36,7 +41,7 @@ impl FrameIndex {
     fn new() -> Self {
         let buckets = 1024;
         FrameIndex {
-            buckets: vec![(EMPTY, 0); buckets].into_boxed_slice(),
+            buckets: vec![EMPTY; buckets].into_boxed_slice(),
             shift: 64 - buckets.trailing_zeros(),
             len: 0,
         }
@@ -57,11 +62,11 @@ impl FrameIndex {
             // `2^(64 - shift) == buckets.len()` (kept so by `new` and `grow`), and later probes
             // are masked by `buckets.len() - 1` (a power of two minus one). Walks look frames up
             // several times per simulated access, so the check is worth dropping here.
-            let (key, slot) = unsafe { *self.buckets.get_unchecked(i) };
-            if key == frame {
-                return Some(slot);
+            let found = unsafe { *self.buckets.get_unchecked(i) };
+            if found >> SLOT_BITS == frame {
+                return Some(slot_of(found));
             }
-            if key == EMPTY {
+            if found == EMPTY {
                 return None;
             }
             i = (i + 1) & mask;
@@ -85,11 +90,15 @@ impl FrameIndex {
         let mask = self.buckets.len() - 1;
         let mut i = self.home(frame);
         debug_assert_ne!(frame, EMPTY);
-        while self.buckets[i].0 != EMPTY {
-            debug_assert_ne!(self.buckets[i].0, frame, "frame {frame} indexed twice");
+        while self.buckets[i] != EMPTY {
+            debug_assert_ne!(
+                self.buckets[i] >> SLOT_BITS,
+                frame,
+                "frame {frame} indexed twice"
+            );
             i = (i + 1) & mask;
         }
-        self.buckets[i] = (frame, slot);
+        self.buckets[i] = bucket(frame, slot);
         self.len += 1;
     }
 
@@ -97,12 +106,12 @@ impl FrameIndex {
         let mask = self.buckets.len() - 1;
         let mut hole = self.home(frame);
         let slot = loop {
-            let (key, slot) = self.buckets[hole];
-            if key == frame {
-                break slot;
-            }
-            if key == EMPTY {
+            let found = self.buckets[hole];
+            if found == EMPTY {
                 return None;
+            }
+            if found >> SLOT_BITS == frame {
+                break slot_of(found);
             }
             hole = (hole + 1) & mask;
         };
@@ -110,31 +119,45 @@ impl FrameIndex {
         let mut i = hole;
         loop {
             i = (i + 1) & mask;
-            let (key, _) = self.buckets[i];
-            if key == EMPTY {
+            let found = self.buckets[i];
+            if found == EMPTY {
                 break;
             }
-            let home = self.home(key);
+            let home = self.home(found >> SLOT_BITS);
             // The entry at `i` can fill the hole unless its home lies cyclically in (hole, i].
             if (i.wrapping_sub(home) & mask) >= (i.wrapping_sub(hole) & mask) {
                 self.buckets[hole] = self.buckets[i];
                 hole = i;
             }
         }
-        self.buckets[hole] = (EMPTY, 0);
+        self.buckets[hole] = EMPTY;
         self.len -= 1;
         Some(slot)
     }
 
     fn grow(&mut self) {
-        let doubled = vec![(EMPTY, 0); self.buckets.len() * 2].into_boxed_slice();
+        let doubled = vec![EMPTY; self.buckets.len() * 2].into_boxed_slice();
         let old = std::mem::replace(&mut self.buckets, doubled);
         self.shift -= 1;
         self.len = 0;
-        for (key, slot) in old.iter().copied().filter(|&(key, _)| key != EMPTY) {
-            self.insert(key, slot);
+        for found in old.iter().copied().filter(|&found| found != EMPTY) {
+            self.insert(found >> SLOT_BITS, slot_of(found));
         }
     }
+}
+
+/// An index bucket: `frame` above the slot bits (a frame is below 2^40, a slot below
+/// [`MAX_TABLE_PAGES`]).
+#[inline]
+fn bucket(frame: u64, slot: u32) -> u64 {
+    debug_assert!(frame < 1 << (64 - SLOT_BITS) && (slot as usize) < MAX_TABLE_PAGES);
+    frame << SLOT_BITS | u64::from(slot)
+}
+
+/// The slot in a bucket.
+#[inline]
+fn slot_of(bucket: u64) -> u32 {
+    (bucket & ((1 << SLOT_BITS) - 1)) as u32
 }
 
 /// Table pages in the arena's first allocation: one host huge page (see
@@ -388,7 +411,14 @@ impl HostMemory {
                 self.pages.page_mut(slot as usize).fill(0);
                 slot
             }
-            None => self.pages.push_zeroed() as u32,
+            None => {
+                // 64 GiB of simulated page tables, more than the host holds for the arena.
+                assert!(
+                    self.pages.len() < MAX_TABLE_PAGES,
+                    "more than {MAX_TABLE_PAGES} page-table pages"
+                );
+                self.pages.push_zeroed() as u32
+            }
         };
         self.index.insert(frame.raw(), slot);
         slot as usize
