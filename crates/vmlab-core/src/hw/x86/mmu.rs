@@ -532,7 +532,7 @@ impl Mmu {
                     mem,
                     memory: &mut self.memory,
                 };
-                let leaf = walk::<X86, _>(
+                let leaf = walk_fast::<X86, _>(
                     &mut tables,
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
@@ -588,7 +588,7 @@ impl Mmu {
                     mode,
                 };
                 let mut guest_refs = 0;
-                let guest = walk::<X86, _>(
+                let guest = walk_fast::<X86, _>(
                     &mut nested,
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
