@@ -19,12 +19,13 @@ use crate::hw::tags::TagTable;
 pub const ENTRIES_PER_TABLE: usize = 512;
 type TablePage = [u64; ENTRIES_PER_TABLE];
 
-/// Bits of an index bucket that hold the slot; the frame number sits above them.
-const SLOT_BITS: u32 = 24;
-/// Most table pages the storage holds (2^24: 64 GiB of page tables).
+/// Bits of an index bucket that hold the slot; the frame number sits above them, in 41
+/// bits: one more than a frame number needs (addresses are below 2^52, frames below 2^40),
+/// so an all-ones frame field is never a frame.
+const SLOT_BITS: u32 = 23;
+/// Most table pages the storage holds (2^23: 32 GiB of page tables).
 pub const MAX_TABLE_PAGES: usize = 1 << SLOT_BITS;
-/// An empty index bucket: its frame field, all ones, is no frame number (those are below
-/// 2^40, as addresses are below 2^52).
+/// An empty index bucket: its frame field, all ones, is no frame number (see [`SLOT_BITS`]).
 const EMPTY: u64 = u64::MAX;
 
 /// Frame number -> arena slot of every frame with table contents: open addressing with
@@ -147,10 +148,10 @@ impl FrameIndex {
 }
 
 /// An index bucket: `frame` above the slot bits (a frame is below 2^40, a slot below
-/// [`MAX_TABLE_PAGES`]).
+/// [`MAX_TABLE_PAGES`]), never [`EMPTY`].
 #[inline]
 fn bucket(frame: u64, slot: u32) -> u64 {
-    debug_assert!(frame < 1 << (64 - SLOT_BITS) && (slot as usize) < MAX_TABLE_PAGES);
+    debug_assert!(frame < 1 << 40 && (slot as usize) < MAX_TABLE_PAGES);
     frame << SLOT_BITS | u64::from(slot)
 }
 
@@ -412,7 +413,7 @@ impl HostMemory {
                 slot
             }
             None => {
-                // 64 GiB of simulated page tables, more than the host holds for the arena.
+                // 32 GiB of simulated page tables, more than the host holds for the arena.
                 assert!(
                     self.pages.len() < MAX_TABLE_PAGES,
                     "more than {MAX_TABLE_PAGES} page-table pages"
@@ -546,6 +547,24 @@ mod tests {
             assert_eq!(mem.read_u64(Hfn::new(f).addr_at(8)), want, "frame {f}");
         }
         assert_eq!(mem.table_pages(), frames.len() - frames.len().div_ceil(3));
+    }
+
+    #[test]
+    fn index_keeps_the_largest_frames_and_slots_apart_from_empty_buckets() {
+        let mut index = FrameIndex::new();
+        let last_frame = (1u64 << 40) - 1;
+        let last_slot = (MAX_TABLE_PAGES - 1) as u32;
+        // A bucket of the largest frame and slot is not an empty one: a lookup of an absent
+        // largest frame finds nothing, and a present one finds its slot.
+        assert_ne!(bucket(last_frame, last_slot), EMPTY);
+        assert_eq!(index.get(last_frame), None);
+        index.insert(last_frame, last_slot);
+        index.insert(0, 0);
+        assert_eq!(index.get(last_frame), Some(last_slot));
+        assert_eq!(index.get(0), Some(0));
+        assert_eq!(index.remove(last_frame), Some(last_slot));
+        assert_eq!(index.get(last_frame), None);
+        assert_eq!(index.get(0), Some(0));
     }
 
     #[test]
