@@ -283,6 +283,12 @@ impl Cache {
         ((1u64 << (32 - STATE_BITS)) - 2) << self.set_bits | self.set_mask
     }
 
+    /// The set `line` maps to and its tag in the set's entries.
+    #[inline(always)]
+    fn set_and_tag(&self, line: u64) -> (usize, u32) {
+        ((line & self.set_mask) as usize, self.tag_of(line))
+    }
+
     #[inline]
     fn tag_of(&self, line: u64) -> u32 {
         debug_assert!(
@@ -327,8 +333,7 @@ impl Cache {
     #[inline(always)]
     pub(crate) fn access_as<const N: usize, const LRU: bool>(&mut self, line: u64) -> bool {
         debug_assert_eq!(self.access_kind(), (N, LRU));
-        let set = (line & self.set_mask) as usize;
-        let tag = self.tag_of(line);
+        let (set, tag) = self.set_and_tag(line);
         if LRU {
             self.access_lru::<N>(set, tag)
         } else {
@@ -344,25 +349,16 @@ impl Cache {
     #[inline(always)]
     pub(crate) unsafe fn access_lru_avx2<const N: usize>(&mut self, line: u64) -> bool {
         debug_assert_eq!(self.access_kind(), (N, true));
-        let set = (line & self.set_mask) as usize;
-        let tag = self.tag_of(line);
-        let ways = self.ways;
-        let Some(Set(entries)) = self.sets.get_mut(set) else {
-            return false;
-        };
         use crate::host::simd::avx2;
-        // SAFETY: AVX2 is there (the caller's contract).
-        let hits = unsafe { avx2::eq_mask_u32x16::<N>(entries, tag) };
-        // As in `access_lru`: a hit and a miss are the same move to the front.
-        let hit = hits != 0;
-        let way = if hit {
-            hits.trailing_zeros() as usize
-        } else {
-            ways - 1
-        };
-        // SAFETY: as above.
-        unsafe { avx2::move_to_front_u32x16::<N>(entries, way, tag) };
-        hit
+        let (set, tag) = self.set_and_tag(line);
+        self.access_lru_with::<N>(
+            set,
+            tag,
+            // SAFETY: AVX2 is there (the caller's contract).
+            |entries, tag| unsafe { avx2::eq_mask_u32x16::<N>(entries, tag) },
+            // SAFETY: as above.
+            |entries, way, tag| unsafe { avx2::move_to_front_u32x16::<N>(entries, way, tag) },
+        )
     }
 
     /// [`Self::access_lanes`] under LRU: the set is in recency order, so a hit moves the line
@@ -370,13 +366,31 @@ impl Cache {
     /// recent line, or an empty way while the set is not full, as empties come last).
     #[inline(always)]
     fn access_lru<const N: usize>(&mut self, set: usize, tag: u32) -> bool {
+        self.access_lru_with::<N>(
+            set,
+            tag,
+            // LRU entries have state 0 and empty ways (and unused lanes) are [`EMPTY`], so
+            // whole entries can be compared at once.
+            |entries, tag| crate::host::simd::masked_eq_mask_u32x16::<N>(entries, u32::MAX, tag),
+            crate::host::simd::move_to_front_u32x16::<N>,
+        )
+    }
+
+    /// [`Self::access_lru`] with the set operations given: `hit_mask` the lanes holding a
+    /// tag, `move_to_front` as [`crate::host::simd::move_to_front_u32x16`].
+    #[inline(always)]
+    fn access_lru_with<const N: usize>(
+        &mut self,
+        set: usize,
+        tag: u32,
+        hit_mask: impl Fn(&[u32; MAX_WAYS as usize], u32) -> u32,
+        move_to_front: impl Fn(&mut [u32; MAX_WAYS as usize], usize, u32),
+    ) -> bool {
         let ways = self.ways;
         let Some(Set(entries)) = self.sets.get_mut(set) else {
             return false;
         };
-        // LRU entries have state 0 and empty ways (and unused lanes) are [`EMPTY`], so whole
-        // entries can be compared at once.
-        let hits = crate::host::simd::masked_eq_mask_u32x16::<N>(entries, u32::MAX, tag);
+        let hits = hit_mask(entries, tag);
         // A hit and a miss are the same move to the front, from the line's way or from the
         // least recent one (whose line drops off; lanes from `ways` on are unused and stay
         // empty): the hit/miss outcome of random accesses picks an index, not a path. A hit
@@ -387,7 +401,7 @@ impl Cache {
         } else {
             ways - 1
         };
-        crate::host::simd::move_to_front_u32x16::<N>(entries, way, tag);
+        move_to_front(entries, way, tag);
         hit
     }
 
@@ -401,8 +415,7 @@ impl Cache {
     pub(crate) unsafe fn access_rrip_avx2<const N: usize>(&mut self, line: u64) -> bool {
         debug_assert_eq!(self.access_kind(), (N, false));
         use crate::host::simd::avx2;
-        let set = (line & self.set_mask) as usize;
-        let tag = self.tag_of(line);
+        let (set, tag) = self.set_and_tag(line);
         self.access_rrip_with::<N>(
             set,
             tag,
@@ -456,8 +469,10 @@ impl Cache {
 
     /// Whether `line` is present; no replacement state changes.
     pub fn contains(&self, line: u64) -> bool {
-        let set = self.sets.get((line & self.set_mask) as usize);
-        set.is_some_and(|s| tag_mask::<16>(&s.0, self.tag_of(line)) != 0)
+        let (set, tag) = self.set_and_tag(line);
+        self.sets
+            .get(set)
+            .is_some_and(|s| tag_mask::<16>(&s.0, tag) != 0)
     }
 
     /// Prefetch (in the host) the set `line` maps to; no simulated effect.
