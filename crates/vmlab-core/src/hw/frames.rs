@@ -64,7 +64,7 @@ impl FrameIndex {
             // are masked by `buckets.len() - 1` (a power of two minus one). Walks look frames up
             // several times per simulated access, so the check is worth dropping here.
             let found = unsafe { *self.buckets.get_unchecked(i) };
-            if found >> SLOT_BITS == frame {
+            if frame_of(found) == frame {
                 return Some(slot_of(found));
             }
             if found == EMPTY {
@@ -77,7 +77,7 @@ impl FrameIndex {
     /// Prefetch, in the host, the bucket where a lookup of `frame` starts.
     #[inline]
     fn prefetch(&self, frame: u64) {
-        // `home` is below `buckets.len()` (see `get`): `get` never fails.
+        // `home` is below `buckets.len()` (see `get`), so this `get` always finds a bucket.
         if let Some(bucket) = self.buckets.get(self.home(frame)) {
             crate::host::prefetch::prefetch(bucket);
         }
@@ -93,7 +93,7 @@ impl FrameIndex {
         debug_assert_ne!(frame, EMPTY);
         while self.buckets[i] != EMPTY {
             debug_assert_ne!(
-                self.buckets[i] >> SLOT_BITS,
+                frame_of(self.buckets[i]),
                 frame,
                 "frame {frame} indexed twice"
             );
@@ -111,7 +111,7 @@ impl FrameIndex {
             if found == EMPTY {
                 return None;
             }
-            if found >> SLOT_BITS == frame {
+            if frame_of(found) == frame {
                 break slot_of(found);
             }
             hole = (hole + 1) & mask;
@@ -124,7 +124,7 @@ impl FrameIndex {
             if found == EMPTY {
                 break;
             }
-            let home = self.home(found >> SLOT_BITS);
+            let home = self.home(frame_of(found));
             // The entry at `i` can fill the hole unless its home lies cyclically in (hole, i].
             if (i.wrapping_sub(home) & mask) >= (i.wrapping_sub(hole) & mask) {
                 self.buckets[hole] = self.buckets[i];
@@ -142,7 +142,7 @@ impl FrameIndex {
         self.shift -= 1;
         self.len = 0;
         for found in old.iter().copied().filter(|&found| found != EMPTY) {
-            self.insert(found >> SLOT_BITS, slot_of(found));
+            self.insert(frame_of(found), slot_of(found));
         }
     }
 }
@@ -153,6 +153,12 @@ impl FrameIndex {
 fn bucket(frame: u64, slot: u32) -> u64 {
     debug_assert!(frame < 1 << 40 && (slot as usize) < MAX_TABLE_PAGES);
     frame << SLOT_BITS | u64::from(slot)
+}
+
+/// The frame in a bucket (all ones in an empty one: no frame).
+#[inline]
+fn frame_of(bucket: u64) -> u64 {
+    bucket >> SLOT_BITS
 }
 
 /// The slot in a bucket.
