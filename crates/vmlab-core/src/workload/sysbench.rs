@@ -255,7 +255,8 @@ mod tests {
         #[test]
         fn power_of_two_shift_is_the_scaled_index(bits in any::<u64>(), k in 1u32..=52) {
             let elements = 1u64 << k;
-            let w = SysbenchMem::new(config(elements * SysbenchMemConfig::ELEMENT_BYTES, MemOper::Write, AccessMode::Rnd, 1), 1);
+            let block = elements * SysbenchMemConfig::ELEMENT_BYTES;
+            let w = SysbenchMem::new(config(block, MemOper::Write, AccessMode::Rnd, 1), 1);
             prop_assert_eq!(w.power_of_two_shift, Some(64 - k));
             prop_assert_eq!(bits >> (64 - k), scaled_index(bits, elements as f64, elements));
         }
@@ -264,15 +265,8 @@ mod tests {
     #[test]
     fn other_element_counts_keep_floating_point() {
         for elements in [1, 3, 4095, 3 << 20] {
-            let w = SysbenchMem::new(
-                config(
-                    elements * SysbenchMemConfig::ELEMENT_BYTES,
-                    MemOper::Write,
-                    AccessMode::Rnd,
-                    1,
-                ),
-                1,
-            );
+            let block = elements * SysbenchMemConfig::ELEMENT_BYTES;
+            let w = SysbenchMem::new(config(block, MemOper::Write, AccessMode::Rnd, 1), 1);
             assert_eq!(w.power_of_two_shift, None, "{elements}");
         }
     }
