@@ -404,7 +404,12 @@ impl Mmu {
         self.counters.accesses += 1;
         let hpa = match self.l1_lookup(va.raw(), write) {
             Ok(hpa) => hpa,
-            Err(l1_found) => self.l1_miss(mem, va.raw(), write, l1_found)?,
+            // The miss path is compiled apart for 2D roots, so that each kind of walk keeps
+            // its code to itself.
+            Err(l1_found) if matches!(self.root, Root::TwoD { .. }) => {
+                self.l1_miss::<true>(mem, va.raw(), write, l1_found)?
+            }
+            Err(l1_found) => self.l1_miss::<false>(mem, va.raw(), write, l1_found)?,
         };
         self.memory.reference(hpa, Requester::Data);
         Ok(hpa)
@@ -446,7 +451,7 @@ impl Mmu {
 
     #[cold]
     #[inline(never)]
-    fn l1_miss(
+    fn l1_miss<const TWO_D: bool>(
         &mut self,
         mem: &mut HostMemory,
         va: u64,
@@ -484,7 +489,7 @@ impl Mmu {
             self.counters.tlb_misses += 1;
         }
         self.counters.walks += 1;
-        let (base, size, perms) = match self.walk(mem, va, write) {
+        let (base, size, perms) = match self.walk::<TWO_D>(mem, va, write) {
             Ok(t) => t,
             Err(fault) => {
                 self.counters.faults += 1;
@@ -511,8 +516,9 @@ impl Mmu {
     }
 
     /// Walk the current root for `va`: (host page base, page size, permissions packed as
-    /// [`Perms::bits`]).
-    fn walk(
+    /// [`Perms::bits`]). `TWO_D`: whether the root is [`Root::TwoD`] (only that arm is
+    /// compiled then, and only the others without it).
+    fn walk<const TWO_D: bool>(
         &mut self,
         mem: &mut HostMemory,
         va: u64,
@@ -527,7 +533,7 @@ impl Mmu {
                 kind: crate::hw::x86::walker::FaultKind::NotPresent,
                 write,
             }),
-            Root::OneD { cr3 } => {
+            Root::OneD { cr3 } if !TWO_D => {
                 let mut tables = HostTables {
                     mem,
                     memory: &mut self.memory,
@@ -545,7 +551,7 @@ impl Mmu {
                 )?;
                 Ok((leaf.base, leaf.size, leaf.perm_bits))
             }
-            Root::Tagged { cr3 } => {
+            Root::Tagged { cr3 } if !TWO_D => {
                 self.counters.tag_fills += 1;
                 let host = HostTables {
                     mem,
@@ -576,7 +582,7 @@ impl Mmu {
                 tables.check(Hpa::new(leaf.output(va)).frame().raw())?;
                 Ok((leaf.base, leaf.size, leaf.perm_bits))
             }
-            Root::TwoD { guest_cr3, eptp } => {
+            Root::TwoD { guest_cr3, eptp } if TWO_D => {
                 let mut nested = Nested {
                     mem,
                     memory: &mut self.memory,
@@ -606,6 +612,9 @@ impl Mmu {
                 let size = guest.size.min(host.size);
                 let base = host.output(gpa) & !(size.bytes() - 1);
                 Ok((base, size, guest.perm_bits & host.perm_bits))
+            }
+            Root::OneD { .. } | Root::Tagged { .. } | Root::TwoD { .. } => {
+                unreachable!("l1_miss::<TWO_D> is called for the root's kind")
             }
         }
     }
@@ -1158,6 +1167,7 @@ struct Nested<'a> {
 
 impl Nested<'_> {
     /// GPA -> HPA through the nested TLB, or an EPT walk.
+    #[inline(always)]
     fn translate(&mut self, gpa: u64, write: bool) -> Result<Leaf, Fault> {
         let (nested_tlb, mut found) = (&mut *self.nested_tlb, 0u8);
         let hit = first_size(
@@ -1180,6 +1190,13 @@ impl Nested<'_> {
             self.counters.nested_tlb_hits += 1;
             return Ok(leaf);
         }
+        self.translate_miss(gpa, write, found)
+    }
+
+    /// [`Self::translate`] after a nested TLB miss (`found` as its probe reported): walk the
+    /// EPT and fill the nested TLB. Out of line: the walk is most of the code.
+    #[inline(never)]
+    fn translate_miss(&mut self, gpa: u64, write: bool, found: u8) -> Result<Leaf, Fault> {
         self.counters.nested_tlb_misses += 1;
         let mut tables = HostTables {
             mem: self.mem,
