@@ -25,7 +25,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::time::{Duration, Instant};
 
 /// References a chunk can hold: what a chunk sent to the cache thread holds (64 KiB). A send
-/// may have to wake the cache thread if it has slept (see [`POLL_BEFORE_SLEEP`]); chunks of
+/// may have to wake the cache thread if it has slept (see `POLL_BEFORE_SLEEP`); chunks of
 /// 2,048 and 4,096 references ran slower, with the cache thread polling or sleeping.
 pub const CHUNK: usize = 8192;
 const _: () = assert!(CHUNK.is_power_of_two());
