@@ -361,8 +361,9 @@ impl System {
     }
 
     /// One user-mode data access, with whatever faults it takes handled on the way; returns
-    /// the host-physical address accessed.
-    #[inline]
+    /// the host-physical address accessed. Inlined into the engine's batch loop: its result
+    /// is large (a [`SimError`]), so a call would return it through memory on every access.
+    #[inline(always)]
     pub fn access(&mut self, va: Gva, write: bool) -> Result<Hpa, SimError> {
         match self.machine.mmu.access(&mut self.machine.mem, va, write) {
             Ok(hpa) => Ok(hpa),
