@@ -352,6 +352,44 @@ mod tests {
         ]
     }
 
+    /// A cache thread that polled in vain and went to sleep is woken by the next chunk, and
+    /// serves every chunk in order: pauses longer than `POLL_BEFORE_SLEEP` between chunks
+    /// leave the counts and contents of serving each reference at once.
+    #[test]
+    fn a_sleeping_cache_thread_serves_every_chunk_in_order() {
+        let refs: Vec<(Hpa, Requester)> = (0..5 * super::CHUNK as u64 / 2)
+            .map(|i| {
+                (
+                    Hpa::new((i * 7919 % 4096) * 64),
+                    Requester::ALL[i as usize % 3],
+                )
+            })
+            .collect();
+        let mut immediate = hierarchy(Replacement::Drrip, 16 * 4 * 64);
+        for &(hpa, who) in &refs {
+            immediate.access(hpa, who);
+        }
+        let mut threaded = hierarchy(Replacement::Drrip, 16 * 4 * 64);
+        let (levels, worker) = threaded.detach();
+        let cache = std::thread::spawn(move || worker.run(levels));
+        for (i, &(hpa, who)) in refs.iter().enumerate() {
+            threaded.reference(hpa, who);
+            if i % super::CHUNK == super::CHUNK - 1 {
+                std::thread::sleep(3 * super::POLL_BEFORE_SLEEP);
+            }
+        }
+        threaded.hang_up();
+        threaded.attach(cache.join().unwrap());
+        assert_eq!(threaded.stats(), immediate.stats());
+        for line in 0..4096 {
+            let hpa = Hpa::new(line * 64);
+            assert_eq!(
+                threaded.access(hpa, Requester::Data),
+                immediate.access(hpa, Requester::Data)
+            );
+        }
+    }
+
     proptest! {
         /// Staged and threaded serving give the counts of serving each reference at once,
         /// over streams longer than a chunk, and leave the same lines behind.
