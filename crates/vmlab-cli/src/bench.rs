@@ -7,9 +7,8 @@
 use crate::args::{load_profile, parse_schemes, parse_workload, BenchArgs};
 use crate::progress::RunProgress;
 use crate::CliError;
-use std::time::Instant;
 use vmlab_core::addr::PageSize;
-use vmlab_core::engine::{self, sampling, Phase, Pipeline, RunConfig};
+use vmlab_core::engine::{self, sampling, Pipeline, RunConfig};
 use vmlab_core::scheme::Paging;
 
 /// The seed of every timed run.
@@ -116,26 +115,17 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
 /// Run `config` once: (accesses simulated in the measured phase, its host seconds).
 fn time_measured_phase(config: &RunConfig, label: &str) -> Result<(u64, f64), CliError> {
     let mut progress = RunProgress::new(label);
-    let (mut started, mut ended) = (None, None);
-    let result = engine::run(config, &mut |p| {
-        if p.phase == Phase::Measure {
-            if p.done == 0 {
-                started = Some(Instant::now());
-            }
-            if p.done == p.total {
-                ended = Some(Instant::now());
-            }
-        }
+    let result = engine::run_timed(config, &mut |p| {
         progress.update(p);
         std::ops::ControlFlow::Continue(())
     });
     progress.finish();
-    let report = result.map_err(|e| match e {
+    let (report, measured) = result.map_err(|e| match e {
         engine::EngineError::Config(msg) => CliError::Usage(crate::UsageError(msg)),
         other => CliError::Run(other.to_string()),
     })?;
-    match (started, ended) {
-        (Some(s), Some(e)) => Ok((report.accesses_simulated, (e - s).as_secs_f64())),
-        _ => Err(CliError::Run("the run reported no measured phase".into())),
+    match measured {
+        Some(time) => Ok((report.accesses_simulated, time.as_secs_f64())),
+        None => Err(CliError::Run("the run reported no measured phase".into())),
     }
 }

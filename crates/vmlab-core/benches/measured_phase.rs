@@ -1,20 +1,20 @@
 //! The measured phase of the headline workload (sysbench-mem, 4 GiB, random) end to end, as
 //! `vmlab bench` times it: the engine's batch loop, the look-ahead, translation and the
 //! memory pipeline, staged (one host thread) and threaded (two). Each iteration is one whole
-//! `engine::run`; only its measured phase is timed (from the progress report of its first
-//! measured access to that of its last), so set-up, the first touch of the buffer, stays
-//! out of the figure. Throughput is in simulated accesses.
+//! run; only its measured phase is timed (`engine::run_timed`: from the progress report of
+//! its first measured access to that of its last), so set-up, the first touch of the
+//! buffer, stays out of the figure. Throughput is in simulated accesses.
 //!
 //! Set-up takes about a second per run, so this file takes a few minutes: run it with
 //! `cargo bench -p vmlab-core --bench measured_phase`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use vmlab_core::addr::PageSize;
 use vmlab_core::cost::profile::Profile;
-use vmlab_core::engine::{self, sampling, Phase, Pipeline, RunConfig};
+use vmlab_core::engine::{self, sampling, Pipeline, RunConfig};
 use vmlab_core::scheme::Paging;
 use vmlab_core::workload::WorkloadSpec;
 
@@ -47,24 +47,11 @@ fn config(paging: Paging, pipeline: Pipeline) -> RunConfig {
 
 /// The host time of one run's measured phase.
 fn measured_phase(config: &RunConfig) -> Duration {
-    let (mut started, mut ended) = (None, None);
-    let report = engine::run(config, &mut |p| {
-        if p.phase == Phase::Measure {
-            if p.done == 0 {
-                started = Some(Instant::now());
-            }
-            if p.done == p.total {
-                ended = Some(Instant::now());
-            }
-        }
-        std::ops::ControlFlow::Continue(())
-    })
-    .unwrap_or_else(|e| panic!("{} run: {e}", config.paging.name()));
+    let (report, measured) =
+        engine::run_timed(config, &mut |_| std::ops::ControlFlow::Continue(()))
+            .unwrap_or_else(|e| panic!("{} run: {e}", config.paging.name()));
     assert_eq!(report.accesses_simulated, config.accesses);
-    match (started, ended) {
-        (Some(s), Some(e)) => e - s,
-        _ => panic!("{} run: no measured phase reported", config.paging.name()),
-    }
+    measured.unwrap_or_else(|| panic!("{} run: no measured phase reported", config.paging.name()))
 }
 
 fn sysbench_mem_4g_rnd(c: &mut Criterion) {

@@ -195,6 +195,28 @@ pub fn system_config(paging: Paging, profile: &Profile) -> SystemConfig {
     }
 }
 
+/// [`run`], timing its measured phase in host time: from the progress report of its first
+/// measured access to that of its last (set-up and warm-up excluded), as `vmlab bench` and
+/// the criterion benchmarks report it. `None` if the run reported no measured phase.
+pub fn run_timed(
+    config: &RunConfig,
+    progress: &mut ProgressFn<'_>,
+) -> Result<(RunReport, Option<std::time::Duration>), EngineError> {
+    let (mut started, mut ended) = (None, None);
+    let report = run(config, &mut |p| {
+        if p.phase == Phase::Measure {
+            if p.done == 0 {
+                started = Some(std::time::Instant::now());
+            }
+            if p.done == p.total {
+                ended = Some(std::time::Instant::now());
+            }
+        }
+        progress(p)
+    })?;
+    Ok((report, started.zip(ended).map(|(s, e)| e - s)))
+}
+
 /// Run one workload under one scheme. `progress` hears how far the run is, and may stop it
 /// (the run then returns [`EngineError::Stopped`] at its next progress report).
 pub fn run(config: &RunConfig, progress: &mut ProgressFn<'_>) -> Result<RunReport, EngineError> {
