@@ -97,7 +97,7 @@ fn tlb_hit(c: &mut Criterion) {
     for paging in Paging::ALL {
         let mut sys = system_with_region(paging, REGION);
         access_all(&mut sys, &vas);
-        let before = *sys.mmu().counters();
+        let before = sys.mmu().counters();
         access_all(&mut sys, &vas);
         let pass = sys.mmu().counters().since(&before);
         assert_eq!(pass.accesses, N as u64);
@@ -125,7 +125,7 @@ fn walk(c: &mut Criterion) {
     for paging in Paging::ALL {
         let mut sys = system_with_region(paging, REGION);
         access_all(&mut sys, &vas);
-        let before = *sys.mmu().counters();
+        let before = sys.mmu().counters();
         access_all(&mut sys, &vas);
         let pass = sys.mmu().counters().since(&before);
         assert!(

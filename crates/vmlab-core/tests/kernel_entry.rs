@@ -46,7 +46,7 @@ fn kpti_adds_two_cr3_loads_per_system_call_under_shadow_and_changes_nothing_else
     isolated.mmap(va(100), PAGE, true).unwrap();
     let calls = 10;
     let run = |sys: &mut System| {
-        let mmu_before = *sys.mmu().counters();
+        let mmu_before = sys.mmu().counters();
         let exits = exits_of(sys, |s| {
             for i in 0..calls {
                 s.mmap(va(200 + 2 * i), PAGE, true).unwrap();

@@ -127,7 +127,7 @@ fn a_shadow_walk_is_one_dimensional() {
     let mut sys = shadow_system(true, true, Some(TlbConfig::all_disabled()));
     sys.mmap(va(0), PAGE, true).unwrap();
     sys.access(va(0), true).unwrap();
-    let before = *sys.mmu().counters();
+    let before = sys.mmu().counters();
     sys.access(va(0), false).unwrap();
     let d = sys.mmu().counters().since(&before);
     assert_eq!((d.walks, d.guest_refs, d.ept_refs), (1, 4, 0));

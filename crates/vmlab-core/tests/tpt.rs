@@ -55,7 +55,7 @@ fn a_tpt_walk_is_one_dimensional_and_checks_every_frame_it_touches() {
     sys.mmap(va(0), PAGE, true).unwrap();
     sys.access(va(0), true).unwrap();
     assert!(matches!(sys.mmu().root(), Root::Tagged { .. }));
-    let before = *sys.mmu().counters();
+    let before = sys.mmu().counters();
     sys.access(va(0), false).unwrap();
     let d = sys.mmu().counters().since(&before);
     // 4 table frames and the data frame.
@@ -127,7 +127,7 @@ fn the_prototype_walks_without_tags_and_pays_three_exits_per_kernel_entry() {
     sys.access(va(0), true).unwrap();
     assert!(matches!(sys.mmu().root(), Root::OneD { .. }));
     let exits = sys.exits();
-    let before = *sys.mmu().counters();
+    let before = sys.mmu().counters();
     // A demand fault of the TPT process: one kernel round trip, 3 switches; the page's
     // first touch (the kernel zeroing it) is its EPT violation.
     sys.access(va(1), true).unwrap();

@@ -125,7 +125,7 @@ impl WalkCase {
 
 /// Counters of exactly one access to `va`.
 fn measure(system: &mut System, va: u64, write: bool) -> (MmuCounters, u64) {
-    let before = *system.mmu().counters();
+    let before = system.mmu().counters();
     let hpa = system
         .access(Gva::new(va), write)
         .expect("access to a mapped page");
@@ -267,7 +267,7 @@ fn walks_set_accessed_on_read_and_dirty_on_write_in_both_dimensions() {
                     );
                 }
 
-                let before = *system.mmu().counters();
+                let before = system.mmu().counters();
                 let write = system.access(Gva::new(va), true).unwrap();
                 let delta = system.mmu().counters().since(&before);
                 assert_eq!(write, read, "{what}: a write goes to the same place");
@@ -288,7 +288,7 @@ fn walks_set_accessed_on_read_and_dirty_on_write_in_both_dimensions() {
 
                 // Once dirty, a write with TLBs on is a hit; with them off it walks without
                 // writing anything.
-                let before = *system.mmu().counters();
+                let before = system.mmu().counters();
                 system.access(Gva::new(va), true).unwrap();
                 let walks = system.mmu().counters().since(&before).walks;
                 assert_eq!(walks, if tlb_on { 0 } else { 1 }, "{what}: second write");

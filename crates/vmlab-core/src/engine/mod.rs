@@ -151,7 +151,7 @@ struct Snapshot {
 impl Snapshot {
     fn take(sys: &System) -> Snapshot {
         Snapshot {
-            mmu: *sys.mmu().counters(),
+            mmu: sys.mmu().counters(),
             memory: *sys.mmu().memory().stats(),
             exits: sys.exits(),
             shadow: sys.shadow().map(|s| *s.work()).unwrap_or_default(),

@@ -645,12 +645,16 @@ impl MemoryStats {
 
 /// The cache levels and their counts: what the cache thread owns while the memory pipeline
 /// runs threaded (see [`crate::hw::pipeline`]).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Levels {
     l1: Cache,
     l2: Cache,
     llc: Cache,
     stats: MemoryStats,
+    /// What expands the stream's records into references ([`pipeline::Replay`]).
+    replay: Option<Box<dyn pipeline::Replay>>,
+    /// log2 of the line size: a reference's line is its address shifted by this.
+    line_shift: u32,
 }
 
 impl Levels {
@@ -666,12 +670,19 @@ impl Levels {
             l2: Cache::new(&off, line_shift),
             llc: Cache::new(&off, line_shift),
             stats: MemoryStats::default(),
+            replay: None,
+            line_shift,
         }
     }
 
     /// The levels in order and the counts, for the pipeline's level-by-level loops.
     pub(crate) fn parts(&mut self) -> (&mut Cache, &mut Cache, &mut Cache, &mut MemoryStats) {
         (&mut self.l1, &mut self.l2, &mut self.llc, &mut self.stats)
+    }
+
+    /// What expands records, if anything does, and the line shift of their references.
+    pub(crate) fn replay_mut(&mut self) -> (Option<&mut dyn pipeline::Replay>, u32) {
+        (self.replay.as_deref_mut(), self.line_shift)
     }
 
     #[inline]
@@ -701,6 +712,8 @@ pub struct MemoryHierarchy {
     stream: Stream,
     /// References emitted while a stream is open and not yet served or sent.
     pending: pipeline::Chunk,
+    /// Where a record is written when no stream is open ([`Self::record_slot`]).
+    scratch_record: [u64; pipeline::RECORD_WORDS],
 }
 
 impl MemoryHierarchy {
@@ -715,9 +728,12 @@ impl MemoryHierarchy {
                 l2: Cache::new(&cfg.l2, line_shift),
                 llc: Cache::new(&cfg.llc, line_shift),
                 stats: MemoryStats::default(),
+                replay: None,
+                line_shift,
             },
             stream: Stream::Immediate,
             pending: pipeline::Chunk::default(),
+            scratch_record: [0; pipeline::RECORD_WORDS],
         }
     }
 
@@ -744,6 +760,65 @@ impl MemoryHierarchy {
         }
     }
 
+    /// Work deferred to the back end of the stream: a record that [`Self::set_replay`]'s
+    /// replay expands into walk references, at once or in its place in the stream.
+    #[inline(always)]
+    pub fn defer(&mut self, record: &[u64; pipeline::RECORD_WORDS]) {
+        *self.record_slot() = *record;
+        self.commit_record();
+    }
+
+    /// Where to write the next record ([`Self::defer`] in two steps, so that a record is
+    /// written where it goes, not copied there): in its place in the stream, or aside when
+    /// no stream is open. [`Self::commit_record`] emits what is written.
+    #[inline(always)]
+    pub fn record_slot(&mut self) -> &mut [u64; pipeline::RECORD_WORDS] {
+        if matches!(self.stream, Stream::Immediate) {
+            return &mut self.scratch_record;
+        }
+        if !self.pending.fits_record() {
+            self.chunk_full();
+        }
+        self.pending.record_slot()
+    }
+
+    /// Emit the record written into [`Self::record_slot`] (its first word below 2^62).
+    #[inline(always)]
+    pub fn commit_record(&mut self) {
+        if matches!(self.stream, Stream::Immediate) {
+            self.replay_now();
+        } else if self.pending.commit_record() {
+            self.chunk_full();
+        }
+    }
+
+    /// [`Self::commit_record`] with no stream open.
+    #[inline(never)]
+    fn replay_now(&mut self) {
+        let mut out = [0; pipeline::RECORD_REFS];
+        let replay = self
+            .levels
+            .replay
+            .as_mut()
+            .expect("a record needs a replay");
+        let n = replay.replay(&self.scratch_record, &mut out);
+        for &hpa in &out[..n] {
+            self.levels.access(hpa >> self.line_shift, Requester::Walk);
+        }
+    }
+
+    /// Install what expands deferred records ([`Self::defer`]); it stays with the levels.
+    pub fn set_replay(&mut self, replay: Box<dyn pipeline::Replay>) {
+        self.levels.replay = Some(replay);
+    }
+
+    /// The replay installed by [`Self::set_replay`], if it is a `T`. `None` while the
+    /// levels are with a cache thread; read it with no stream open.
+    pub fn replay<T: pipeline::Replay>(&self) -> Option<&T> {
+        let replay: &dyn std::any::Any = self.levels.replay.as_deref()?;
+        replay.downcast_ref()
+    }
+
     /// [`Self::reference`] with no stream open: out of line, so that the emitting paths stay
     /// small.
     #[inline(never)]
@@ -758,7 +833,8 @@ impl MemoryHierarchy {
         match &mut self.stream {
             Stream::Immediate => unreachable!("references are pending only in a stream"),
             Stream::Staged => {
-                pipeline::serve(&mut self.levels, self.pending.refs_mut());
+                let records = self.pending.has_records();
+                pipeline::serve(&mut self.levels, self.pending.refs_mut(), records);
                 self.pending.clear();
             }
             Stream::Threaded(sender) => sender.send(&mut self.pending),
@@ -804,7 +880,8 @@ impl MemoryHierarchy {
         match std::mem::take(&mut self.stream) {
             Stream::Immediate => {}
             Stream::Staged => {
-                pipeline::serve(&mut self.levels, self.pending.refs_mut());
+                let records = self.pending.has_records();
+                pipeline::serve(&mut self.levels, self.pending.refs_mut(), records);
                 self.pending.clear();
             }
             Stream::Threaded(_) => {

@@ -19,6 +19,13 @@
 //! the order it was emitted, and the queue keeps chunks in order, so thread timing cannot
 //! change any result. [`crate::hw::cache::MemoryHierarchy::end_stream`] serves (or waits
 //! for) every pending reference, so counters read after it are exact.
+//!
+//! Deferred work: besides references, the stream carries *records* of work translation
+//! hands to the back end, each expanded there, in place and in order, into the references
+//! it stands for before the levels run ([`Replay`]). What a record expands into may depend
+//! on state the back end keeps (an EPT walk's paging-structure caches decide which entries
+//! it reads, `crate::hw::x86::deferred`), provided no translation result depends on that
+//! state. Served at once, a record is expanded at once.
 
 use crate::hw::cache::{Cache, Levels, MemLevel, MemoryStats, Requester};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
@@ -57,6 +64,52 @@ pub fn encode(line: u64, who: Requester) -> u64 {
     line << 2 | who as u64
 }
 
+/// Words of a record in the stream: its header, then its payload.
+pub const RECORD_WORDS: usize = 6;
+/// The most references one record expands into: fewer than its words, so records expand
+/// in place.
+pub const RECORD_REFS: usize = RECORD_WORDS - 1;
+/// The low two bits of a record's first word in the stream (requesters take 0 to 2).
+const RECORD_TAG: u64 = 3;
+const _: () = assert!(Requester::ALL.len() as u64 <= RECORD_TAG);
+
+/// Work translation defers to the stream's back end: a record of [`RECORD_WORDS`] words
+/// (the first below 2^62) that the back end turns into the host addresses of the walk
+/// references it stands for, in order, through state of its own. Whatever that state, the
+/// translation results must be the same: only which references are made may depend on it.
+pub trait Replay: Send + std::fmt::Debug + std::any::Any {
+    /// The walk references `record` stands for, their host addresses in order in `out`;
+    /// returns how many.
+    fn replay(&mut self, record: &[u64; RECORD_WORDS], out: &mut [u64; RECORD_REFS]) -> usize;
+}
+
+/// Expand, in place, every record in `refs` into its references; returns the new length.
+fn expand(replay: &mut dyn Replay, line_shift: u32, refs: &mut [u64]) -> usize {
+    let (mut read, mut write) = (0, 0);
+    let mut out = [0; RECORD_REFS];
+    while read < refs.len() {
+        let word = refs[read];
+        if word & 3 != RECORD_TAG {
+            refs[write] = word;
+            write += 1;
+            read += 1;
+            continue;
+        }
+        let mut record: [u64; RECORD_WORDS] = refs[read..read + RECORD_WORDS]
+            .try_into()
+            .expect("a record is whole in its chunk");
+        record[0] >>= 2;
+        read += RECORD_WORDS;
+        let n = replay.replay(&record, &mut out);
+        // `n < RECORD_WORDS`: what is written stays behind what is read.
+        for &hpa in &out[..n] {
+            refs[write] = encode(hpa >> line_shift, Requester::Walk);
+            write += 1;
+        }
+    }
+    write
+}
+
 #[inline(always)]
 fn line_of(reference: u64) -> u64 {
     reference >> 2
@@ -76,6 +129,8 @@ pub struct Chunk {
     refs: Box<[u64; CHUNK]>,
     len: usize,
     limit: usize,
+    /// Whether it holds a record ([`Replay`]), to expand before the levels run.
+    records: bool,
 }
 
 impl Default for Chunk {
@@ -87,6 +142,7 @@ impl Default for Chunk {
                 .expect("CHUNK elements"),
             len: 0,
             limit: CHUNK,
+            records: false,
         }
     }
 }
@@ -101,6 +157,40 @@ impl Chunk {
         self.refs[self.len & (CHUNK - 1)] = reference;
         self.len += 1;
         self.len == self.limit
+    }
+
+    /// Whether a record fits before the chunk is full.
+    #[inline(always)]
+    pub fn fits_record(&self) -> bool {
+        self.len + RECORD_WORDS <= self.limit
+    }
+
+    /// Where the next record goes: it must fit ([`Self::fits_record`]). Written there, it
+    /// is emitted by [`Self::commit_record`].
+    #[inline(always)]
+    pub fn record_slot(&mut self) -> &mut [u64; RECORD_WORDS] {
+        debug_assert!(self.fits_record());
+        let at = self.len.min(CHUNK - RECORD_WORDS);
+        (&mut self.refs[at..at + RECORD_WORDS])
+            .try_into()
+            .expect("RECORD_WORDS words")
+    }
+
+    /// Emit the record written into [`Self::record_slot`] (`[Replay]`; its first word below
+    /// 2^62); returns true when the chunk is now full.
+    #[inline(always)]
+    pub fn commit_record(&mut self) -> bool {
+        let at = self.len.min(CHUNK - RECORD_WORDS);
+        debug_assert!(self.fits_record() && self.refs[at] >> 62 == 0);
+        self.refs[at] = self.refs[at] << 2 | RECORD_TAG;
+        self.len += RECORD_WORDS;
+        self.records = true;
+        self.len == self.limit
+    }
+
+    /// Whether the chunk holds records to expand before its references are served.
+    pub fn has_records(&self) -> bool {
+        self.records
     }
 
     /// Make the (empty) chunk full at `limit` references, at most [`CHUNK`].
@@ -122,6 +212,7 @@ impl Chunk {
     /// Forget the references held (they have been served).
     pub fn clear(&mut self) {
         self.len = 0;
+        self.records = false;
     }
 }
 
@@ -171,7 +262,8 @@ impl Worker {
     /// Serve every chunk in arrival order until translation hangs up; returns the levels.
     pub fn run(self, mut levels: Levels) -> Levels {
         while let Some(mut chunk) = self.next_chunk() {
-            serve(&mut levels, chunk.refs_mut());
+            let records = chunk.has_records();
+            serve(&mut levels, chunk.refs_mut(), records);
             chunk.clear();
             // Translation may be gone already, or have chunks enough: then drop this one.
             let _ = self.empty.try_send(chunk);
@@ -215,10 +307,16 @@ pub fn queue() -> (Sender, Worker) {
 }
 
 /// Serve `refs`, in order, through `levels`: L1D over all of them, L2 over the L1D misses,
-/// the LLC over the L2 misses, DRAM for the rest. Leaves `refs` holding scratch.
-pub fn serve(levels: &mut Levels, refs: &mut [u64]) {
-    let (l1, l2, llc, stats) = levels.parts();
+/// the LLC over the L2 misses, DRAM for the rest; `records`: first expand the records among
+/// them ([`Replay`]). Leaves `refs` holding scratch.
+pub fn serve(levels: &mut Levels, refs: &mut [u64], records: bool) {
     let mut len = refs.len();
+    if records {
+        let (replay, line_shift) = levels.replay_mut();
+        let replay = replay.expect("records are emitted only to levels with a replay");
+        len = expand(replay, line_shift, refs);
+    }
+    let (l1, l2, llc, stats) = levels.parts();
     len = pass(l1, MemLevel::L1, &mut refs[..len], stats);
     len = pass(l2, MemLevel::L2, &mut refs[..len], stats);
     len = pass(llc, MemLevel::Llc, &mut refs[..len], stats);
@@ -344,6 +442,46 @@ mod tests {
         })
     }
 
+    /// A replay whose expansions depend on its own state: each record expands into one to
+    /// five references derived from its payload and from how many records came before, so
+    /// a record replayed out of order, twice or not at all changes the counts.
+    #[derive(Debug, Default)]
+    struct Counting {
+        records: u64,
+    }
+
+    impl super::Replay for Counting {
+        fn replay(
+            &mut self,
+            record: &[u64; super::RECORD_WORDS],
+            out: &mut [u64; super::RECORD_REFS],
+        ) -> usize {
+            let n = 1 + (record[0] + self.records) as usize % super::RECORD_REFS;
+            for (i, hpa) in out[..n].iter_mut().enumerate() {
+                *hpa = (record[1] + i as u64 * 577 + self.records * 31) % 4096 * 64;
+            }
+            self.records += 1;
+            n
+        }
+    }
+
+    /// A record with `payload` in its words.
+    fn record(payload: u64) -> [u64; super::RECORD_WORDS] {
+        let mut record = [payload; super::RECORD_WORDS];
+        record[0] = payload % 7;
+        record
+    }
+
+    /// Emit `refs` into `memory`: requester 3 stands for a record.
+    fn emit(memory: &mut MemoryHierarchy, refs: &[(u64, usize)]) {
+        for &(line, who) in refs {
+            match Requester::ALL.get(who) {
+                Some(&who) => memory.reference(Hpa::new(line * 64), who),
+                None => memory.defer(&record(line)),
+            }
+        }
+    }
+
     fn policy() -> impl Strategy<Value = Replacement> {
         prop_oneof![
             Just(Replacement::Lru),
@@ -392,37 +530,38 @@ mod tests {
 
     proptest! {
         /// Staged and threaded serving give the counts of serving each reference at once,
-        /// over streams longer than a chunk, and leave the same lines behind.
+        /// over streams longer than a chunk with records among the references (expanded in
+        /// place, records straddling no chunk), and leave the same lines behind.
         #[test]
         fn every_stream_serves_as_immediate_access_does(
-            refs in proptest::collection::vec((0u64..4096, 0usize..3), 0..3 * super::CHUNK),
+            refs in proptest::collection::vec((0u64..4096, 0usize..4), 0..3 * super::CHUNK),
             policy in policy(),
             l2_size in prop_oneof![Just(0u64), Just(16 * 4 * 64)],
         ) {
-            let refs: Vec<(Hpa, Requester)> = refs
-                .into_iter()
-                .map(|(line, who)| (Hpa::new(line * 64), Requester::ALL[who]))
-                .collect();
-            let mut immediate = hierarchy(policy, l2_size);
-            for &(hpa, who) in &refs {
-                immediate.access(hpa, who);
-            }
-            let mut staged = hierarchy(policy, l2_size);
+            let with_replay = |policy, l2_size| {
+                let mut memory = hierarchy(policy, l2_size);
+                memory.set_replay(Box::new(Counting::default()));
+                memory
+            };
+            let mut immediate = with_replay(policy, l2_size);
+            emit(&mut immediate, &refs);
+            let mut staged = with_replay(policy, l2_size);
             staged.stage();
-            for &(hpa, who) in &refs {
-                staged.reference(hpa, who);
-            }
+            emit(&mut staged, &refs);
             staged.end_stream();
-            let mut threaded = hierarchy(policy, l2_size);
+            let mut threaded = with_replay(policy, l2_size);
             let (levels, worker) = threaded.detach();
             let cache = std::thread::spawn(move || worker.run(levels));
-            for &(hpa, who) in &refs {
-                threaded.reference(hpa, who);
-            }
+            emit(&mut threaded, &refs);
             threaded.hang_up();
             threaded.attach(cache.join().unwrap());
             prop_assert_eq!(staged.stats(), immediate.stats());
             prop_assert_eq!(threaded.stats(), immediate.stats());
+            let records = |m: &MemoryHierarchy| m.replay::<Counting>().map(|r| r.records);
+            let emitted = refs.iter().filter(|&&(_, who)| who == 3).count() as u64;
+            prop_assert_eq!(records(&immediate), Some(emitted));
+            prop_assert_eq!(records(&staged), Some(emitted));
+            prop_assert_eq!(records(&threaded), Some(emitted));
             // The same contents and replacement state: the same outcomes from here on.
             for line in 0..4096 {
                 let hpa = Hpa::new(line * 64);

@@ -15,6 +15,10 @@
 //!   caches, as an EPT-aware walker would (Intel SDM vol. 3, 29.4; Bhargava et al., ASPLOS 2008).
 //! - With EPT accessed/dirty flags on, every guest paging-structure access is an EPT write
 //!   (Intel SDM vol. 3, 29.3.5), so guest table pages get EPT dirty bits.
+//! - The EPT walk caches belong to the cache hierarchy's back end: an EPT walk's result is
+//!   taken from the EPT in memory here, and its references from the replay of its path
+//!   there, through those caches (`crate::hw::x86::deferred`; the same walks, split for host
+//!   speed).
 //! - The kernel's own accesses (page zeroing, table edits) do not go through this MMU; their
 //!   cost is the kernel model's.
 
@@ -23,6 +27,7 @@ use crate::host::prefetch::{prefetch, LeafTable, LeafTables, Lookahead, Tables, 
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
 use crate::hw::cache::{MemoryConfig, MemoryHierarchy, Requester};
 use crate::hw::frames::HostMemory;
+use crate::hw::x86::deferred::{self, EptPaths, EptReplay};
 use crate::hw::x86::paging::{EntryKind, PagingMode, SoftWalk, X86_64_4LEVEL, X86_64_5LEVEL};
 use crate::hw::x86::pte::{EntryFormat, Ept, Perms, FRAME_MASK, X86};
 use crate::hw::x86::walker::{
@@ -297,8 +302,11 @@ pub struct Mmu {
     stlb: TranslationCache,
     stlb_1g: TranslationCache,
     guest_caches: WalkCaches,
-    ept_caches: WalkCaches,
     nested_tlb: TranslationCache,
+    /// Upper EPT paths the walks found (host speed only; see [`EptPaths`]).
+    ept_paths: EptPaths,
+    /// The cache hierarchy; its back end owns the EPT paging-structure caches
+    /// ([`EptReplay`]).
     memory: MemoryHierarchy,
     root: Root,
     /// Address-space tag of the running context (PCID), part of every TLB key.
@@ -323,6 +331,12 @@ impl Mmu {
     /// # Panics
     /// If `levels` is neither 4 nor 5 (the machine profile admits no other).
     pub fn new(tlb: &TlbConfig, memory: &MemoryConfig, levels: u8) -> Self {
+        let mut memory = MemoryHierarchy::new(memory);
+        memory.set_replay(Box::new(EptReplay::new(WalkCaches::new(
+            &tlb.ept_pde_cache,
+            &tlb.ept_pdpte_cache,
+            &tlb.ept_pml4e_cache,
+        ))));
         Mmu {
             l1: [
                 TranslationCache::new(&tlb.l1_4k),
@@ -332,13 +346,9 @@ impl Mmu {
             stlb: TranslationCache::new(&tlb.stlb),
             stlb_1g: TranslationCache::new(&tlb.stlb_1g),
             guest_caches: WalkCaches::new(&tlb.pde_cache, &tlb.pdpte_cache, &tlb.pml4e_cache),
-            ept_caches: WalkCaches::new(
-                &tlb.ept_pde_cache,
-                &tlb.ept_pdpte_cache,
-                &tlb.ept_pml4e_cache,
-            ),
             nested_tlb: TranslationCache::new(&tlb.nested_tlb),
-            memory: MemoryHierarchy::new(memory),
+            ept_paths: EptPaths::default(),
+            memory,
             root: Root::None,
             tag: 0,
             mode: PagingMode::x86_64_static(levels)
@@ -356,9 +366,18 @@ impl Mmu {
         self.tag_reads = on;
     }
 
-    /// The MMU's event counters since it was made.
-    pub fn counters(&self) -> &MmuCounters {
-        &self.counters
+    /// The MMU's event counters since it was made. Exact with no reference stream open
+    /// (EPT entry reads are counted where the stream is served).
+    pub fn counters(&self) -> MmuCounters {
+        MmuCounters {
+            ept_refs: self.ept_replay().map_or(0, EptReplay::refs),
+            ..self.counters
+        }
+    }
+
+    /// The back end's half of EPT walks, with no stream open.
+    fn ept_replay(&self) -> Option<&EptReplay> {
+        self.memory.replay::<EptReplay>()
     }
 
     /// The cache hierarchy behind the MMU.
@@ -586,7 +605,7 @@ impl Mmu {
                 let mut nested = Nested {
                     mem,
                     memory: &mut self.memory,
-                    ept_caches: &mut self.ept_caches,
+                    ept_paths: &mut self.ept_paths,
                     nested_tlb: &mut self.nested_tlb,
                     nested_sizes_in_use: &mut self.nested_sizes_in_use,
                     counters: &mut self.counters,
@@ -735,6 +754,7 @@ impl Mmu {
             // The walk translates the table's address too, and the nested TLB rarely holds
             // the translation of one of many leaf-level tables.
             self.lookahead_leaf::<Ept, STREAM>(mem, &ept, eptp.raw(), table);
+            self.ept_paths.prefetch(table);
             if let Some(hfn) = self
                 .lookahead
                 .table_frame(table >> PageSize::Size4K.shift())
@@ -750,6 +770,7 @@ impl Mmu {
             let entry = **entry;
             if X86::is_present(entry) {
                 let gpa = X86::frame_addr(entry) | (va.raw() & (PageSize::Size4K.bytes() - 1));
+                self.ept_paths.prefetch(gpa);
                 *data = (
                     self.lookahead_leaf::<Ept, STREAM>(mem, &ept, eptp.raw(), gpa),
                     gpa,
@@ -979,7 +1000,8 @@ impl Mmu {
     pub fn invept(&mut self) {
         self.lookahead.forget_leaf_tables();
         self.nested_tlb.flush();
-        self.ept_caches.flush();
+        self.ept_paths.forget();
+        self.memory.defer(&EptReplay::flush_record());
         self.l1.iter_mut().for_each(TranslationCache::flush);
         self.stlb.flush();
         self.stlb_1g.flush();
@@ -1008,7 +1030,9 @@ impl Mmu {
             (3, "ept_pdpte_cache"),
             (4, "ept_pml4e_cache"),
         ] {
-            let (h, m) = self.ept_caches.stats(level);
+            let (h, m) = self
+                .ept_replay()
+                .map_or((0, 0), |replay| replay.caches().stats(level));
             out.push((name, h, m));
         }
         out
@@ -1157,7 +1181,7 @@ impl TableMemory for HostTables<'_> {
 struct Nested<'a> {
     mem: &'a mut HostMemory,
     memory: &'a mut MemoryHierarchy,
-    ept_caches: &'a mut WalkCaches,
+    ept_paths: &'a mut EptPaths,
     nested_tlb: &'a mut TranslationCache,
     nested_sizes_in_use: &'a mut u8,
     counters: &'a mut MmuCounters,
@@ -1194,25 +1218,25 @@ impl Nested<'_> {
     }
 
     /// [`Self::translate`] after a nested TLB miss (`found` as its probe reported): walk the
-    /// EPT and fill the nested TLB. Out of line: the walk is most of the code.
+    /// EPT and fill the nested TLB. The walk's result comes from the EPT in memory, its
+    /// references from the replay of its record in the stream's back end, through the EPT
+    /// paging-structure caches (`crate::hw::x86::deferred`). Out of line: the walk is most
+    /// of the code.
     #[inline(never)]
     fn translate_miss(&mut self, gpa: u64, write: bool, found: u8) -> Result<Leaf, Fault> {
         self.counters.nested_tlb_misses += 1;
-        let mut tables = HostTables {
-            mem: self.mem,
-            memory: self.memory,
-        };
-        let leaf = walk_fast::<Ept, _>(
-            &mut tables,
-            Some(self.ept_caches),
-            Dimension::Ept,
+        let record = self.memory.record_slot();
+        let leaf = deferred::walk(
+            self.mem,
+            self.ept_paths,
             self.mode,
             self.eptp.raw(),
             gpa,
-            0,
             write,
-            &mut self.counters.ept_refs,
-        )?;
+            record,
+        );
+        self.memory.commit_record();
+        let leaf = leaf?;
         let size = TlbSize::of(leaf.size);
         *self.nested_sizes_in_use |= 1 << size.index();
         let (key, value) = (

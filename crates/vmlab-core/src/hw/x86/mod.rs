@@ -2,6 +2,7 @@
 //! software-walk helpers (`paging`), the hardware walker for 1D and 2D (EPT) walks
 //! (`walker`), and the MMU that puts TLBs and paging-structure caches in front of it (`mmu`).
 
+pub mod deferred;
 pub mod mmu;
 pub mod paging;
 pub mod pte;

@@ -87,6 +87,7 @@ pub trait TableMemory {
 /// Paging-structure caches of one dimension: for levels 2..=4 (PDE, PDPTE, PML4E caches) they
 /// map an address prefix to the next table's address and the permissions accumulated so far,
 /// so a walk can start below the top (Intel SDM vol. 3, 4.10.3). A PML5E cache is not modeled.
+#[derive(Debug)]
 pub struct WalkCaches {
     /// Index `level - 2`.
     by_level: [TranslationCache; 3],
@@ -140,6 +141,18 @@ impl WalkCaches {
         for cache in &mut self.by_level {
             cache.retain(|key, _| key >> TAG_SHIFT != tag);
         }
+    }
+
+    /// Probe the cache of `level` (2..=4) for `addr`'s prefix, as a walk does.
+    #[inline(always)]
+    pub(crate) fn lookup(&mut self, level: u8, addr: u64, tag: u64) -> Option<u64> {
+        self.by_level[level as usize - 2].lookup(Self::key(level, addr, tag))
+    }
+
+    /// Fill the cache of `level` (2..=4) for `addr`'s prefix, which its probe just missed.
+    #[inline(always)]
+    pub(crate) fn fill_absent(&mut self, level: u8, addr: u64, tag: u64, value: u64) {
+        self.by_level[level as usize - 2].fill_absent(Self::key(level, addr, tag), value);
     }
 
     /// (hits, misses) of the cache for `level` (2..=4).
@@ -229,13 +242,6 @@ fn walk_loop<F: EntryFormat, T: TableMemory>(
     write: bool,
     refs: &mut u64,
 ) -> Result<Leaf, Fault> {
-    let fault = |level, kind| Fault {
-        dimension,
-        addr,
-        level,
-        kind,
-        write,
-    };
     let mut level = mode.levels();
     let mut table = root & FRAME_MASK;
     // Accumulated as packed [`Perms::bits`]: one AND per level.
@@ -258,6 +264,36 @@ fn walk_loop<F: EntryFormat, T: TableMemory>(
             }
         }
     }
+    descend::<F, T>(
+        tables, caches, dimension, mode, level, table, perms, addr, tag, write, refs,
+    )
+}
+
+/// The walk from the table `table` at `level`, the entries above having allowed `perms`
+/// (packed [`Perms::bits`]): what [`walk`] does below where its caches let it start.
+/// `caches`, if given, are filled with each non-leaf entry read.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(crate) fn descend<F: EntryFormat, T: TableMemory>(
+    tables: &mut T,
+    mut caches: Option<&mut WalkCaches>,
+    dimension: Dimension,
+    mode: &PagingMode,
+    mut level: u8,
+    mut table: u64,
+    mut perms: u64,
+    addr: u64,
+    tag: u64,
+    write: bool,
+    refs: &mut u64,
+) -> Result<Leaf, Fault> {
+    let fault = |level, kind| Fault {
+        dimension,
+        addr,
+        level,
+        kind,
+        write,
+    };
 
     // The mode's geometry, read once: a step below shifts the address by one index width
     // less, so each level costs a shift, a mask and a scale, as with constants. These are

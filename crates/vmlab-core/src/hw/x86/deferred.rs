@@ -1,0 +1,509 @@
+//! EPT walks in two halves: the result on the translating side, the references in the memory
+//! pipeline's back end.
+//!
+//! Under nested paging a nested TLB miss walks the EPT. What the walk returns (the host
+//! page, its size and permissions, or the fault) and the Accessed/Dirty bits it sets depend
+//! only on the EPT's contents; the EPT paging-structure caches decide only where the walk
+//! starts, and so which entries it reads: its references and their count. So translation
+//! walks the EPT in memory, reading entries directly and setting A/D bits as the walk does,
+//! and writes a record of the walk's path into the reference stream; the stream's back end
+//! ([`crate::hw::pipeline`]) replays the record through the EPT paging-structure caches,
+//! which it owns ([`EptReplay`]), emitting the references of the entries the walk reads from
+//! where the caches let it start. Threaded, that half runs on the cache thread; with no
+//! stream open, a record is replayed at once.
+//!
+//! The translating half starts from the path of upper-level entries an earlier walk of the
+//! same 2 MiB region found (a direct-mapped memo of host speed only, forgotten at every
+//! INVEPT), so it reads only the leaf-level entry, as a walk that hits the PDE cache does.
+//!
+//! Exactness rests on the caches agreeing with the tables: a cached prefix maps to the next
+//! table and the permissions above it as the entries in memory do, and every entry it was
+//! filled through has its Accessed bit set (setting a set bit again changes nothing, and
+//! nothing clears an EPT Accessed bit). Both hold as long as a hypervisor that changes or
+//! downgrades an EPT entry flushes (INVEPT), as the model's does (it only ever adds
+//! upper-level entries, and replaces leaves). The replay checks the first: a cached prefix
+//! that disagrees with the record panics. A property test compares both halves together
+//! with the walker and its caches over random EPTs and walks.
+
+use crate::addr::Hpa;
+use crate::hw::frames::HostMemory;
+use crate::hw::pipeline::{Replay, RECORD_REFS, RECORD_WORDS};
+use crate::hw::x86::paging::{PagingMode, X86_64_4LEVEL, X86_64_5LEVEL};
+use crate::hw::x86::pte::{EntryFormat, Ept, Perms, FRAME_MASK};
+use crate::hw::x86::walker::{descend, walk_fast, Dimension, Fault, Leaf, TableMemory, WalkCaches};
+
+/// A record's header: the guest-physical page in its upper bits, then what fits in the page
+/// offset's bits: the level of the last entry read, the top level, and the flush flag.
+const END_LEVEL_MASK: u64 = 0x7;
+const TOP_LEVEL_SHIFT: u32 = 3;
+const FLUSH: u64 = 1 << 6;
+/// Word 1 is the root table; words from `FILLS` on hold, for the top level down to level 2,
+/// the value the paging-structure cache of that level takes when the walk reads a non-leaf
+/// entry there: the next table's address and the permissions of the entries so far.
+const ROOT: usize = 1;
+const FILLS: usize = 2;
+const _: () = assert!(FILLS + 4 == RECORD_WORDS, "fills for levels 5 down to 2");
+
+/// The translating side's half of an EPT walk of `gpa` (see the module docs): the walk's
+/// result, from the EPT rooted at `eptp` in memory (A/D bits set as the walk sets them), and
+/// in `record` the record of its path for [`EptReplay`]. Starts from the path `paths`
+/// remembers for `gpa`'s 2 MiB region, if any: the same entries, present and with A set,
+/// lead there.
+#[inline(always)]
+pub(crate) fn walk(
+    mem: &mut HostMemory,
+    paths: &mut EptPaths,
+    mode: &PagingMode,
+    eptp: u64,
+    gpa: u64,
+    write: bool,
+    record: &mut [u64; RECORD_WORDS],
+) -> Result<Leaf, Fault> {
+    let top = mode.levels();
+    // The walker's own count is unused: the replay counts the entries the walk reads.
+    let mut reads = 0;
+    if let Some(path) = paths.get(gpa, eptp) {
+        // Paths are remembered for 4-level walks only: the leaf level's geometry folds.
+        debug_assert_eq!(*mode, X86_64_4LEVEL);
+        let fill2 = path[PATH_FILL2];
+        let mut recorder = Recorder::new(mem, record, eptp, 4);
+        recorder.resume(path);
+        let leaf = descend::<Ept, _>(
+            &mut recorder,
+            None,
+            Dimension::Ept,
+            &X86_64_4LEVEL,
+            1,
+            fill2 & FRAME_MASK,
+            fill2 & Perms::ALL.bits(),
+            gpa,
+            0,
+            write,
+            &mut reads,
+        );
+        recorder.finish(gpa);
+        return leaf;
+    }
+    let mut recorder = Recorder::new(mem, record, eptp, top);
+    let leaf = walk_fast::<Ept, _>(
+        &mut recorder,
+        None,
+        Dimension::Ept,
+        mode,
+        eptp,
+        gpa,
+        0,
+        write,
+        &mut reads,
+    );
+    if let Some(path) = recorder.path() {
+        paths.remember(gpa, eptp, path);
+    }
+    recorder.finish(gpa);
+    leaf
+}
+
+/// The fills of a 4-level walk's path (levels 4, 3 and 2: the record's last words), down to
+/// the leaf-level table.
+type Path = [u64; 3];
+/// Where a path starts in a record.
+const PATH_AT: usize = RECORD_WORDS - 3;
+/// Where level 2's fill (the leaf-level table and the permissions above it) sits in a path.
+const PATH_FILL2: usize = 2;
+
+/// Paths through the upper levels of a 4-level EPT that walks of the translating side
+/// found, by 2 MiB region of guest-physical space (direct-mapped): host speed only. A
+/// remembered path stays right because the model's hypervisor only adds upper-level entries
+/// (`Vm::map`), never changes one; every INVEPT forgets them all anyway, as does a new EPT
+/// root.
+#[derive(Debug)]
+pub(crate) struct EptPaths {
+    slots: Box<[PathSlot]>,
+    generation: u64,
+    eptp: u64,
+}
+
+/// A remembered path, in one aligned half of a host cache line.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(32))]
+struct PathSlot {
+    /// The region, with the generation above it.
+    tag: u64,
+    path: Path,
+}
+
+/// Regions [`EptPaths`] holds: 8 GiB of guest-physical space.
+const PATH_SLOTS: usize = 4096;
+/// Bits of a region number (guest-physical addresses are below 2^52).
+const REGION_BITS: u32 = 52 - 21;
+
+impl Default for EptPaths {
+    fn default() -> Self {
+        EptPaths {
+            slots: vec![PathSlot::default(); PATH_SLOTS].into_boxed_slice(),
+            generation: 1,
+            eptp: 0,
+        }
+    }
+}
+
+impl EptPaths {
+    #[inline(always)]
+    fn slot(gpa: u64) -> usize {
+        (gpa >> 21) as usize & (PATH_SLOTS - 1)
+    }
+
+    #[inline(always)]
+    fn tag(&self, gpa: u64) -> u64 {
+        gpa >> 21 | self.generation << REGION_BITS
+    }
+
+    /// The path remembered for `gpa`'s region under the root `eptp`.
+    #[inline(always)]
+    fn get(&self, gpa: u64, eptp: u64) -> Option<Path> {
+        let slot = self.slots[Self::slot(gpa)];
+        (slot.tag == self.tag(gpa) && eptp == self.eptp).then_some(slot.path)
+    }
+
+    /// Prefetch, in the host, where the path for `gpa` would be (the look-ahead does).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, gpa: u64) {
+        crate::host::prefetch::prefetch(&self.slots[Self::slot(gpa)]);
+    }
+
+    fn remember(&mut self, gpa: u64, eptp: u64, path: Path) {
+        if eptp != self.eptp {
+            self.forget();
+            self.eptp = eptp;
+        }
+        let tag = self.tag(gpa);
+        self.slots[Self::slot(gpa)] = PathSlot { tag, path };
+    }
+
+    /// Forget every path (INVEPT).
+    pub(crate) fn forget(&mut self) {
+        self.generation += 1;
+        if self.generation >> (64 - REGION_BITS) != 0 {
+            self.slots.fill(PathSlot::default());
+            self.generation = 1;
+        }
+    }
+}
+
+/// The EPT in memory, walked without the paging-structure caches: reads entries directly
+/// (no references), sets A/D bits, and records the walk's path for [`EptReplay`].
+struct Recorder<'a> {
+    mem: &'a mut HostMemory,
+    record: &'a mut [u64; RECORD_WORDS],
+    top: u8,
+    /// The level of the next entry read.
+    level: u8,
+    perms: u64,
+}
+
+impl<'a> Recorder<'a> {
+    /// A walk of the EPT rooted at `eptp`, `top` levels deep (4 or 5), recorded into
+    /// `record` (whose words the walk does not reach are left as they were: the replay
+    /// reads only those of the levels it reads).
+    #[inline(always)]
+    fn new(
+        mem: &'a mut HostMemory,
+        record: &'a mut [u64; RECORD_WORDS],
+        eptp: u64,
+        top: u8,
+    ) -> Self {
+        record[ROOT] = eptp & FRAME_MASK;
+        Recorder {
+            mem,
+            record,
+            top,
+            level: top,
+            perms: Perms::ALL.bits(),
+        }
+    }
+
+    /// Go on from the leaf-level table at the end of `path`.
+    #[inline(always)]
+    fn resume(&mut self, path: Path) {
+        debug_assert_eq!(self.top, 4);
+        self.record[PATH_AT..].copy_from_slice(&path);
+        self.level = 1;
+        self.perms = path[PATH_FILL2] & Perms::ALL.bits();
+    }
+
+    /// The path down to the leaf-level table, if the walk got there through 4 levels.
+    #[inline(always)]
+    fn path(&self) -> Option<Path> {
+        (self.level == 0 && self.top == 4)
+            .then(|| self.record[PATH_AT..].try_into().expect("three fills"))
+    }
+
+    /// Complete the record of the walk of `gpa` just run (it read at least one entry).
+    #[inline(always)]
+    fn finish(self, gpa: u64) {
+        debug_assert!(self.level < self.top && gpa < 1 << 52);
+        let end = self.level + 1;
+        self.record[0] =
+            (gpa & FRAME_MASK) | u64::from(self.top) << TOP_LEVEL_SHIFT | u64::from(end);
+    }
+}
+
+impl TableMemory for Recorder<'_> {
+    #[inline(always)]
+    fn locate(&mut self, entry_addr: u64) -> Result<Hpa, Fault> {
+        Ok(Hpa::new(entry_addr))
+    }
+
+    /// Reads the entry and records what the cache of its level takes if it is not the
+    /// leaf (unused if it is; the walk reads levels from the top down).
+    #[inline(always)]
+    fn read(&mut self, at: Hpa) -> u64 {
+        let entry = self.mem.read_u64(at);
+        let level = self.level;
+        self.perms &= Ept::perm_bits(entry);
+        if level >= 2 {
+            self.record[FILLS + 5 - level as usize] = Ept::frame_addr(entry) | self.perms;
+        }
+        self.level -= 1;
+        entry
+    }
+
+    #[inline(always)]
+    fn set_bits(&mut self, at: Hpa, bits: u64) {
+        self.mem.or_u64(at, bits)
+    }
+}
+
+/// The back end's half of EPT walks: the EPT paging-structure caches, and the count of EPT
+/// entry reads.
+#[derive(Debug)]
+pub struct EptReplay {
+    caches: WalkCaches,
+    refs: u64,
+}
+
+impl EptReplay {
+    /// The replay of walks through `caches`.
+    pub fn new(caches: WalkCaches) -> Self {
+        EptReplay { caches, refs: 0 }
+    }
+
+    /// The record that flushes the caches, in its place in the stream (INVEPT).
+    pub fn flush_record() -> [u64; RECORD_WORDS] {
+        let mut record = [0; RECORD_WORDS];
+        record[0] = FLUSH;
+        record
+    }
+
+    /// Entry reads of the EPT replayed so far.
+    pub fn refs(&self) -> u64 {
+        self.refs
+    }
+
+    /// The EPT paging-structure caches.
+    pub fn caches(&self) -> &WalkCaches {
+        &self.caches
+    }
+}
+
+impl Replay for EptReplay {
+    /// The walk of the record's address through the caches: probed deepest first, filled
+    /// with each non-leaf entry read below the level they let the walk start at, as the
+    /// walker does with caches (`crate::hw::x86::walker::walk`).
+    fn replay(&mut self, record: &[u64; RECORD_WORDS], out: &mut [u64; RECORD_REFS]) -> usize {
+        let header = record[0];
+        if header & FLUSH != 0 {
+            self.caches.flush();
+            return 0;
+        }
+        let gpa = header & FRAME_MASK;
+        let end = (header & END_LEVEL_MASK) as u8;
+        let top = (header >> TOP_LEVEL_SHIFT & END_LEVEL_MASK) as u8;
+        let fill = |level: u8| record[FILLS + 5 - level as usize];
+        let table = |level: u8| {
+            if level == top {
+                record[ROOT]
+            } else {
+                fill(level + 1) & FRAME_MASK
+            }
+        };
+        let mut start = top;
+        for cached in 2..=4u8 {
+            if let Some(value) = self.caches.lookup(cached, gpa, 0) {
+                assert_eq!(
+                    value,
+                    fill(cached),
+                    "EPT walk cache of level {cached} disagrees with the EPT for GPA {gpa:#x}"
+                );
+                start = cached - 1;
+                break;
+            }
+        }
+        assert!(
+            start >= end,
+            "EPT walk cache holds a prefix of a faulting GPA {gpa:#x}"
+        );
+        let mut n = 0;
+        for level in (end..=start).rev() {
+            out[n] = table(level) + X86_64_5LEVEL.entry_offset_of(gpa, level);
+            n += 1;
+            if level > end && level <= 4 {
+                self.caches.fill_absent(level, gpa, 0, fill(level));
+            }
+        }
+        self.refs += n as u64;
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::PageSize;
+    use crate::hw::assoc::TranslationCacheConfig;
+    use crate::hw::x86::walker::walk;
+    use proptest::prelude::*;
+
+    /// EPT table pages from frame 1 up; data frames far above them.
+    const EPTP: u64 = 0x1000;
+    const DATA: u64 = 1 << 30;
+    /// Guest-physical space the tests map: 8 regions of 2 MiB.
+    const REGIONS: u64 = 8;
+
+    /// What each 4 KiB guest page of a region gets: mapped read-write, read-only, or
+    /// nothing; a region is mapped whole by a 2 MiB leaf when its first page says `Large`.
+    #[derive(Clone, Copy, Debug)]
+    enum Page {
+        Rw,
+        Ro,
+        Missing,
+        Large,
+    }
+
+    /// An EPT over [`REGIONS`] regions as `pages` says (`pages[r][p]` for page `p` of region
+    /// `r`, eight pages per region, repeated over its 512).
+    fn build(mem: &mut HostMemory, pages: &[[Page; 8]]) {
+        let mut next_table = EPTP + 0x1000;
+        let mut table = |mem: &mut HostMemory, at: u64| {
+            let entry = mem.read_u64(Hpa::new(at));
+            if Ept::is_present(entry) {
+                return Ept::frame_addr(entry);
+            }
+            let new = next_table;
+            next_table += 0x1000;
+            mem.write_u64(Hpa::new(at), Ept::table(new));
+            new
+        };
+        for (region, pages) in pages.iter().enumerate() {
+            let gpa = region as u64 * PageSize::Size2M.bytes();
+            let pdpt = table(mem, EPTP + X86_64_4LEVEL.entry_offset_of(gpa, 4));
+            let pd = table(mem, pdpt + X86_64_4LEVEL.entry_offset_of(gpa, 3));
+            let pde_at = pd + X86_64_4LEVEL.entry_offset_of(gpa, 2);
+            if matches!(pages[0], Page::Large) {
+                mem.write_u64(Hpa::new(pde_at), Ept::leaf(DATA + gpa, true));
+                continue;
+            }
+            let pt = table(mem, pde_at);
+            for page in 0..512u64 {
+                let gpa = gpa + page * 0x1000;
+                let entry = match pages[page as usize % 8] {
+                    Page::Rw | Page::Large => Ept::leaf(DATA + gpa, false),
+                    Page::Ro => Ept::leaf(DATA + gpa, false) & !Ept::WRITE,
+                    Page::Missing => continue,
+                };
+                mem.write_u64(Hpa::new(pt + X86_64_4LEVEL.entry_offset_of(gpa, 1)), entry);
+            }
+        }
+    }
+
+    fn caches() -> WalkCaches {
+        let small = |entries| TranslationCacheConfig { entries, ways: 2 };
+        WalkCaches::new(&small(4), &small(2), &small(2))
+    }
+
+    /// The walker with its caches, reading through a record of the entries it reads.
+    struct Reads<'a> {
+        mem: &'a mut HostMemory,
+        reads: Vec<u64>,
+    }
+
+    impl TableMemory for Reads<'_> {
+        fn locate(&mut self, entry_addr: u64) -> Result<Hpa, Fault> {
+            Ok(Hpa::new(entry_addr))
+        }
+        fn read(&mut self, at: Hpa) -> u64 {
+            self.reads.push(at.raw());
+            self.mem.read_u64(at)
+        }
+        fn set_bits(&mut self, at: Hpa, bits: u64) {
+            self.mem.or_u64(at, bits)
+        }
+    }
+
+    fn page() -> impl Strategy<Value = Page> {
+        prop_oneof![
+            6 => Just(Page::Rw),
+            1 => Just(Page::Ro),
+            1 => Just(Page::Missing),
+            1 => Just(Page::Large),
+        ]
+    }
+
+    proptest! {
+        /// Over random EPTs and random walks, with flushes among them: the same results,
+        /// the same entries read in the same order, the same A/D bits and the same walk
+        /// cache hits and misses as the walker with its caches.
+        #[test]
+        fn split_walks_read_what_the_walker_reads(
+            pages in proptest::collection::vec(proptest::array::uniform8(page()), REGIONS as usize),
+            ops in proptest::collection::vec((0..REGIONS * 512, any::<bool>(), 0..40u8), 1..300),
+        ) {
+            let (mut expected_mem, mut mem) = (HostMemory::new(1 << 32), HostMemory::new(1 << 32));
+            build(&mut expected_mem, &pages);
+            build(&mut mem, &pages);
+            let mut expected_caches = caches();
+            let (mut replay, mut paths) = (EptReplay::new(caches()), EptPaths::default());
+            let mut expected_refs = 0;
+            for (page, write, flush) in ops {
+                if flush == 0 {
+                    expected_caches.flush();
+                    replay.replay(&EptReplay::flush_record(), &mut [0; RECORD_REFS]);
+                    paths.forget();
+                    continue;
+                }
+                let gpa = page * 0x1000 + 0x123;
+                let mut reads = Reads { mem: &mut expected_mem, reads: Vec::new() };
+                let mut count = 0;
+                let expected = walk::<Ept, _>(
+                    &mut reads, Some(&mut expected_caches), Dimension::Ept, &X86_64_4LEVEL,
+                    EPTP, gpa, 0, write, &mut count,
+                );
+                let mut record = [0; RECORD_WORDS];
+                let got = super::walk(&mut mem, &mut paths, &X86_64_4LEVEL, EPTP, gpa, write, &mut record);
+                prop_assert_eq!(got, expected);
+                let mut out = [0; RECORD_REFS];
+                let n = replay.replay(&record, &mut out);
+                prop_assert_eq!(&out[..n], &reads.reads[..]);
+                expected_refs += count;
+            }
+            prop_assert_eq!(replay.refs(), expected_refs);
+            for level in 2..=4 {
+                prop_assert_eq!(replay.caches().stats(level), expected_caches.stats(level));
+            }
+            // Every entry of every walk's path, A/D bits included.
+            for page in 0..REGIONS * 512 {
+                let gpa = page * 0x1000;
+                let mut table = EPTP;
+                for level in (1..=4).rev() {
+                    let at = Hpa::new(table + X86_64_4LEVEL.entry_offset_of(gpa, level));
+                    let entry = mem.read_u64(at);
+                    prop_assert_eq!(entry, expected_mem.read_u64(at));
+                    if !Ept::is_present(entry) || level == 1 || Ept::is_large(entry) {
+                        break;
+                    }
+                    table = Ept::frame_addr(entry);
+                }
+            }
+        }
+    }
+}
