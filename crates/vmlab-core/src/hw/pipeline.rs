@@ -31,10 +31,12 @@ use crate::hw::cache::{Cache, Levels, MemLevel, MemoryStats, Requester};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::time::{Duration, Instant};
 
-/// References a chunk can hold: what a chunk sent to the cache thread holds (64 KiB). A send
-/// may have to wake the cache thread if it has slept (see `POLL_BEFORE_SLEEP`); chunks of
-/// 2,048 and 4,096 references ran slower, with the cache thread polling or sleeping.
-pub const CHUNK: usize = 8192;
+/// Words a chunk can hold: what a chunk sent to the cache thread holds (128 KiB; a nested
+/// access takes about 16 words, its EPT walks' records included). A send may have to wake
+/// the cache thread if it has slept (see `POLL_BEFORE_SLEEP`); chunks of 2,048 and 4,096
+/// references ran slower, with the cache thread polling or sleeping, and nested runs ran
+/// faster at 16,384 than at 8,192 once records came in.
+pub const CHUNK: usize = 16384;
 const _: () = assert!(CHUNK.is_power_of_two());
 
 /// References a staged chunk holds before it is served: a few times the references of a batch
@@ -43,8 +45,11 @@ const _: () = assert!(CHUNK.is_power_of_two());
 pub const STAGED_CHUNK: usize = 2048;
 const _: () = assert!(STAGED_CHUNK <= CHUNK);
 
-/// Chunks that may wait in the queue to the cache thread before translation waits.
-const QUEUE_DEPTH: usize = 4;
+/// Chunks that may wait in the queue to the cache thread before translation waits: deep
+/// enough to ride out the cache thread's pauses (its CPU is shared with the host's other
+/// work) now that it is busy most of the time under nested paging (4 chunks of 8,192 words
+/// left some nested runs 10-25% slower).
+const QUEUE_DEPTH: usize = 16;
 
 /// How long the cache thread polls for the next chunk before it sleeps. It serves a chunk
 /// faster than translation fills one, so it waits before nearly every chunk: a sleeping
