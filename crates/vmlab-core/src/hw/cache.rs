@@ -833,9 +833,7 @@ impl MemoryHierarchy {
         match &mut self.stream {
             Stream::Immediate => unreachable!("references are pending only in a stream"),
             Stream::Staged => {
-                let records = self.pending.has_records();
-                pipeline::serve(&mut self.levels, self.pending.refs_mut(), records);
-                self.pending.clear();
+                pipeline::serve(&mut self.levels, &mut self.pending);
             }
             Stream::Threaded(sender) => sender.send(&mut self.pending),
         }
@@ -880,9 +878,7 @@ impl MemoryHierarchy {
         match std::mem::take(&mut self.stream) {
             Stream::Immediate => {}
             Stream::Staged => {
-                let records = self.pending.has_records();
-                pipeline::serve(&mut self.levels, self.pending.refs_mut(), records);
-                self.pending.clear();
+                pipeline::serve(&mut self.levels, &mut self.pending);
             }
             Stream::Threaded(_) => {
                 unreachable!("a threaded stream ends with hang_up and attach")

@@ -193,11 +193,6 @@ impl Chunk {
         self.len == self.limit
     }
 
-    /// Whether the chunk holds records to expand before its references are served.
-    pub fn has_records(&self) -> bool {
-        self.records
-    }
-
     /// Make the (empty) chunk full at `limit` references, at most [`CHUNK`].
     pub fn set_limit(&mut self, limit: usize) {
         debug_assert!(self.is_empty() && (1..=CHUNK).contains(&limit));
@@ -267,9 +262,7 @@ impl Worker {
     /// Serve every chunk in arrival order until translation hangs up; returns the levels.
     pub fn run(self, mut levels: Levels) -> Levels {
         while let Some(mut chunk) = self.next_chunk() {
-            let records = chunk.has_records();
-            serve(&mut levels, chunk.refs_mut(), records);
-            chunk.clear();
+            serve(&mut levels, &mut chunk);
             // Translation may be gone already, or have chunks enough: then drop this one.
             let _ = self.empty.try_send(chunk);
         }
@@ -311,10 +304,12 @@ pub fn queue() -> (Sender, Worker) {
     )
 }
 
-/// Serve `refs`, in order, through `levels`: L1D over all of them, L2 over the L1D misses,
-/// the LLC over the L2 misses, DRAM for the rest; `records`: first expand the records among
-/// them ([`Replay`]). Leaves `refs` holding scratch.
-pub fn serve(levels: &mut Levels, refs: &mut [u64], records: bool) {
+/// Serve the chunk's references, in order, through `levels`, and empty it: first expand
+/// the records among them ([`Replay`]), then L1D over all of them, L2 over the L1D misses,
+/// the LLC over the L2 misses, DRAM for the rest.
+pub fn serve(levels: &mut Levels, chunk: &mut Chunk) {
+    let records = chunk.records;
+    let refs = chunk.refs_mut();
     let mut len = refs.len();
     if records {
         let (replay, line_shift) = levels.replay_mut();
@@ -328,6 +323,7 @@ pub fn serve(levels: &mut Levels, refs: &mut [u64], records: bool) {
     for &reference in &refs[..len] {
         stats.served[who_of(reference)][MemLevel::Dram as usize] += 1;
     }
+    chunk.clear();
 }
 
 /// One level over `refs`, in order: counts its hits as served by `level` and keeps its

@@ -328,16 +328,13 @@ impl Replay for EptReplay {
             }
         };
         let mut start = top;
-        for cached in 2..=4u8 {
-            if let Some(value) = self.caches.lookup(cached, gpa, 0) {
-                assert_eq!(
-                    value,
-                    fill(cached),
-                    "EPT walk cache of level {cached} disagrees with the EPT for GPA {gpa:#x}"
-                );
-                start = cached - 1;
-                break;
-            }
+        if let Some((cached, value)) = self.caches.probe(gpa, 0) {
+            assert_eq!(
+                value,
+                fill(cached),
+                "EPT walk cache of level {cached} disagrees with the EPT for GPA {gpa:#x}"
+            );
+            start = cached - 1;
         }
         assert!(
             start >= end,

@@ -143,10 +143,20 @@ impl WalkCaches {
         }
     }
 
-    /// Probe the cache of `level` (2..=4) for `addr`'s prefix, as a walk does.
+    /// Probe the caches for `addr`'s prefixes, deepest first, as a walk does: the level of
+    /// the first that holds one, and its value (the next table and the permissions above).
     #[inline(always)]
-    pub(crate) fn lookup(&mut self, level: u8, addr: u64, tag: u64) -> Option<u64> {
-        self.by_level[level as usize - 2].lookup(Self::key(level, addr, tag))
+    pub(crate) fn probe(&mut self, addr: u64, tag: u64) -> Option<(u8, u64)> {
+        // Constant bounds (every cached level is below the root): the probes unroll, each
+        // with its cache and key shift fixed.
+        for level in 2..=4u8 {
+            if let Some(value) =
+                self.by_level[level as usize - 2].lookup(Self::key(level, addr, tag))
+            {
+                return Some((level, value));
+            }
+        }
+        None
     }
 
     /// Fill the cache of `level` (2..=4) for `addr`'s prefix, which its probe just missed.
@@ -248,21 +258,10 @@ fn walk_loop<F: EntryFormat, T: TableMemory>(
     let mut perms = Perms::ALL.bits();
 
     debug_assert!(mode.levels() >= 4, "walk caches cover levels 2..=4");
-    if let Some(caches) = caches.as_deref_mut() {
-        // Constant bounds (every cached level is below the root): the probes unroll, each
-        // with its cache and key shift fixed.
-        for cached_level in 2..=4u8 {
-            if let Some(value) = caches.by_level[cached_level as usize - 2].lookup(WalkCaches::key(
-                cached_level,
-                addr,
-                tag,
-            )) {
-                table = value & FRAME_MASK;
-                perms = value & Perms::ALL.bits();
-                level = cached_level - 1;
-                break;
-            }
-        }
+    if let Some((cached_level, value)) = caches.as_deref_mut().and_then(|c| c.probe(addr, tag)) {
+        table = value & FRAME_MASK;
+        perms = value & Perms::ALL.bits();
+        level = cached_level - 1;
     }
     descend::<F, T>(
         tables, caches, dimension, mode, level, table, perms, addr, tag, write, refs,
@@ -341,8 +340,7 @@ pub(crate) fn descend<F: EntryFormat, T: TableMemory>(
         if let Some(caches) = caches.as_deref_mut() {
             if level <= 4 {
                 // Every level below the cache hit (if any) was probed and missed.
-                caches.by_level[level as usize - 2]
-                    .fill_absent(WalkCaches::key(level, addr, tag), table | perms);
+                caches.fill_absent(level, addr, tag, table | perms);
             }
         }
         level -= 1;
