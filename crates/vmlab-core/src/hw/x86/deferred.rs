@@ -59,7 +59,6 @@ pub(crate) fn walk(
     write: bool,
     record: &mut [u64; RECORD_WORDS],
 ) -> Result<Leaf, Fault> {
-    let top = mode.levels();
     // The walker's own count is unused: the replay counts the entries the walk reads.
     let mut reads = 0;
     if let Some(path) = paths.get(gpa, eptp) {
@@ -84,6 +83,23 @@ pub(crate) fn walk(
         recorder.finish(gpa);
         return leaf;
     }
+    walk_from_root(mem, paths, mode, eptp, gpa, write, record)
+}
+
+/// [`walk`] with no path remembered for `gpa`'s region: from the root, remembering the path
+/// it finds. Out of line, so that the common case keeps its registers.
+#[inline(never)]
+fn walk_from_root(
+    mem: &mut HostMemory,
+    paths: &mut EptPaths,
+    mode: &PagingMode,
+    eptp: u64,
+    gpa: u64,
+    write: bool,
+    record: &mut [u64; RECORD_WORDS],
+) -> Result<Leaf, Fault> {
+    let top = mode.levels();
+    let mut reads = 0; // unused, as in `walk`
     let mut recorder = Recorder::new(mem, record, eptp, top);
     let leaf = walk_fast::<Ept, _>(
         &mut recorder,
