@@ -663,3 +663,33 @@ fn the_newest_metadata_calls_are_refused() {
         assert_eq!(text(&out.stdout), refused, "{m}: {}", text(&out.stderr));
     }
 }
+
+/// rt_sigaction and rt_sigprocmask with bad pointers (and a bad size or `how`) fail as
+/// natively, with EFAULT or EINVAL, under every mechanism: sigsys and user-dispatch answer
+/// them in the guest process itself, without touching a pointer the host has not.
+#[test]
+fn signal_calls_with_bad_pointers_fail_as_natively() {
+    let Some(perl) = which("perl") else { return };
+    let perl = perl.to_str().unwrap().to_string();
+    // [nr, arg0, arg1, arg2, size]: 13 rt_sigaction (10 SIGUSR1, 31 SIGSYS), 14
+    // rt_sigprocmask; 1 is an address nothing maps. Then SIG_SETMASK-style calls on a real
+    // set: an unknown `how` (EINVAL), and a query of the mask into it.
+    let script = "my @calls = ([13, 10, 1, 0, 8], [13, 10, 0, 1, 8], [13, 31, 1, 0, 8], \
+                  [13, 31, 0, 1, 8], [13, 31, 0, 0, 4], [14, 0, 1, 0, 8], [14, 0, 0, 1, 8], \
+                  [14, 5, 0, 1, 8], [14, 0, 0, 0, 4]);\n\
+                  for my $c (@calls) { my @a = @$c; my $r = syscall($a[0], @a[1 .. 4]); \
+                  print \"@a $r \", ($r < 0 ? $! + 0 : 0), \"\\n\" }\n\
+                  my $set = pack('Q', 0); my $r = syscall(14, 5, $set, 0, 8); \
+                  print \"how 5 $r \", ($r < 0 ? $! + 0 : 0), \"\\n\";\n\
+                  $r = syscall(14, 0, 0, $set, 8); print \"query $r \", length($set), \"\\n\";\n";
+    let native = text(&native(&[&perl, "-e", script]).stdout);
+    assert_eq!(native.lines().count(), 11, "{native}");
+    assert!(native.contains(&format!("13 31 1 0 8 -1 {}\n", libc::EFAULT)), "{native}");
+    assert!(native.contains(&format!("14 0 0 1 8 -1 {}\n", libc::EFAULT)), "{native}");
+    assert!(native.contains(&format!("how 5 -1 {}\n", libc::EINVAL)), "{native}");
+    for m in mechanisms() {
+        let out = guest(m, None, &[&perl, "-e", script]);
+        assert_eq!(text(&out.stdout), native, "{m}: {}", text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{m}: {}", text(&out.stderr));
+    }
+}

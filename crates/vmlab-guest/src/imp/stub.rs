@@ -26,9 +26,13 @@
 //! the host kills a thread whose SIGSYS is blocked (or not handled) when the filter traps, so
 //! the stub keeps SIGSYS out of the mask the interrupted context gets back at sigreturn and does
 //! not let the guest replace the handler (C libraries block every signal around vfork and reset
-//! every handler in the child).
+//! every handler in the child). Their pointers are the guest's, possibly bad: the stub reads or
+//! writes one only after the host has (rt_sigaction of SIGKILL reads a struct sigaction and
+//! refuses, or writes SIGKILL's SIG_DFL one; rt_sigpending writes a set), so a bad pointer
+//! fails the call with EFAULT, as natively.
 //!
-//! Every system call it makes (memfd_create, ftruncate, mmap, close, futex, getppid, rt_sigreturn) is
+//! Every system call it makes (memfd_create, ftruncate, mmap, close, futex, getppid,
+//! rt_sigaction of SIGKILL, rt_sigpending, rt_sigreturn) is
 //! one any guest code may make; the only one the guest kernel acts on is the registration, which
 //! it accepts only from the stub's code page and only for the calling process. So the stub needs
 //! no privilege, and a guest that rewrites it, replaces the handler or forges a channel can lie
@@ -222,38 +226,50 @@ global_asm!(
     "8:",
     "    mov qword ptr [r13 + 144], -38",
     "    ret",
-    // rt_sigaction(SIGSYS, act, oldact): the guest's own SIGSYS disposition is not installed;
-    // it reads back as SIG_DFL.
+    // rt_sigaction(SIGSYS, act, oldact, size): the guest's own SIGSYS disposition is not
+    // installed; it reads back as SIG_DFL. The stub touches no guest pointer itself: the host
+    // reads act (90) and writes oldact (SIGKILL's action, SIG_DFL), so a bad pointer fails
+    // the call with EFAULT, as the host's own rt_sigaction would, instead of faulting here.
     "10:",
-    "    mov rdi, [r13 + 136]",
-    "    test rdi, rdi",
+    "    cmp qword ptr [r13 + 56], 8",
+    "    jne 29f",
+    "    mov rsi, [r13 + 112]",
+    "    test rsi, rsi",
     "    jz 11f",
-    "    xor eax, eax",
-    "    mov [rdi], rax",
-    "    mov [rdi + 8], rax",
-    "    mov [rdi + 16], rax",
-    "    mov [rdi + 24], rax",
+    "    call 90f",
+    "    test rax, rax",
+    "    jnz 12f",
     "11:",
-    "    mov qword ptr [r13 + 144], 0",
+    "    xor eax, eax",
+    "    mov rdx, [r13 + 136]",
+    "    test rdx, rdx",
+    "    jz 12f",
+    "    mov edi, 9",
+    "    xor esi, esi",
+    "    mov r10d, 8",
+    "    mov eax, 13",
+    "    syscall",
+    "12:",
+    "    mov [r13 + 144], rax",
     "    ret",
-    // rt_sigprocmask(how, set, oldset, size).
+    // rt_sigprocmask(how, set, oldset, size), checked in the host's order: the size, set read
+    // (EFAULT), how (EINVAL), the new mask, oldset written (EFAULT, the mask changed all the
+    // same). set is read only once the host has read it (92), and oldset written only once
+    // the host has written it (rt_sigpending), so a bad pointer fails with EFAULT.
     "20:",
     "    cmp qword ptr [r13 + 56], 8",
     "    jne 29f",
-    "    mov r8, [r13 + 296]",
+    "    mov rbx, [r13 + 296]",
     "    mov rsi, [r13 + 112]",
-    "    mov rcx, [r13 + 104]",
     "    test rsi, rsi",
-    "    jz 21f",
+    "    jz 27f",
+    "    call 92f",
+    "    test rax, rax",
+    "    jnz 28f",
+    "    mov rsi, [r13 + 112]",
     "    mov r9, [rsi]",
-    "21:",
-    "    mov rdi, [r13 + 136]",
-    "    test rdi, rdi",
-    "    jz 22f",
-    "    mov [rdi], r8",
-    "22:",
-    "    test rsi, rsi",
-    "    jz 28f",
+    "    mov r8, rbx",
+    "    mov rcx, [r13 + 104]",
     "    cmp rcx, 0",
     "    je 23f",
     "    cmp rcx, 1",
@@ -275,8 +291,20 @@ global_asm!(
     "    mov rcx, 0xffffffffbffbfeff",
     "    and r8, rcx",
     "    mov [r13 + 296], r8",
+    "27:",
+    "    xor eax, eax",
+    "    mov rdi, [r13 + 136]",
+    "    test rdi, rdi",
+    "    jz 28f",
+    "    mov esi, 8",
+    "    mov eax, 127",
+    "    syscall",
+    "    test rax, rax",
+    "    jnz 28f",
+    "    mov rdi, [r13 + 136]",
+    "    mov [rdi], rbx",
     "28:",
-    "    mov qword ptr [r13 + 144], 0",
+    "    mov [r13 + 144], rax",
     "    ret",
     "29:",
     "    mov qword ptr [r13 + 144], -22",
@@ -317,12 +345,20 @@ global_asm!(
     "    ret",
     // rt_sigaction: SIGSYS as above; any other signal with SIGSYS taken out of its handler's
     // mask (the host kills a thread whose SIGSYS is blocked when it dispatches).
+    // The handler's mask is copied from act once the host has read act (90): a bad act fails
+    // with EFAULT; a bad size goes to the host as it is (EINVAL there).
     "55:",
     "    cmp dword ptr [r13 + 104], 31",
     "    je 10b",
     "    mov rsi, [r13 + 112]",
     "    test rsi, rsi",
     "    jz 52b",
+    "    cmp qword ptr [r13 + 56], 8",
+    "    jne 52b",
+    "    call 90f",
+    "    test rax, rax",
+    "    jnz 56f",
+    "    mov rsi, [r13 + 112]",
     "    sub rsp, 32",
     "    mov rax, [rsi]",
     "    mov [rsp], rax",
@@ -343,6 +379,7 @@ global_asm!(
     ".globl vmlab_stub_site_sigaction",
     "vmlab_stub_site_sigaction:",
     "    add rsp, 32",
+    "56:",
     "    mov [r13 + 144], rax",
     "    ret",
     // rt_sigprocmask(SIG_SETMASK, the context's mask, NULL, 8).
@@ -448,6 +485,32 @@ global_asm!(
     ".globl vmlab_stub_site_vfork",
     "vmlab_stub_site_vfork:",
     "    mov [r13 + 144], rax",
+    "    ret",
+    // Whether the host can read the 32 bytes at rsi (a struct sigaction): rax 0, else
+    // -EFAULT. rt_sigaction(SIGKILL, rsi, NULL, 8) reads them, then refuses with EINVAL:
+    // SIGKILL's action never changes.
+    "90:",
+    "    mov edi, 9",
+    "    xor edx, edx",
+    "    mov r10d, 8",
+    "    mov eax, 13",
+    "    syscall",
+    "    cmp rax, -14",
+    "    je 91f",
+    "    xor eax, eax",
+    "91:",
+    "    ret",
+    // Whether the host can read the 8 bytes at rsi (a sigset_t): rax 0, else -EFAULT. Either
+    // the 32 bytes from rsi or the 32 up to rsi + 8 lie in pages that hold those 8 (two page
+    // boundaries never fall within 56 bytes), and neither window can be read if they cannot.
+    "92:",
+    "    mov rbp, rsi",
+    "    call 90b",
+    "    test rax, rax",
+    "    jz 93f",
+    "    lea rsi, [rbp - 24]",
+    "    call 90b",
+    "93:",
     "    ret",
     ".globl vmlab_stub_restorer",
     "vmlab_stub_restorer:",
