@@ -21,6 +21,7 @@ use crate::addr::{Gfn, Hfn, Hpa, PageSize};
 use crate::hv::remap::Moved;
 use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
+use crate::hw::x86::mmu::Root;
 use crate::hw::x86::pte::{EntryFormat, FRAME_MASK, X86};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -73,6 +74,20 @@ impl DirectTables {
     /// Whether the address space with top-level table `pgd` runs on its copies.
     pub fn is_direct(&self, pgd: Gfn) -> bool {
         self.roots.contains(&pgd.raw())
+    }
+
+    /// The root a CR3 load of `pgd` gives the MMU: its copy, one-dimensional (with `tagged`,
+    /// checked against the memory tags, as TPT's), if the address space runs on copies; else
+    /// the guest's own tables under the EPT at `eptp`.
+    pub fn root(&self, pgd: Gfn, eptp: Hpa, tagged: bool) -> Root {
+        match (self.is_direct(pgd), self.copy_of(pgd)) {
+            (true, Some(copy)) if tagged => Root::Tagged { cr3: copy.addr() },
+            (true, Some(copy)) => Root::OneD { cr3: copy.addr() },
+            _ => Root::TwoD {
+                guest_cr3: pgd.addr(),
+                eptp,
+            },
+        }
     }
 
     /// A new address space with top-level table `pgd` runs on copies from now on.

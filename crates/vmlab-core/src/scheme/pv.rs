@@ -13,7 +13,7 @@ use crate::hv::pv::{batch, hypercall, Multicall};
 use crate::hv::x86::exits::ExitReason;
 use crate::hv::x86::vm::Vm;
 use crate::hw::frames::HostMemory;
-use crate::hw::x86::mmu::{Mmu, Root};
+use crate::hw::x86::mmu::Mmu;
 use crate::os::{Kernel, PvOps, PvResult};
 
 /// PV paging: one VM, the machine-frame tables and the multicall batch.
@@ -154,13 +154,7 @@ impl PvOps for PvPvOps<'_> {
     }
 
     fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) -> PvResult {
-        let root = match (self.direct.is_direct(pgd), self.direct.copy_of(pgd)) {
-            (true, Some(copy)) => Root::OneD { cr3: copy.addr() },
-            _ => Root::TwoD {
-                guest_cr3: pgd.addr(),
-                eptp: self.vm.eptp(),
-            },
-        };
+        let root = self.direct.root(pgd, self.vm.eptp(), false);
         self.mmu.set_root(root, pcid as u64, flush);
         hypercall(self.vm); // the CR3 switch (mmuext_op new_baseptr)
         Ok(())

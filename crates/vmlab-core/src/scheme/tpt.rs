@@ -15,7 +15,7 @@ use crate::hv::direct::DirectTables;
 use crate::hv::x86::exits::ExitReason;
 use crate::hv::x86::vm::Vm;
 use crate::hw::frames::HostMemory;
-use crate::hw::x86::mmu::{Mmu, Root};
+use crate::hw::x86::mmu::Mmu;
 use crate::os::{Kernel, PvOps, PvResult};
 
 /// Exits per user<->kernel round trip of a TPT process in the Intel prototype (about 3:
@@ -147,14 +147,7 @@ impl PvOps for TptPvOps<'_> {
     }
 
     fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) -> PvResult {
-        let root = match (self.direct.is_direct(pgd), self.direct.copy_of(pgd)) {
-            (true, Some(copy)) if self.tagged => Root::Tagged { cr3: copy.addr() },
-            (true, Some(copy)) => Root::OneD { cr3: copy.addr() },
-            _ => Root::TwoD {
-                guest_cr3: pgd.addr(),
-                eptp: self.vm.eptp(),
-            },
-        };
+        let root = self.direct.root(pgd, self.vm.eptp(), self.tagged);
         self.mmu.set_root(root, pcid as u64, flush);
         Ok(())
     }
