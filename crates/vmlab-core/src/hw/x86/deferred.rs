@@ -28,7 +28,7 @@
 use crate::addr::Hpa;
 use crate::hw::frames::HostMemory;
 use crate::hw::pipeline::{Replay, RECORD_REFS, RECORD_WORDS};
-use crate::hw::x86::paging::{PagingMode, X86_64_4LEVEL, X86_64_5LEVEL};
+use crate::hw::x86::paging::{PagingMode, X86_64_4LEVEL};
 use crate::hw::x86::pte::{EntryFormat, Ept, Perms, FRAME_MASK};
 use crate::hw::x86::walker::{descend, walk_fast, Dimension, Fault, Leaf, TableMemory, WalkCaches};
 
@@ -322,6 +322,61 @@ impl EptReplay {
     }
 }
 
+impl EptReplay {
+    /// [`Replay::replay`] of a walk of `gpa` from a `top`-level root that read down to level
+    /// `end`. Inlined into both of its calls, so the 4-level one has its bounds in constants.
+    #[inline(always)]
+    fn replay_walk(
+        &mut self,
+        record: &[u64; RECORD_WORDS],
+        gpa: u64,
+        top: u8,
+        end: u8,
+        out: &mut [u64; RECORD_REFS],
+    ) -> usize {
+        // The fill of `level` (the table below it and the permissions so far).
+        let fill = |level: u8| record[FILLS + 5 - level as usize];
+        let start = match self.caches.probe(gpa, 0) {
+            Some((cached, value)) => {
+                assert_eq!(
+                    value,
+                    fill(cached),
+                    "EPT walk cache of level {cached} disagrees with the EPT for GPA {gpa:#x}"
+                );
+                cached - 1
+            }
+            None => top,
+        };
+        assert!(
+            start >= end,
+            "EPT walk cache holds a prefix of a faulting GPA {gpa:#x}"
+        );
+        let mut table = if start == top {
+            record[ROOT]
+        } else {
+            fill(start + 1) & FRAME_MASK
+        };
+        let mut n = 0;
+        let mut level = start;
+        loop {
+            // The entry's offset in its table: x86-64 geometry, 9 index bits a level.
+            out[n] = table + ((gpa >> (9 * u32::from(level))) & 0xff8);
+            n += 1;
+            if level == end {
+                break;
+            }
+            let value = fill(level);
+            if level <= 4 {
+                self.caches.fill_absent(level, gpa, 0, value);
+            }
+            table = value & FRAME_MASK;
+            level -= 1;
+        }
+        self.refs += n as u64;
+        n
+    }
+}
+
 impl Replay for EptReplay {
     /// The walk of the record's address through the caches: probed deepest first, filled
     /// with each non-leaf entry read below the level they let the walk start at, as the
@@ -334,38 +389,10 @@ impl Replay for EptReplay {
         }
         let gpa = header & FRAME_MASK;
         let end = (header & END_LEVEL_MASK) as u8;
-        let top = (header >> TOP_LEVEL_SHIFT & END_LEVEL_MASK) as u8;
-        let fill = |level: u8| record[FILLS + 5 - level as usize];
-        let table = |level: u8| {
-            if level == top {
-                record[ROOT]
-            } else {
-                fill(level + 1) & FRAME_MASK
-            }
-        };
-        let mut start = top;
-        if let Some((cached, value)) = self.caches.probe(gpa, 0) {
-            assert_eq!(
-                value,
-                fill(cached),
-                "EPT walk cache of level {cached} disagrees with the EPT for GPA {gpa:#x}"
-            );
-            start = cached - 1;
+        match (header >> TOP_LEVEL_SHIFT & END_LEVEL_MASK) as u8 {
+            4 => self.replay_walk(record, gpa, 4, end, out),
+            top => self.replay_walk(record, gpa, top, end, out),
         }
-        assert!(
-            start >= end,
-            "EPT walk cache holds a prefix of a faulting GPA {gpa:#x}"
-        );
-        let mut n = 0;
-        for level in (end..=start).rev() {
-            out[n] = table(level) + X86_64_5LEVEL.entry_offset_of(gpa, level);
-            n += 1;
-            if level > end && level <= 4 {
-                self.caches.fill_absent(level, gpa, 0, fill(level));
-            }
-        }
-        self.refs += n as u64;
-        n
     }
 }
 
