@@ -28,7 +28,7 @@
 use crate::addr::Hpa;
 use crate::hw::frames::HostMemory;
 use crate::hw::pipeline::{Replay, RECORD_REFS, RECORD_WORDS};
-use crate::hw::x86::paging::{PagingMode, X86_64_4LEVEL};
+use crate::hw::x86::paging::{PagingMode, X86_64_4LEVEL, X86_64_5LEVEL};
 use crate::hw::x86::pte::{EntryFormat, Ept, Perms, FRAME_MASK};
 use crate::hw::x86::walker::{descend, walk_fast, Dimension, Fault, Leaf, TableMemory, WalkCaches};
 
@@ -320,9 +320,7 @@ impl EptReplay {
     pub fn caches(&self) -> &WalkCaches {
         &self.caches
     }
-}
 
-impl EptReplay {
     /// [`Replay::replay`] of a walk of `gpa` from a `top`-level root that read down to level
     /// `end`. Inlined into both of its calls, so the 4-level one has its bounds in constants.
     #[inline(always)]
@@ -359,8 +357,7 @@ impl EptReplay {
         let mut n = 0;
         let mut level = start;
         loop {
-            // The entry's offset in its table: x86-64 geometry, 9 index bits a level.
-            out[n] = table + ((gpa >> (9 * u32::from(level))) & 0xff8);
+            out[n] = table + X86_64_5LEVEL.entry_offset_of(gpa, level);
             n += 1;
             if level == end {
                 break;
