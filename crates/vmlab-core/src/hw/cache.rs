@@ -232,8 +232,9 @@ pub struct Cache {
     set_bits: u32,
     policy: Replacement,
     /// The tag array (2 MiB in a typical LLC, read at random: on huge pages, see
-    /// [`crate::host::hugepages`]). Empty when the level is disabled, so that the set lookup's
-    /// bounds check is also the check for a disabled level.
+    /// [`crate::host::hugepages`]): always `set_mask + 1` sets (one, left empty, when the
+    /// level is disabled), so every set index is in range and the lookups of the chunk
+    /// passes need no bounds check ([`Self::set`]).
     sets: FixedVec<Set>,
     /// DRRIP: the set index modulo this (a power of two) picks the set's dueling role;
     /// 0 when the cache has no leader sets.
@@ -262,10 +263,7 @@ impl Cache {
             set_mask: sets as u64 - 1,
             set_bits: sets.trailing_zeros(),
             policy: cfg.replacement,
-            sets: FixedVec::filled(
-                if ways == 0 { 0 } else { sets },
-                Set([EMPTY; MAX_WAYS as usize]),
-            ),
+            sets: FixedVec::filled(sets, Set([EMPTY; MAX_WAYS as usize])),
             leader_stride: (sets as u64).checked_div(leaders).unwrap_or(0),
             psel: PSEL_MID,
             brrip_fills: 0,
@@ -289,6 +287,23 @@ impl Cache {
         ((line & self.set_mask) as usize, self.tag_of(line))
     }
 
+    /// The set at `index` (from [`Self::set_and_tag`]: at most `set_mask`), unchecked.
+    #[inline(always)]
+    fn set(&self, index: usize) -> &Set {
+        debug_assert!(index as u64 <= self.set_mask);
+        // SAFETY: `index <= set_mask`, and `new` makes `set_mask + 1` sets, which nothing
+        // resizes.
+        unsafe { self.sets.get_unchecked(index) }
+    }
+
+    /// [`Self::set`], mutable.
+    #[inline(always)]
+    fn set_mut(&mut self, index: usize) -> &mut Set {
+        debug_assert!(index as u64 <= self.set_mask);
+        // SAFETY: as in `set`.
+        unsafe { self.sets.get_unchecked_mut(index) }
+    }
+
     #[inline]
     fn tag_of(&self, line: u64) -> u32 {
         debug_assert!(
@@ -304,10 +319,10 @@ impl Cache {
     #[inline]
     pub fn access(&mut self, line: u64) -> bool {
         match self.ways {
+            0 => false,
             // A level of at most 8 ways (a typical L1D) keeps its other lanes empty, so only
-            // the first half of a set needs looking at: half the vector work. (A disabled
-            // level has no sets: its lookup finds no set and returns at once.)
-            0..=8 => self.access_lanes::<8>(line),
+            // the first half of a set needs looking at: half the vector work.
+            1..=8 => self.access_lanes::<8>(line),
             _ => self.access_lanes::<16>(line),
         }
     }
@@ -387,9 +402,8 @@ impl Cache {
         move_to_front: impl Fn(&mut [u32; MAX_WAYS as usize], usize, u32),
     ) -> bool {
         let ways = self.ways;
-        let Some(Set(entries)) = self.sets.get_mut(set) else {
-            return false;
-        };
+        debug_assert!(self.is_enabled(), "a disabled level is never looked up");
+        let Set(entries) = self.set_mut(set);
         let hits = hit_mask(entries, tag);
         // A hit and a miss are the same move to the front, from the line's way or from the
         // least recent one (whose line drops off; lanes from `ways` on are unused and stay
@@ -446,9 +460,8 @@ impl Cache {
         tag_mask: impl Fn(&[u32; MAX_WAYS as usize], u32) -> u32,
         victim_masks: impl Fn(&[u32; MAX_WAYS as usize]) -> [u32; 4],
     ) -> bool {
-        let Some(Set(entries)) = self.sets.get_mut(set) else {
-            return false;
-        };
+        debug_assert!(self.is_enabled(), "a disabled level is never looked up");
+        let Set(entries) = self.set_mut(set);
         // Empty ways and unused lanes have a tag part no line has, so the lanes can be
         // compared at once.
         let hits = tag_mask(entries, tag);
@@ -461,7 +474,7 @@ impl Cache {
             _ => RRPV_LONG,
         };
         let way_mask = self.way_mask;
-        let entries = &mut self.sets[set].0;
+        let entries = &mut self.set_mut(set).0;
         let way = rrip_victim::<N>(entries, way_mask, victim_masks(entries));
         entries[way] = tag | insertion;
         false
@@ -470,17 +483,14 @@ impl Cache {
     /// Whether `line` is present; no replacement state changes.
     pub fn contains(&self, line: u64) -> bool {
         let (set, tag) = self.set_and_tag(line);
-        self.sets
-            .get(set)
-            .is_some_and(|s| tag_mask::<16>(&s.0, tag) != 0)
+        // A disabled level's one set stays empty.
+        tag_mask::<16>(&self.set(set).0, tag) != 0
     }
 
     /// Prefetch (in the host) the set `line` maps to; no simulated effect.
     #[inline]
     pub fn prefetch(&self, line: u64) {
-        if let Some(set) = self.sets.get((line & self.set_mask) as usize) {
-            crate::host::prefetch::prefetch(set);
-        }
+        crate::host::prefetch::prefetch(self.set((line & self.set_mask) as usize));
     }
 
     /// DRRIP's policy selector (0..=1023; at or above 512 the follower sets insert with

@@ -412,7 +412,9 @@ fn pass_with(
         let reference = refs[i];
         let hit = access(cache, line_of(reference));
         hits[(reference & 3) as usize] += u64::from(hit);
-        refs[missed] = reference;
+        debug_assert!(missed <= i);
+        // SAFETY: `missed <= i < refs.len()`: at most one miss per reference read.
+        unsafe { *refs.get_unchecked_mut(missed) = reference };
         missed += usize::from(!hit);
     }
     for (who, served) in stats.served.iter_mut().enumerate() {
