@@ -86,6 +86,53 @@ pub(crate) fn walk(
     walk_from_root(mem, paths, mode, eptp, gpa, write, record)
 }
 
+/// [`walk`]'s common case, in fewer instructions: a path is remembered for `gpa`'s region
+/// and the leaf-level entry maps a 4 KiB page the access may use, with its Accessed (and,
+/// for a write, Dirty) flag already set, so the walk reads one entry and writes nothing.
+/// Returns the page's host base and the walk's permissions (packed, as [`Leaf::perm_bits`])
+/// with the record written, as [`walk`] would; `None`, with nothing written, in any other
+/// case (then [`walk`] does it all).
+#[inline(always)]
+pub(crate) fn walk_remembered_4k(
+    mem: &HostMemory,
+    paths: &EptPaths,
+    eptp: u64,
+    gpa: u64,
+    write: bool,
+    record: &mut [u64; RECORD_WORDS],
+) -> Option<(u64, u64)> {
+    let path = paths.get(gpa, eptp)?;
+    let fill2 = path[PATH_FILL2];
+    let at = (fill2 & FRAME_MASK) + X86_64_4LEVEL.entry_offset_of(gpa, 1);
+    let entry = mem.read_u64(Hpa::new(at));
+    // `Perms::bits_allow` of the walk's permissions, split between the entries above (read
+    // and user, and write for a write) and the leaf (read, and write, whose EPT bits sit
+    // where `Perms::bits` puts them) with the flags it must already have. An entry not
+    // present allows no reads: the test turns it away too (to `walk`, which reports the
+    // fault).
+    let above = Perms {
+        read: true,
+        write,
+        user: true,
+        exec: false,
+    }
+    .bits();
+    let leaf = if write {
+        Ept::READ | Ept::WRITE | Ept::ACCESSED_BIT | Ept::DIRTY_BIT
+    } else {
+        Ept::READ | Ept::ACCESSED_BIT
+    };
+    if fill2 & above != above || entry & leaf != leaf {
+        return None;
+    }
+    let perms = fill2 & Perms::ALL.bits() & Ept::perm_bits(entry);
+    debug_assert!(Perms::bits_allow(perms, write));
+    record[0] = (gpa & FRAME_MASK) | 4 << TOP_LEVEL_SHIFT | 1;
+    record[ROOT] = eptp & FRAME_MASK;
+    record[PATH_AT..].copy_from_slice(&path);
+    Some((Ept::frame_addr(entry), perms))
+}
+
 /// [`walk`] with no path remembered for `gpa`'s region: from the root, remembering the path
 /// it finds. Out of line, so that the common case keeps its registers.
 #[inline(never)]
@@ -408,7 +455,8 @@ mod tests {
     const REGIONS: u64 = 8;
 
     /// What each 4 KiB guest page of a region gets: mapped read-write, read-only, or
-    /// nothing; a region is mapped whole by a 2 MiB leaf when its first page says `Large`.
+    /// nothing; a region is mapped whole by a 2 MiB leaf when its first page says `Large`,
+    /// and its PDE denies writes when its second page says `Ro`.
     #[derive(Clone, Copy, Debug)]
     enum Page {
         Rw,
@@ -441,6 +489,10 @@ mod tests {
                 continue;
             }
             let pt = table(mem, pde_at);
+            if matches!(pages[1], Page::Ro) {
+                // Writes denied above the leaves too.
+                mem.write_u64(Hpa::new(pde_at), Ept::table(pt) & !Ept::WRITE);
+            }
             for page in 0..512u64 {
                 let gpa = gpa + page * 0x1000;
                 let entry = match pages[page as usize % 8] {
@@ -486,6 +538,60 @@ mod tests {
         ]
     }
 
+    /// The fast path takes a walk once its region's path is remembered and the leaf's flags
+    /// are set for the access: not the first walk of a region, nor a page's first read, nor
+    /// its first write; not a read-only page's write, nor a page not mapped.
+    #[test]
+    fn the_fast_path_takes_walks_that_read_one_entry_and_write_none() {
+        let mut mem = HostMemory::new(1 << 32);
+        build(
+            &mut mem,
+            &[[
+                Page::Rw,
+                Page::Missing,
+                Page::Ro,
+                Page::Rw,
+                Page::Rw,
+                Page::Rw,
+                Page::Rw,
+                Page::Rw,
+            ]],
+        );
+        let mut paths = EptPaths::default();
+        let mut record = [0; RECORD_WORDS];
+        let mut fast = |mem: &mut HostMemory, paths: &mut EptPaths, page: u64, write| {
+            let gpa = page * 0x1000 + 0x10;
+            let taken = walk_remembered_4k(mem, paths, EPTP, gpa, write, &mut record).is_some();
+            let _ = super::walk(mem, paths, &X86_64_4LEVEL, EPTP, gpa, write, &mut record);
+            taken
+        };
+        assert!(
+            !fast(&mut mem, &mut paths, 0, false),
+            "no path remembered yet"
+        );
+        assert!(
+            fast(&mut mem, &mut paths, 0, false),
+            "path remembered, A set"
+        );
+        assert!(!fast(&mut mem, &mut paths, 0, true), "D not set yet");
+        assert!(fast(&mut mem, &mut paths, 0, true));
+        assert!(fast(&mut mem, &mut paths, 0, false));
+        assert!(
+            !fast(&mut mem, &mut paths, 3, false),
+            "another page's A not set yet"
+        );
+        assert!(fast(&mut mem, &mut paths, 3, false));
+        assert!(!fast(&mut mem, &mut paths, 2, false));
+        assert!(fast(&mut mem, &mut paths, 2, false));
+        assert!(!fast(&mut mem, &mut paths, 2, true), "read-only: a fault");
+        assert!(!fast(&mut mem, &mut paths, 1, false), "not mapped: a fault");
+        paths.forget();
+        assert!(
+            !fast(&mut mem, &mut paths, 0, false),
+            "INVEPT forgets the paths"
+        );
+    }
+
     proptest! {
         /// Over random EPTs and random walks, with flushes among them: the same results,
         /// the same entries read in the same order, the same A/D bits and the same walk
@@ -516,7 +622,12 @@ mod tests {
                     EPTP, gpa, 0, write, &mut count,
                 );
                 let mut record = [0; RECORD_WORDS];
-                let got = super::walk(&mut mem, &mut paths, &X86_64_4LEVEL, EPTP, gpa, write, &mut record);
+                // As the nested TLB's miss does: the fast path where it applies, else the
+                // whole walk.
+                let got = match walk_remembered_4k(&mem, &paths, EPTP, gpa, write, &mut record) {
+                    Some((base, perm_bits)) => Ok(Leaf { base, size: PageSize::Size4K, perm_bits }),
+                    None => super::walk(&mut mem, &mut paths, &X86_64_4LEVEL, EPTP, gpa, write, &mut record),
+                };
                 prop_assert_eq!(got, expected);
                 let mut out = [0; RECORD_REFS];
                 let n = replay.replay(&record, &mut out);

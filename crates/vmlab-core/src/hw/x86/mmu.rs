@@ -1226,6 +1226,29 @@ impl Nested<'_> {
     fn translate_miss(&mut self, gpa: u64, write: bool, found: u8) -> Result<Leaf, Fault> {
         self.counters.nested_tlb_misses += 1;
         let record = self.memory.record_slot();
+        if let Some((base, perm_bits)) = deferred::walk_remembered_4k(
+            self.mem,
+            self.ept_paths,
+            self.eptp.raw(),
+            gpa,
+            write,
+            record,
+        ) {
+            self.memory.commit_record();
+            *self.nested_sizes_in_use |= 1 << TlbSize::K4.index();
+            let key = tlb_key(gpa, TlbSize::K4, 0);
+            let value = tlb_value(base, perm_bits, write);
+            if found & 1 << TlbSize::K4.index() != 0 {
+                self.nested_tlb.fill(key, value);
+            } else {
+                self.nested_tlb.fill_absent(key, value);
+            }
+            return Ok(Leaf {
+                base,
+                size: PageSize::Size4K,
+                perm_bits,
+            });
+        }
         let leaf = deferred::walk(
             self.mem,
             self.ept_paths,
