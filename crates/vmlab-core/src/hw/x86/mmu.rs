@@ -1235,19 +1235,13 @@ impl Nested<'_> {
             record,
         ) {
             self.memory.commit_record();
-            *self.nested_sizes_in_use |= 1 << TlbSize::K4.index();
-            let key = tlb_key(gpa, TlbSize::K4, 0);
-            let value = tlb_value(base, perm_bits, write);
-            if found & 1 << TlbSize::K4.index() != 0 {
-                self.nested_tlb.fill(key, value);
-            } else {
-                self.nested_tlb.fill_absent(key, value);
-            }
-            return Ok(Leaf {
+            let leaf = Leaf {
                 base,
                 size: PageSize::Size4K,
                 perm_bits,
-            });
+            };
+            self.fill_nested_tlb(gpa, TlbSize::K4, &leaf, write, found);
+            return Ok(leaf);
         }
         let leaf = deferred::walk(
             self.mem,
@@ -1260,7 +1254,14 @@ impl Nested<'_> {
         );
         self.memory.commit_record();
         let leaf = leaf?;
-        let size = TlbSize::of(leaf.size);
+        self.fill_nested_tlb(gpa, TlbSize::of(leaf.size), &leaf, write, found);
+        Ok(leaf)
+    }
+
+    /// Fill the nested TLB with the translation of `gpa` a walk for a `write` found, after
+    /// a lookup whose probe reported `found`.
+    #[inline(always)]
+    fn fill_nested_tlb(&mut self, gpa: u64, size: TlbSize, leaf: &Leaf, write: bool, found: u8) {
         *self.nested_sizes_in_use |= 1 << size.index();
         let (key, value) = (
             tlb_key(gpa, size, 0),
@@ -1272,7 +1273,6 @@ impl Nested<'_> {
             // The probe of this size missed, or the size was not in use: no entry to replace.
             self.nested_tlb.fill_absent(key, value);
         }
-        Ok(leaf)
     }
 }
 
