@@ -69,11 +69,12 @@ pub fn encode(line: u64, who: Requester) -> u64 {
     line << 2 | who as u64
 }
 
-/// Words of a record in the stream: its header, then its payload.
-pub const RECORD_WORDS: usize = 6;
-/// The most references one record expands into: fewer than its words, so records expand
-/// in place.
-pub const RECORD_REFS: usize = RECORD_WORDS - 1;
+/// Words of a record in the stream: its header, then its payload. Every word counts: the
+/// stream is written on one core and read on the other.
+pub const RECORD_WORDS: usize = 5;
+/// The most references one record expands into: no more than its words, so records expand
+/// in place (a record is copied out before what it stands for is written).
+pub const RECORD_REFS: usize = RECORD_WORDS;
 /// The low two bits of a record's first word in the stream (requesters take 0 to 2).
 const RECORD_TAG: u64 = 3;
 const _: () = assert!(Requester::ALL.len() as u64 <= RECORD_TAG);
@@ -106,7 +107,7 @@ fn expand(replay: &mut dyn Replay, line_shift: u32, refs: &mut [u64]) -> usize {
         record[0] >>= 2;
         read += RECORD_WORDS;
         let n = replay.replay(&record, &mut out);
-        // `n < RECORD_WORDS`: what is written stays behind what is read.
+        // `n <= RECORD_WORDS`: what is written stays behind what is read.
         for &hpa in &out[..n] {
             refs[write] = encode(hpa >> line_shift, Requester::Walk);
             write += 1;

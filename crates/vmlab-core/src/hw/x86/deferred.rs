@@ -33,15 +33,18 @@ use crate::hw::x86::pte::{EntryFormat, Ept, Perms, FRAME_MASK};
 use crate::hw::x86::walker::{descend, walk_fast, Dimension, Fault, Leaf, TableMemory, WalkCaches};
 
 /// A record's header: the guest-physical page in its upper bits, then what fits in the page
-/// offset's bits: the level of the last entry read, the top level, and the flush flag.
+/// offset's bits: the level of the last entry read, the top level, and the flags of the
+/// two other kinds of record, a flush and a new root.
 const END_LEVEL_MASK: u64 = 0x7;
 const TOP_LEVEL_SHIFT: u32 = 3;
 const FLUSH: u64 = 1 << 6;
-/// Word 1 is the root table; words from `FILLS` on hold, for the top level down to level 2,
-/// the value the paging-structure cache of that level takes when the walk reads a non-leaf
-/// entry there: the next table's address and the permissions of the entries so far.
+const NEW_ROOT: u64 = 1 << 7;
+/// A walk's words from `FILLS` on hold, for the top level down to level 2, the value the
+/// paging-structure cache of that level takes when the walk reads a non-leaf entry there:
+/// the next table's address and the permissions of the entries so far. The root table is
+/// not in them: it travels in a record of its own (`ROOT` its word) whenever it changes.
+const FILLS: usize = 1;
 const ROOT: usize = 1;
-const FILLS: usize = 2;
 const _: () = assert!(FILLS + 4 == RECORD_WORDS, "fills for levels 5 down to 2");
 
 /// The translating side's half of an EPT walk of `gpa` (see the module docs): the walk's
@@ -65,7 +68,7 @@ pub(crate) fn walk(
         // Paths are remembered for 4-level walks only: the leaf level's geometry folds.
         debug_assert_eq!(*mode, X86_64_4LEVEL);
         let fill2 = path[PATH_FILL2];
-        let mut recorder = Recorder::new(mem, record, eptp, 4);
+        let mut recorder = Recorder::new(mem, record, 4);
         recorder.resume(path);
         let leaf = descend::<Ept, _>(
             &mut recorder,
@@ -128,7 +131,6 @@ pub(crate) fn walk_remembered_4k(
     let perms = fill2 & Perms::ALL.bits() & Ept::perm_bits(entry);
     debug_assert!(Perms::bits_allow(perms, write));
     record[0] = (gpa & FRAME_MASK) | 4 << TOP_LEVEL_SHIFT | 1;
-    record[ROOT] = eptp & FRAME_MASK;
     record[PATH_AT..].copy_from_slice(&path);
     Some((Ept::frame_addr(entry), perms))
 }
@@ -147,7 +149,7 @@ fn walk_from_root(
 ) -> Result<Leaf, Fault> {
     let top = mode.levels();
     let mut reads = 0; // unused, as in `walk`
-    let mut recorder = Recorder::new(mem, record, eptp, top);
+    let mut recorder = Recorder::new(mem, record, top);
     let leaf = walk_fast::<Ept, _>(
         &mut recorder,
         None,
@@ -178,12 +180,14 @@ const PATH_FILL2: usize = 2;
 /// found, by 2 MiB region of guest-physical space (direct-mapped): host speed only. A
 /// remembered path stays right because the model's hypervisor only adds upper-level entries
 /// (`Vm::map`), never changes one; every INVEPT forgets them all anyway, as does a new EPT
-/// root.
+/// root. Also the root the back end last got ([`EptReplay::root_record`]), which is not
+/// host speed only: a walk record reaches the back end after the root it starts from.
 #[derive(Debug)]
 pub(crate) struct EptPaths {
     slots: Box<[PathSlot]>,
     generation: u64,
     eptp: u64,
+    root_sent: Option<u64>,
 }
 
 /// A remembered path, in one aligned half of a host cache line.
@@ -206,6 +210,7 @@ impl Default for EptPaths {
             slots: vec![PathSlot::default(); PATH_SLOTS].into_boxed_slice(),
             generation: 1,
             eptp: 0,
+            root_sent: None,
         }
     }
 }
@@ -243,6 +248,15 @@ impl EptPaths {
         self.slots[Self::slot(gpa)] = PathSlot { tag, path };
     }
 
+    /// Whether the back end still needs a root record for `eptp` before the next walk
+    /// record; once asked, it is taken as sent. Flushes leave the back end's root alone.
+    #[inline(always)]
+    pub(crate) fn root_to_send(&mut self, eptp: u64) -> bool {
+        let new = self.root_sent != Some(eptp);
+        self.root_sent = Some(eptp);
+        new
+    }
+
     /// Forget every path (INVEPT).
     pub(crate) fn forget(&mut self) {
         self.generation += 1;
@@ -265,17 +279,11 @@ struct Recorder<'a> {
 }
 
 impl<'a> Recorder<'a> {
-    /// A walk of the EPT rooted at `eptp`, `top` levels deep (4 or 5), recorded into
-    /// `record` (whose words the walk does not reach are left as they were: the replay
-    /// reads only those of the levels it reads).
+    /// A walk of an EPT `top` levels deep (4 or 5), recorded into `record` (whose words the
+    /// walk does not reach are left as they were: the replay reads only those of the levels
+    /// it reads).
     #[inline(always)]
-    fn new(
-        mem: &'a mut HostMemory,
-        record: &'a mut [u64; RECORD_WORDS],
-        eptp: u64,
-        top: u8,
-    ) -> Self {
-        record[ROOT] = eptp & FRAME_MASK;
+    fn new(mem: &'a mut HostMemory, record: &'a mut [u64; RECORD_WORDS], top: u8) -> Self {
         Recorder {
             mem,
             record,
@@ -337,24 +345,40 @@ impl TableMemory for Recorder<'_> {
     }
 }
 
-/// The back end's half of EPT walks: the EPT paging-structure caches, and the count of EPT
-/// entry reads.
+/// The back end's half of EPT walks: the EPT paging-structure caches, the root walks
+/// start from, and the count of EPT entry reads.
 #[derive(Debug)]
 pub struct EptReplay {
     caches: WalkCaches,
+    /// The root table of the last [`Self::root_record`], if any.
+    root: Option<u64>,
     refs: u64,
 }
 
 impl EptReplay {
     /// The replay of walks through `caches`.
     pub fn new(caches: WalkCaches) -> Self {
-        EptReplay { caches, refs: 0 }
+        EptReplay {
+            caches,
+            root: None,
+            refs: 0,
+        }
     }
 
     /// The record that flushes the caches, in its place in the stream (INVEPT).
     pub fn flush_record() -> [u64; RECORD_WORDS] {
         let mut record = [0; RECORD_WORDS];
         record[0] = FLUSH;
+        record
+    }
+
+    /// The record that makes `eptp`'s root table the one the walks after it start from (it
+    /// must come before the first walk record, and again whenever the root changes:
+    /// [`EptPaths::root_to_send`]).
+    pub fn root_record(eptp: u64) -> [u64; RECORD_WORDS] {
+        let mut record = [0; RECORD_WORDS];
+        record[0] = NEW_ROOT;
+        record[ROOT] = eptp & FRAME_MASK;
         record
     }
 
@@ -397,7 +421,8 @@ impl EptReplay {
             "EPT walk cache holds a prefix of a faulting GPA {gpa:#x}"
         );
         let mut table = if start == top {
-            record[ROOT]
+            self.root
+                .expect("an EPT walk record before any root record")
         } else {
             fill(start + 1) & FRAME_MASK
         };
@@ -427,8 +452,12 @@ impl Replay for EptReplay {
     /// walker does with caches (`crate::hw::x86::walker::walk`).
     fn replay(&mut self, record: &[u64; RECORD_WORDS], out: &mut [u64; RECORD_REFS]) -> usize {
         let header = record[0];
-        if header & FLUSH != 0 {
-            self.caches.flush();
+        if header & (FLUSH | NEW_ROOT) != 0 {
+            if header & FLUSH != 0 {
+                self.caches.flush();
+            } else {
+                self.root = Some(record[ROOT]);
+            }
             return 0;
         }
         let gpa = header & FRAME_MASK;
@@ -606,6 +635,7 @@ mod tests {
             build(&mut mem, &pages);
             let mut expected_caches = caches();
             let (mut replay, mut paths) = (EptReplay::new(caches()), EptPaths::default());
+            replay.replay(&EptReplay::root_record(EPTP), &mut [0; RECORD_REFS]);
             let mut expected_refs = 0;
             for (page, write, flush) in ops {
                 if flush == 0 {

@@ -409,6 +409,12 @@ impl Mmu {
     /// Load a new root (a CR3 write, or a VM entry with a new EPTP). With `flush`, the
     /// translations of the new tag are dropped, as a CR3 load without PCID does.
     pub fn set_root(&mut self, root: Root, tag: u64, flush: bool) {
+        if let Root::TwoD { eptp, .. } = root {
+            // The EPT walks' back end learns a new EPT root here, before any walk from it.
+            if self.ept_paths.root_to_send(eptp.raw()) {
+                self.memory.defer(&EptReplay::root_record(eptp.raw()));
+            }
+        }
         self.root = root;
         self.tag = tag;
         if flush {
