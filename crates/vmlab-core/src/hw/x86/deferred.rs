@@ -373,8 +373,8 @@ impl EptReplay {
     }
 
     /// The record that makes `eptp`'s root table the one the walks after it start from (it
-    /// must come before the first walk record, and again whenever the root changes:
-    /// [`EptPaths::root_to_send`]).
+    /// must come before the first walk record, and again whenever the root changes: the
+    /// MMU sends it when it loads a new EPT root).
     pub fn root_record(eptp: u64) -> [u64; RECORD_WORDS] {
         let mut record = [0; RECORD_WORDS];
         record[0] = NEW_ROOT;
