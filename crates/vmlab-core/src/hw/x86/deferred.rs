@@ -180,14 +180,12 @@ const PATH_FILL2: usize = 2;
 /// found, by 2 MiB region of guest-physical space (direct-mapped): host speed only. A
 /// remembered path stays right because the model's hypervisor only adds upper-level entries
 /// (`Vm::map`), never changes one; every INVEPT forgets them all anyway, as does a new EPT
-/// root. Also the root the back end last got ([`EptReplay::root_record`]), which is not
-/// host speed only: a walk record reaches the back end after the root it starts from.
+/// root.
 #[derive(Debug)]
 pub(crate) struct EptPaths {
     slots: Box<[PathSlot]>,
     generation: u64,
     eptp: u64,
-    root_sent: Option<u64>,
 }
 
 /// A remembered path, in one aligned half of a host cache line.
@@ -210,7 +208,6 @@ impl Default for EptPaths {
             slots: vec![PathSlot::default(); PATH_SLOTS].into_boxed_slice(),
             generation: 1,
             eptp: 0,
-            root_sent: None,
         }
     }
 }
@@ -246,15 +243,6 @@ impl EptPaths {
         }
         let tag = self.tag(gpa);
         self.slots[Self::slot(gpa)] = PathSlot { tag, path };
-    }
-
-    /// Whether the back end still needs a root record for `eptp` before the next walk
-    /// record; once asked, it is taken as sent. Flushes leave the back end's root alone.
-    #[inline(always)]
-    pub(crate) fn root_to_send(&mut self, eptp: u64) -> bool {
-        let new = self.root_sent != Some(eptp);
-        self.root_sent = Some(eptp);
-        new
     }
 
     /// Forget every path (INVEPT).

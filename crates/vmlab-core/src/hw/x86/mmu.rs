@@ -410,8 +410,9 @@ impl Mmu {
     /// translations of the new tag are dropped, as a CR3 load without PCID does.
     pub fn set_root(&mut self, root: Root, tag: u64, flush: bool) {
         if let Root::TwoD { eptp, .. } = root {
-            // The EPT walks' back end learns a new EPT root here, before any walk from it.
-            if self.ept_paths.root_to_send(eptp.raw()) {
+            // The EPT walks' back end learns the EPT root here, before any walk from it,
+            // unless the root it has is this one: the running root's (records carry none).
+            if !matches!(self.root, Root::TwoD { eptp: running, .. } if running == eptp) {
                 self.memory.defer(&EptReplay::root_record(eptp.raw()));
             }
         }
