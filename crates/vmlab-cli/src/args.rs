@@ -4,7 +4,7 @@ use crate::UsageError;
 use clap::{Args, Parser, Subcommand};
 use vmlab_core::addr::PageSize;
 use vmlab_core::cost::{Profile, DEFAULT_PROFILE};
-use vmlab_core::engine::{sampling, Pipeline, RunConfig};
+use vmlab_core::engine::{sampling, RunConfig};
 use vmlab_core::lab;
 use vmlab_core::scheme::Paging;
 use vmlab_core::workload::WorkloadSpec;
@@ -276,14 +276,6 @@ pub fn parse_schemes(names: &[String]) -> Result<Vec<Paging>, UsageError> {
     lab::parse_schemes(names).map_err(|e| UsageError(e.to_string()))
 }
 
-pub fn parse_page_size(
-    flag: &str,
-    text: &str,
-    allowed: &[PageSize],
-) -> Result<PageSize, UsageError> {
-    lab::parse_page_size(flag, text, allowed).map_err(|e| UsageError(e.to_string()))
-}
-
 /// A built-in profile by name, or a profile file by path (ending in `.toml` or containing a
 /// `/`), read and validated.
 pub fn load_profile(name: &str) -> Result<Profile, UsageError> {
@@ -310,27 +302,12 @@ impl SimArgs {
         (!given.is_empty()).then(|| given.join(", "))
     }
 
-    /// The run these options describe for `workload`, validated. Its `paging` is native;
-    /// callers comparing schemes set it per run.
-    pub fn run_config(&self, workload: WorkloadSpec) -> Result<RunConfig, UsageError> {
-        if !(0.0..=1.0).contains(&self.fragmentation) {
-            return Err(UsageError(format!(
-                "--fragmentation {} must be between 0 and 1",
-                self.fragmentation
-            )));
-        }
-        sampling::validate(self.accesses, self.warmup, self.tolerance)
-            .map_err(|e| UsageError(e.0))?;
-        Ok(RunConfig {
-            workload,
-            paging: Paging::Native,
-            profile: load_profile(&self.machine)?,
-            guest_pages: parse_page_size(
-                "--guest-pages",
-                &self.guest_pages,
-                &[PageSize::Size4K, PageSize::Size2M],
-            )?,
-            host_pages: parse_page_size("--host-pages", &self.host_pages, &PageSize::ALL)?,
+    /// The run these options describe for `workload`, as a spec (scheme: native).
+    pub fn spec(&self, workload: &str) -> lab::RunSpec {
+        lab::RunSpec {
+            machine: self.machine.clone(),
+            guest_pages: self.guest_pages.clone(),
+            host_pages: self.host_pages.clone(),
             fragmentation: self.fragmentation,
             accesses: self.accesses,
             warmup: self.warmup,
@@ -338,7 +315,15 @@ impl SimArgs {
             fixed_warmup: self.fixed_warmup,
             seed: self.seed,
             pretouch: self.pretouch,
-            pipeline: Pipeline::default(),
-        })
+            ..lab::RunSpec::new(workload)
+        }
+    }
+
+    /// The run these options describe for `workload`, validated, its errors naming the
+    /// flags. Its `paging` is native; callers comparing schemes set it per run.
+    pub fn run_config(&self, workload: &str) -> Result<RunConfig, UsageError> {
+        self.spec(workload)
+            .resolve_named(load_profile(&self.machine)?, lab::SettingNames::Flags)
+            .map_err(|e| UsageError(e.to_string()))
     }
 }

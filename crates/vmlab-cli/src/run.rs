@@ -10,7 +10,7 @@ use vmlab_core::stats::{seeds, RunReport};
 pub fn run(args: RunArgs) -> Result<(), CliError> {
     let workload = parse_workload(&args.workload)?;
     let schemes = parse_schemes(&args.paging)?;
-    let template = args.sim.run_config(workload.clone())?;
+    let template = args.sim.run_config(&args.workload)?;
     if schemes.contains(&vmlab_core::scheme::Paging::Native) {
         if let Some(flags) = args.sim.host_only_flags() {
             eprintln!("warning: {flags}: host backing, which native paging has not; the native run ignores it");

@@ -4,9 +4,10 @@
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use vmlab_core::engine::{self, EngineError, Phase};
+use vmlab_core::lab;
 use vmlab_core::lab::runner::Event;
 use vmlab_core::lab::{
-    report, run_experiment, run_plan, Experiment, ExperimentReport, LabError, RunSpec,
+    report, run_experiment, run_plan, Experiment, ExperimentReport, LabError, RunSpec, SettingNames,
 };
 use vmlab_core::provenance::Provenance;
 use vmlab_core::stats::RunReport;
@@ -146,6 +147,33 @@ fn bad_run_specs_are_user_errors_that_name_the_problem() {
         assert!(e.is_user_error(), "{field}={value}: {e}");
         assert!(e.to_string().contains(expected), "{field}={value}: {e}");
     }
+}
+
+#[test]
+fn a_spec_names_its_settings_as_fields_or_as_flags() {
+    let mut spec = RunSpec::new("gups:table=1M");
+    spec.host_pages = "3m".into();
+    let profile = || lab::load_profile("skylake").expect("built in");
+    let fields = spec.resolve_named(profile(), SettingNames::Fields);
+    assert!(fields
+        .expect_err("3m")
+        .to_string()
+        .contains("invalid host_pages '3m'"));
+    let flags = spec.resolve_named(profile(), SettingNames::Flags);
+    assert!(flags
+        .expect_err("3m")
+        .to_string()
+        .contains("invalid --host-pages '3m'"));
+    spec.host_pages = "2m".into();
+    spec.fragmentation = 1.5;
+    let flags = spec.resolve_named(profile(), SettingNames::Flags);
+    assert!(flags
+        .expect_err("1.5")
+        .to_string()
+        .contains("--fragmentation 1.5 must be between 0 and 1"));
+    spec.fragmentation = 0.5;
+    spec.tolerance = -1.0;
+    assert!(spec.resolve().expect_err("tolerance").is_user_error());
 }
 
 #[test]

@@ -29,7 +29,7 @@ pub use experiment::{Experiment, Metric, BUILTIN};
 pub use plan::{GroupKey, Job, Plan};
 pub use report::{ExperimentReport, Row, SkippedRun};
 pub use runner::{run_experiment, run_plan, Event, Outcome};
-pub use spec::{load_profile, parse_page_size, parse_schemes, RunSpec};
+pub use spec::{load_profile, parse_page_size, parse_schemes, RunSpec, SettingNames};
 
 use crate::engine::{EngineError, RunConfig};
 

@@ -111,23 +111,36 @@ impl RunSpec {
 
     /// The same with `profile` as the machine (`machine` is not looked at).
     pub fn resolve_with(&self, profile: Profile) -> Result<RunConfig, LabError> {
+        self.resolve_named(profile, SettingNames::Fields)
+    }
+
+    /// The same, its errors naming each setting as `names` says (a spec file's field, or
+    /// `vmlab run`'s flag for the same setting).
+    pub fn resolve_named(
+        &self,
+        profile: Profile,
+        names: SettingNames,
+    ) -> Result<RunConfig, LabError> {
         if !(0.0..=1.0).contains(&self.fragmentation) {
             return Err(LabError::Spec(format!(
-                "fragmentation {} must be between 0 and 1",
+                "{} {} must be between 0 and 1",
+                names.of("fragmentation"),
                 self.fragmentation
             )));
         }
+        sampling::validate(self.accesses, self.warmup, self.tolerance)
+            .map_err(|e| LabError::Spec(e.0))?;
         Ok(RunConfig {
             workload: WorkloadSpec::parse(&self.workload)
                 .map_err(|e| LabError::Spec(e.to_string()))?,
             paging: Paging::parse(self.paging.trim()).map_err(LabError::Spec)?,
             profile,
             guest_pages: parse_page_size(
-                "guest_pages",
+                &names.of("guest_pages"),
                 &self.guest_pages,
                 &[PageSize::Size4K, PageSize::Size2M],
             )?,
-            host_pages: parse_page_size("host_pages", &self.host_pages, &PageSize::ALL)?,
+            host_pages: parse_page_size(&names.of("host_pages"), &self.host_pages, &PageSize::ALL)?,
             fragmentation: self.fragmentation,
             accesses: self.accesses,
             warmup: self.warmup,
@@ -143,6 +156,26 @@ impl RunSpec {
     pub fn run(&self, progress: &mut ProgressFn<'_>) -> Result<RunReport, LabError> {
         let config = self.resolve()?;
         engine::run(&config, progress).map_err(|e| LabError::from_engine(e, &config, None))
+    }
+}
+
+/// How the errors of [`RunSpec::resolve_named`] name a setting: as a spec file's field
+/// (`guest_pages`) or as `vmlab run`'s flag (`--guest-pages`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SettingNames {
+    /// As a spec file's field: `guest_pages`.
+    Fields,
+    /// As `vmlab run`'s flag: `--guest-pages`.
+    Flags,
+}
+
+impl SettingNames {
+    /// The name of the setting whose spec field is `field`.
+    fn of(self, field: &str) -> String {
+        match self {
+            SettingNames::Fields => field.to_string(),
+            SettingNames::Flags => format!("--{}", field.replace('_', "-")),
+        }
     }
 }
 
