@@ -364,43 +364,25 @@ static struct stat_result m_cow_fault(void)
     return summarize(v, REPS);
 }
 
-/* Page faults a forked child takes between fork and _exit(0): the kernel's count for all of
- * the child's life, from the parent's RUSAGE_CHILDREN (so the child's exit path counts too). */
-static struct stat_result m_child_faults(void)
+/* Minor page faults one side of a fork + waitpid round takes, from getrusage(who) around the
+ * round, for a child that calls _exit(0) at once:
+ * - RUSAGE_CHILDREN: the child's, for all of its life (so its exit path counts too);
+ * - RUSAGE_SELF: the parent's, its own writes after fork to pages fork write-protected (its
+ *   stack, libc's data). */
+static struct stat_result m_fork_faults(int who)
 {
     enum { REPS = 15 };
     double v[REPS];
     for (int r = 0; r < REPS; r++) {
         struct rusage before, after;
-        getrusage(RUSAGE_CHILDREN, &before);
+        getrusage(who, &before);
         pid_t pid = fork();
         if (pid < 0)
             die("fork");
         if (pid == 0)
             _exit(0);
         wait_child(pid);
-        getrusage(RUSAGE_CHILDREN, &after);
-        v[r] = (double)(after.ru_minflt - before.ru_minflt);
-    }
-    return summarize(v, REPS);
-}
-
-/* Page faults the parent takes per fork + waitpid round: its own writes after fork to pages
- * fork write-protected (its stack, libc's data), from RUSAGE_SELF around the round. */
-static struct stat_result m_parent_faults(void)
-{
-    enum { REPS = 15 };
-    double v[REPS];
-    for (int r = 0; r < REPS; r++) {
-        struct rusage before, after;
-        getrusage(RUSAGE_SELF, &before);
-        pid_t pid = fork();
-        if (pid < 0)
-            die("fork");
-        if (pid == 0)
-            _exit(0);
-        wait_child(pid);
-        getrusage(RUSAGE_SELF, &after);
+        getrusage(who, &after);
         v[r] = (double)(after.ru_minflt - before.ru_minflt);
     }
     return summarize(v, REPS);
@@ -680,8 +662,8 @@ int main(int argc, char **argv)
     struct stat_result timer = m_timer();
     fprintf(stderr, "os_costs: syscall\n");
     struct stat_result sys = m_syscall();
-    struct stat_result child_faults = m_child_faults();
-    struct stat_result parent_faults = m_parent_faults();
+    struct stat_result child_faults = m_fork_faults(RUSAGE_CHILDREN);
+    struct stat_result parent_faults = m_fork_faults(RUSAGE_SELF);
     fprintf(stderr, "os_costs: page fault\n");
     struct stat_result pf = m_page_fault();
     fprintf(stderr, "os_costs: clear page\n");
