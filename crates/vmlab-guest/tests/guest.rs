@@ -399,6 +399,22 @@ fn a_refused_call_made_from_the_stubs_page_is_still_refused() {
     assert_eq!(text(&native(&[BENCH, "stubjump"]).stdout), "stub-jump absent\n");
 }
 
+/// clone(CLONE_VM) onto a stack the child cannot use (unmapped, read-only): the parent gets
+/// the child's pid and the child dies of SIGSEGV, natively and under every mechanism.
+/// (user-dispatch's stub writes the child's starting context below its stack: it must not
+/// fault in the parent instead.)
+#[test]
+fn a_clone_onto_a_bad_stack_kills_the_child_not_the_parent() {
+    let native = native(&[BENCH, "badstack"]);
+    let expected = "bad-stack unmapped child signal 11\nbad-stack read-only child signal 11\n";
+    assert_eq!(text(&native.stdout), expected);
+    for m in mechanisms() {
+        let out = guest(m, None, &[BENCH, "badstack"]);
+        assert_eq!(text(&out.stdout), expected, "{m}: {:?} {}", out.status, text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{m}");
+    }
+}
+
 /// A static program (no dynamic loader, so no preloaded library could reach it) gets the stub
 /// too: its getpid/getppid/getuid are the guest's.
 #[test]

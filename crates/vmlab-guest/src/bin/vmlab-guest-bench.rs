@@ -5,7 +5,9 @@
 //! prints one number: microseconds per operation, or MB/s for the bandwidth operations.
 //! `vmlab-guest-bench ids` prints the process ids a guest sees; `vmlab-guest-bench probe
 //! OUTSIDE HOSTPID` tries to escape a guest root and prints one line per attempt; `vmlab-guest-bench
-//! race DIR NAME INODE [ROUNDS]` races metadata calls against a symbolic-link swap.
+//! race DIR NAME INODE [ROUNDS]` races metadata calls against a symbolic-link swap;
+//! `vmlab-guest-bench badstack` clones onto stacks the child cannot use and prints how the child
+//! ended.
 
 use libc as c;
 use std::ffi::CString;
@@ -23,6 +25,7 @@ fn main() {
         "scmrights" => received_directory(&args[2]),
         "hostproc" => host_processes(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0)),
         "stubjump" => stub_jump(),
+        "badstack" => bad_stack(),
         "race" => race(
             &args[2],
             &args[3],
@@ -330,6 +333,44 @@ fn stub_jump() {
         println!("stub-jump ESCAPED");
     } else {
         println!("stub-jump refused {}", -ret);
+    }
+}
+
+/// clone(CLONE_VM | SIGCHLD) onto a stack the child cannot use: the top of a page that was
+/// unmapped, then the middle of a read-only page. Natively the call returns the child's pid
+/// and the child dies of SIGSEGV at its first use of that stack (a CLONE_VM clone keeps no
+/// alternate signal stack). Prints a line per stack, "bad-stack KIND child signal N" (or
+/// "child exit N", or "clone failed ERRNO").
+fn bad_stack() {
+    for (kind, prot, unmap, offset) in
+        [("unmapped", c::PROT_READ | c::PROT_WRITE, true, 4096), ("read-only", c::PROT_READ, false, 2048)]
+    {
+        // SAFETY: maps a page of our own (and unmaps it again for the unmapped stack). The
+        // clone's child shares our memory but runs none of our code: it comes back from
+        // the raw call onto its stack and faults. The parent waits for it.
+        unsafe {
+            let page = c::mmap(std::ptr::null_mut(), 4096, prot, c::MAP_PRIVATE | c::MAP_ANONYMOUS, -1, 0);
+            assert_ne!(page, c::MAP_FAILED, "mmap");
+            if unmap {
+                c::munmap(page, 4096);
+            }
+            let stack = page as u64 + offset;
+            let pid = c::syscall(c::SYS_clone, (c::CLONE_VM | c::SIGCHLD) as u64, stack, 0u64, 0u64, 0u64);
+            if pid < 0 {
+                println!("bad-stack {kind} clone failed {}", *c::__errno_location());
+                continue;
+            }
+            let mut status = 0;
+            c::waitpid(pid as c::pid_t, &mut status, 0);
+            if c::WIFSIGNALED(status) {
+                println!("bad-stack {kind} child signal {}", c::WTERMSIG(status));
+            } else {
+                println!("bad-stack {kind} child exit {}", c::WEXITSTATUS(status));
+            }
+            if !unmap {
+                c::munmap(page, 4096);
+            }
+        }
     }
 }
 

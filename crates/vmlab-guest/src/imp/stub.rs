@@ -400,6 +400,11 @@ global_asm!(
     // (its parent's, which the parent is about to leave). The context it starts from goes
     // below its stack, signals stay blocked until it has moved below that, then it takes the
     // guest's mask and registers and jumps to where the call was made.
+    // A stack whose 104 bytes below cannot be written (72 probes the lowest and the highest
+    // word) would fault here, in the parent. Natively the child would fault at its first use
+    // of that stack: so the clone goes ahead with a stack pointer in the kernel's half of the
+    // address space instead (73; a non-canonical one would raise SIGBUS, not SIGSEGV), and the
+    // child, at 71, faults on its first read of it, before it runs anything else.
     "70:",
     "    mov rcx, [r13 + 104]",
     "    test ecx, 0x100",
@@ -407,6 +412,14 @@ global_asm!(
     "    mov rsi, [r13 + 112]",
     "    test rsi, rsi",
     "    jz 52b",
+    "    lea rdx, [rsi - 104]",
+    "    call 72f",
+    "    jnz 73f",
+    "    mov rdx, [r13 + 112]",
+    "    sub rdx, 8",
+    "    call 72f",
+    "    jnz 73f",
+    "    mov rsi, [r13 + 112]",
     "    mov rax, [r13 + 168]",
     "    mov [rsi - 8], rax",
     "    mov rax, [r13 + 128]",
@@ -433,6 +446,7 @@ global_asm!(
     "    mov [rsi - 96], rax",
     "    mov rax, [r13 + 296]",
     "    mov [rsi - 104], rax",
+    "74:",
     "    mov eax, 56",
     "    mov rdi, [r13 + 104]",
     "    mov rdx, [r13 + 136]",
@@ -470,6 +484,19 @@ global_asm!(
     "    mov rsp, rsi",
     "    xor eax, eax",
     "    jmp rcx",
+    // rt_sigprocmask(SIG_BLOCK, NULL, rdx, 8): writes the mask, 8 bytes, at rdx or fails
+    // with EFAULT, changing nothing; ZF is set when it wrote.
+    "72:",
+    "    xor edi, edi",
+    "    xor esi, esi",
+    "    mov r10d, 8",
+    "    mov eax, 14",
+    "    syscall",
+    "    test rax, rax",
+    "    ret",
+    "73:",
+    "    mov rsi, -4096",
+    "    jmp 74b",
     // vfork: a child with its parent's memory would come back through the parent's signal
     // frame and overwrite it; clone(CLONE_VFORK | SIGCHLD) instead: the parent still waits
     // for the child's exec or exit, the child has a copy of the memory.
