@@ -25,7 +25,7 @@
 //! that disagrees with the record panics. A property test compares both halves together
 //! with the walker and its caches over random EPTs and walks.
 
-use crate::addr::Hpa;
+use crate::addr::{Hpa, PageSize};
 use crate::hw::frames::HostMemory;
 use crate::hw::pipeline::{Replay, RECORD_REFS, RECORD_WORDS};
 use crate::hw::x86::paging::{PagingMode, X86_64_4LEVEL, X86_64_5LEVEL};
@@ -39,6 +39,13 @@ const END_LEVEL_MASK: u64 = 0x7;
 const TOP_LEVEL_SHIFT: u32 = 3;
 const FLUSH: u64 = 1 << 6;
 const NEW_ROOT: u64 = 1 << 7;
+
+/// The header of the record of a walk of `gpa` from level `top` whose last entry read was
+/// at level `end`.
+#[inline(always)]
+fn walk_header(gpa: u64, top: u8, end: u8) -> u64 {
+    (gpa & FRAME_MASK) | u64::from(top) << TOP_LEVEL_SHIFT | u64::from(end)
+}
 /// A walk's words from `FILLS` on hold, for the top level down to level 2, the value the
 /// paging-structure cache of that level takes when the walk reads a non-leaf entry there:
 /// the next table's address and the permissions of the entries so far. The root table is
@@ -92,9 +99,8 @@ pub(crate) fn walk(
 /// [`walk`]'s common case, in fewer instructions: a path is remembered for `gpa`'s region
 /// and the leaf-level entry maps a 4 KiB page the access may use, with its Accessed (and,
 /// for a write, Dirty) flag already set, so the walk reads one entry and writes nothing.
-/// Returns the page's host base and the walk's permissions (packed, as [`Leaf::perm_bits`])
-/// with the record written, as [`walk`] would; `None`, with nothing written, in any other
-/// case (then [`walk`] does it all).
+/// Returns the leaf with the record written, as [`walk`] would; `None`, with nothing
+/// written, in any other case (then [`walk`] does it all).
 #[inline(always)]
 pub(crate) fn walk_remembered_4k(
     mem: &HostMemory,
@@ -103,7 +109,7 @@ pub(crate) fn walk_remembered_4k(
     gpa: u64,
     write: bool,
     record: &mut [u64; RECORD_WORDS],
-) -> Option<(u64, u64)> {
+) -> Option<Leaf> {
     let path = paths.get(gpa, eptp)?;
     let fill2 = path[PATH_FILL2];
     let at = (fill2 & FRAME_MASK) + X86_64_4LEVEL.entry_offset_of(gpa, 1);
@@ -130,9 +136,13 @@ pub(crate) fn walk_remembered_4k(
     }
     let perms = fill2 & Perms::ALL.bits() & Ept::perm_bits(entry);
     debug_assert!(Perms::bits_allow(perms, write));
-    record[0] = (gpa & FRAME_MASK) | 4 << TOP_LEVEL_SHIFT | 1;
+    record[0] = walk_header(gpa, 4, 1);
     record[PATH_AT..].copy_from_slice(&path);
-    Some((Ept::frame_addr(entry), perms))
+    Some(Leaf {
+        base: Ept::frame_addr(entry),
+        size: PageSize::Size4K,
+        perm_bits: perms,
+    })
 }
 
 /// [`walk`] with no path remembered for `gpa`'s region: from the root, remembering the path
@@ -302,8 +312,7 @@ impl<'a> Recorder<'a> {
     fn finish(self, gpa: u64) {
         debug_assert!(self.level < self.top && gpa < 1 << 52);
         let end = self.level + 1;
-        self.record[0] =
-            (gpa & FRAME_MASK) | u64::from(self.top) << TOP_LEVEL_SHIFT | u64::from(end);
+        self.record[0] = walk_header(gpa, self.top, end);
     }
 }
 
@@ -460,7 +469,6 @@ impl Replay for EptReplay {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::addr::PageSize;
     use crate::hw::assoc::TranslationCacheConfig;
     use crate::hw::x86::walker::walk;
     use proptest::prelude::*;
@@ -643,7 +651,7 @@ mod tests {
                 // As the nested TLB's miss does: the fast path where it applies, else the
                 // whole walk.
                 let got = match walk_remembered_4k(&mem, &paths, EPTP, gpa, write, &mut record) {
-                    Some((base, perm_bits)) => Ok(Leaf { base, size: PageSize::Size4K, perm_bits }),
+                    Some(leaf) => Ok(leaf),
                     None => super::walk(&mut mem, &mut paths, &X86_64_4LEVEL, EPTP, gpa, write, &mut record),
                 };
                 prop_assert_eq!(got, expected);

@@ -1233,7 +1233,7 @@ impl Nested<'_> {
     fn translate_miss(&mut self, gpa: u64, write: bool, found: u8) -> Result<Leaf, Fault> {
         self.counters.nested_tlb_misses += 1;
         let record = self.memory.record_slot();
-        if let Some((base, perm_bits)) = deferred::walk_remembered_4k(
+        if let Some(leaf) = deferred::walk_remembered_4k(
             self.mem,
             self.ept_paths,
             self.eptp.raw(),
@@ -1242,11 +1242,6 @@ impl Nested<'_> {
             record,
         ) {
             self.memory.commit_record();
-            let leaf = Leaf {
-                base,
-                size: PageSize::Size4K,
-                perm_bits,
-            };
             self.fill_nested_tlb(gpa, TlbSize::K4, &leaf, write, found);
             return Ok(leaf);
         }
