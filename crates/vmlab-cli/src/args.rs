@@ -40,6 +40,12 @@ pub enum Command {
     /// List workloads (with their parameters), paging schemes and machine profiles.
     List(ListArgs),
     /// Measure the simulator's own speed: simulated accesses per second of host time.
+    #[command(after_help = "Examples:\n  \
+        vmlab bench -p native,nested -n 5000000 -r 5     best of 5, threaded (the default on 2+ CPUs)\n  \
+        vmlab bench -p nested -t 1 --json                the single-thread pipeline, machine-readable\n\n\
+        The report names the host's CPU (family and model, as lscpu shows them) and the memory\n\
+        pipeline's threads: speed depends on both, so compare figures from one CPU, measured side\n\
+        by side. Simulated results never depend on them.")]
     Bench(BenchArgs),
     /// Run a built-in experiment (experiments/*.toml): a table on stdout, CSV, JSON and an SVG figure in a directory.
     #[command(after_help = "Examples:\n  \

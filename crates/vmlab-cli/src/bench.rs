@@ -2,9 +2,11 @@
 //! time, for the measured phase of a workload (set-up excluded), one scheme after another.
 //! With `--repeat N` each scheme is timed N times and the fastest run is reported: on a
 //! shared machine noise only ever slows a run down, so the best of several is the most
-//! repeatable figure. A line on stderr marks each scheme as it finishes.
+//! repeatable figure. A line on stderr marks each scheme as it finishes. The report names the
+//! host's CPU and the memory pipeline's threads: the figures depend on both.
 
 use crate::args::{load_profile, parse_schemes, parse_workload, BenchArgs};
+use crate::host::Host;
 use crate::progress::RunProgress;
 use crate::CliError;
 use vmlab_core::addr::PageSize;
@@ -73,6 +75,7 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
             "paging": paging.name(),
             "workload": workload.canonical(),
             "accesses": accesses,
+            "threads": pipeline.threads(),
             "host_seconds": best,
             "accesses_per_second": rate(best),
             "repeats": timings.len(),
@@ -84,16 +87,24 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
         }));
     }
     // Print only once every scheme ran, so an error never leaves a partial report.
+    let host = Host::this();
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "bench": rows,
+                "host": host,
                 "provenance": crate::provenance(&profile, SEED),
             }))
             .expect("serializable")
         );
     } else {
+        let threads = match pipeline.threads() {
+            0 => "no memory pipeline".to_string(),
+            1 => "memory pipeline on 1 thread".to_string(),
+            n => format!("memory pipeline on {n} threads"),
+        };
+        println!("host: {}; {threads}", host.describe());
         let best_of = if args.repeat > 1 {
             format!(", best of {}", args.repeat)
         } else {

@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod guest;
+mod host;
 mod labt;
 mod list;
 mod profile;

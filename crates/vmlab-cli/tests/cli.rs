@@ -1241,7 +1241,26 @@ fn bench_json_reports_a_positive_rate_per_scheme() {
             .expect("accesses_per_second is a number");
         assert!(rate > 0.0 && rate.is_finite(), "{row}");
         assert_eq!(row["accesses"].as_u64(), Some(20000), "{row}");
+        let threads = if available_cpus() >= 2 { 2 } else { 1 };
+        assert_eq!(row["threads"].as_u64(), Some(threads), "the default: {row}");
     }
+    let host = &value["host"];
+    assert_eq!(
+        host["cpus"].as_u64(),
+        Some(available_cpus() as u64),
+        "{host}"
+    );
+    if cfg!(target_arch = "x86_64") {
+        assert!(
+            host["vendor"].as_str().is_some_and(|v| !v.is_empty()),
+            "{host}"
+        );
+        assert!(host["family"].as_u64().is_some_and(|f| f > 0), "{host}");
+    }
+}
+
+fn available_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[test]
@@ -1286,12 +1305,20 @@ fn bench_times_the_chosen_schemes_and_reports_the_best_of_its_repeats() {
         );
     }
     let text = bench_ok(
-        &["-w", TLB_64M, "-n", "5000", "-p", "pv", "-r", "2"],
+        &[
+            "-w", TLB_64M, "-n", "5000", "-p", "pv", "-r", "2", "-t", "1",
+        ],
         &["pv"],
         5000,
     );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
     assert!(
-        text.starts_with("pv ") && text.contains("best of 2") && text.lines().count() == 1,
+        lines[0].starts_with("host: ") && lines[0].ends_with("; memory pipeline on 1 thread"),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with("pv ") && lines[1].contains("best of 2"),
         "{text}"
     );
     let zero = vmlab(&["bench", "-w", TLB_64M, "-n", "5000", "-p", "pv", "-r", "0"]);

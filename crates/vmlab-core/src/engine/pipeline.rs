@@ -33,6 +33,16 @@ impl Pipeline {
         }
     }
 
+    /// Host threads this pipeline runs on here: 0 with no pipeline (references served at
+    /// once), 1 staged, 2 threaded (`Auto` resolved for this host).
+    pub fn threads(self) -> usize {
+        match self.resolve() {
+            Pipeline::Immediate => 0,
+            Pipeline::Auto | Pipeline::Staged => 1,
+            Pipeline::Threaded => 2,
+        }
+    }
+
     /// `Auto` made concrete for this host.
     fn resolve(self) -> Pipeline {
         match self {
