@@ -913,8 +913,9 @@ impl MemoryHierarchy {
     /// will go a batch of `words` words from now (no simulated effect). The chunks are
     /// recycled: the cache thread served the one being filled, so each store into a new line
     /// of it must first take the line back from that thread's core, which costs most where
-    /// the two cores share no cache (see docs/model.md, "How it got here").
-    #[inline]
+    /// the two cores share no cache (see docs/model.md, "How it got here"). Out of line: it
+    /// runs once per batch.
+    #[inline(never)]
     pub fn prefetch_stream(&self, words: usize) {
         if matches!(self.stream, Stream::Threaded(_)) {
             self.pending.prefetch_ahead(words);
