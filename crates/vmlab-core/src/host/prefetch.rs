@@ -35,18 +35,6 @@ pub fn prefetch<T>(ptr: *const T) {
     let _ = ptr;
 }
 
-/// Ask the host to bring the line holding `ptr` into its caches for writing (PREFETCHW).
-#[inline(always)]
-pub fn prefetch_write<T>(ptr: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: as `prefetch`: a hint that never faults and changes no architectural state.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_ET0 }>(ptr as *const i8)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = ptr;
-}
-
 /// Coming accesses one look-ahead pass handles at a time (at least the engine's batch).
 pub const LOOKAHEAD_BATCH: usize = 16;
 /// Remembered guest table frames (direct-mapped).

@@ -909,12 +909,12 @@ impl MemoryHierarchy {
         self.levels.llc.prefetch(line);
     }
 
-    /// With a stream open to a cache thread, prefetch for writing where the stream's words
-    /// will go a batch of `words` words from now (no simulated effect). The chunks are
-    /// recycled: the cache thread served the one being filled, so each store into a new line
-    /// of it must first take the line back from that thread's core, which costs most where
-    /// the two cores share no cache (see docs/model.md, "How it got here"). Out of line: it
-    /// runs once per batch.
+    /// With a stream open to a cache thread, prefetch where the stream's words will go a
+    /// batch of `words` words from now (no simulated effect). The chunks are recycled: the
+    /// cache thread served the one being filled, so each store into a new line of it must
+    /// first fetch the line back from that thread's core, which costs most where the two
+    /// cores share no cache (see docs/model.md, "How it got here"). Out of line: it runs
+    /// once per batch.
     #[inline(never)]
     pub fn prefetch_stream(&self, words: usize) {
         if matches!(self.stream, Stream::Threaded(_)) {

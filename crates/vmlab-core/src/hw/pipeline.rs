@@ -165,15 +165,15 @@ impl Chunk {
         self.len == self.limit
     }
 
-    /// Prefetch for writing the lines the chunk's words from `len + words` to `len + 2 *
-    /// words` will take (a batch of `words` words ahead of the one about to be emitted),
-    /// within its limit.
+    /// Prefetch the lines the chunk's words from `len + words` to `len + 2 * words` will
+    /// take (a batch of `words` words ahead of the one about to be emitted), within its
+    /// limit.
     #[inline(always)]
     pub fn prefetch_ahead(&self, words: usize) {
         let end = (self.len + 2 * words).min(self.limit);
         // One word in each line (eight words to a 64-byte line).
         for at in (self.len + words..end).step_by(8) {
-            crate::host::prefetch::prefetch_write(&self.refs[at]);
+            crate::host::prefetch::prefetch(&self.refs[at]);
         }
     }
 

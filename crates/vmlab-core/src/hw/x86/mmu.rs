@@ -656,7 +656,7 @@ impl Mmu {
     /// stream is open (its cache levels prefetch their own sets), a last stage prefetches
     /// the cache sets of the data line. Before all that, with a one-dimensional root and a
     /// stream open to a cache thread, the lines the stream will take a batch later are
-    /// prefetched for writing ([`MemoryHierarchy::prefetch_stream`]). See
+    /// prefetched ([`MemoryHierarchy::prefetch_stream`]). See
     /// `crate::host::prefetch`.
     pub fn prefetch(&self, mem: &HostMemory, vas: &[Gva]) {
         let stream = self.memory.is_streaming();
