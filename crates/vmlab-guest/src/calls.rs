@@ -224,6 +224,20 @@ pub(crate) fn is_newest_metadata(nr: i64) -> bool {
     matches!(nr, SYS_SETXATTRAT..=SYS_REMOVEXATTRAT | SYS_FILE_GETATTR | SYS_FILE_SETATTR)
 }
 
+/// The error a [`Handling::Refused`] call gets: ENOSYS where a program should take it for a
+/// call this kernel lacks and fall back (C libraries do, for clone3 and openat2), and for any
+/// number the guest kernel does not know, as the host kernel answers those; EPERM for the
+/// calls it knows and will not run. Each refused call's reason in [`handling`] starts with it.
+pub fn refused_errno(nr: i64) -> i32 {
+    match nr {
+        c::SYS_clone3 | c::SYS_openat2 | c::SYS_io_uring_setup | c::SYS_io_uring_enter | c::SYS_io_uring_register => {
+            c::ENOSYS
+        }
+        n if is_newest_metadata(n) || n < 0 || n >= NAMES.len() as i64 => c::ENOSYS,
+        _ => c::EPERM,
+    }
+}
+
 /// How the guest kernel treats `nr`, and why, in one phrase.
 pub fn handling(nr: i64) -> (Handling, &'static str) {
     use Handling::*;
@@ -396,6 +410,30 @@ mod tests {
             return;
         }
         assert!(doc[a..b] == table, "docs/guest.md's table is stale: run VMLAB_BLESS=1 cargo test -p vmlab-guest");
+    }
+
+    /// A refused call fails with the error its reason in the docs' table names, for every
+    /// number the seccomp filters can send (and -1, what the ptrace mechanisms make of a call
+    /// of another ABI).
+    #[test]
+    fn refused_calls_fail_with_the_error_their_reason_names() {
+        for nr in -1..512 {
+            let (h, why) = handling(nr);
+            if h != Handling::Refused {
+                continue;
+            }
+            let named = why.split(':').next().unwrap();
+            let errno = match refused_errno(nr) {
+                c::ENOSYS => "ENOSYS",
+                c::EPERM => "EPERM",
+                e => panic!("errno {e}"),
+            };
+            assert_eq!(named, errno, "call {nr}: {why}");
+        }
+        assert_eq!(refused_errno(500), c::ENOSYS);
+        assert_eq!(refused_errno(-1), c::ENOSYS);
+        assert_eq!(refused_errno(0x4000_0027), c::ENOSYS);
+        assert_eq!(refused_errno(c::SYS_ptrace), c::EPERM);
     }
 
     #[test]

@@ -680,6 +680,33 @@ fn the_newest_metadata_calls_are_refused() {
     }
 }
 
+/// Numbers the guest kernel does not know fail with ENOSYS under every mechanism, as natively
+/// (not EPERM: C libraries take ENOSYS for a call the kernel lacks). An x32-numbered call
+/// reaches the guest kernel too (the strace line shows it), which refuses it: the seccomp
+/// filters' architecture check lets x32 through, and on a host kernel built with x32 support
+/// such a call would otherwise run unseen (here it would fail anyway, so the strace line is
+/// what tells them apart).
+#[test]
+fn unknown_and_x32_numbers_reach_the_guest_kernel_and_fail_with_enosys() {
+    let Some(perl) = which("perl") else { return };
+    let perl = perl.to_str().unwrap().to_string();
+    let x32_getpid = 0x4000_0000 | libc::SYS_getpid;
+    let script =
+        format!("for my $nr (470, 511, {x32_getpid}) {{ my $r = syscall($nr); print \"$nr $r \", ($! + 0), \"\\n\" }}");
+    let enosys: String = [470, 511, x32_getpid].iter().map(|nr| format!("{nr} -1 {}\n", libc::ENOSYS)).collect();
+    assert_eq!(text(&native(&[&perl, "-e", &script]).stdout), enosys);
+    for m in mechanisms() {
+        let out = Command::new(GUEST).args(["-M", m, "--strace", "--", &perl, "-e", &script]).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(text(&out.stdout), enosys, "{m}: {err}");
+        let seen = format!("[pid 1] syscall_{x32_getpid}(");
+        assert!(
+            err.lines().any(|l| l.starts_with(&seen) && l.contains(") = -1 ENOSYS")),
+            "{m}: no refused x32 call in the trace: {err}"
+        );
+    }
+}
+
 /// rt_sigaction and rt_sigprocmask with bad pointers (and a bad size or `how`) fail as
 /// natively, with EFAULT or EINVAL, under every mechanism: sigsys and user-dispatch answer
 /// them in the guest process itself, without touching a pointer the host has not.

@@ -739,16 +739,7 @@ pub(crate) fn read_msg_name(tid: i32, at: u64) -> Option<(u64, u64)> {
 pub(crate) fn refusal(call: &Call) -> Option<i64> {
     let a = call.args;
     if calls::handling(call.nr).0 == Handling::Refused {
-        let errno = match call.nr {
-            c::SYS_clone3
-            | c::SYS_openat2
-            | c::SYS_io_uring_setup
-            | c::SYS_io_uring_enter
-            | c::SYS_io_uring_register => c::ENOSYS,
-            n if calls::is_newest_metadata(n) => c::ENOSYS,
-            _ => c::EPERM,
-        };
-        return Some(neg(errno));
+        return Some(neg(calls::refused_errno(call.nr)));
     }
     match call.nr {
         c::SYS_prctl => {
