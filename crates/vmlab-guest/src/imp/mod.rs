@@ -1,5 +1,6 @@
 //! The Linux x86-64 implementation: launching guest pid 1, the mechanisms, the guest kernel.
 
+mod bpf;
 mod kernel;
 mod mem;
 mod meta;
@@ -257,9 +258,7 @@ pub(crate) fn filter_with(
     let f = SeccompFilter::new(rules, SeccompAction::Allow, action, TargetArch::x86_64)
         .map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?;
     let mut prog = BpfProgram::try_from(f).map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?;
-    // seccompiler's program starts with its three-instruction architecture check, and loads
-    // the number again after it.
-    prog.splice(3..3, x32_calls_to(to_kernel));
+    bpf::after_arch_check(&mut prog, x32_calls_to(to_kernel));
     Ok(prog)
 }
 
@@ -268,13 +267,8 @@ pub(crate) fn filter_with(
 /// and no rule names such a number: on a host kernel built with x32 support the call would
 /// run unseen. The guest kernel refuses it (ENOSYS), as the ptrace mechanisms' does.
 fn x32_calls_to(action: u32) -> Vec<sock_filter> {
-    const NR: u32 = 0;
     const X32_SYSCALL_BIT: u32 = 0x4000_0000;
-    vec![
-        sock_filter { code: (c::BPF_LD | c::BPF_W | c::BPF_ABS) as u16, jt: 0, jf: 0, k: NR },
-        sock_filter { code: (c::BPF_JMP | c::BPF_JSET | c::BPF_K) as u16, jt: 0, jf: 1, k: X32_SYSCALL_BIT },
-        sock_filter { code: (c::BPF_RET | c::BPF_K) as u16, jt: 0, jf: 0, k: action },
-    ]
+    vec![bpf::load(bpf::NR), bpf::jump(c::BPF_JSET, X32_SYSCALL_BIT, 0, 1), bpf::ret(action)]
 }
 
 /// How guest pid 1 starts.

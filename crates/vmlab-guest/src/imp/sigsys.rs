@@ -22,7 +22,7 @@
 
 use super::kernel::{Call, Decision, Kernel};
 use super::notify::{self, answer, ns_ids, take_fd, take_terminal_back, Started};
-use super::{mem, strace, stub, Trap, INTERRUPT};
+use super::{bpf, mem, strace, stub, Trap, INTERRUPT};
 use crate::{calls, Config, GuestError, Outcome};
 use libc as c;
 use seccompiler::{
@@ -63,9 +63,7 @@ fn trap_filter() -> Result<Vec<seccompiler::sock_filter>, GuestError> {
     let f = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trap, TargetArch::x86_64)
         .map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?;
     let mut prog = BpfProgram::try_from(f).map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?;
-    // seccompiler's program starts with its three-instruction architecture check; the
-    // exception goes right after it.
-    prog.splice(3..3, stub_getppid_allowed());
+    bpf::after_arch_check(&mut prog, stub_getppid_allowed());
     Ok(prog)
 }
 
@@ -74,26 +72,17 @@ fn trap_filter() -> Result<Vec<seccompiler::sock_filter>, GuestError> {
 /// instructions are written out. The stub's getppid is the host's, which in the guest's pid
 /// namespace is the guest's answer, so a guest jumping there learns nothing more.
 fn stub_getppid_allowed() -> Vec<seccompiler::sock_filter> {
-    const NR: u32 = 0;
-    const IP_LOW: u32 = 8;
-    const IP_HIGH: u32 = 12;
-    let ld = |k: u32| seccompiler::sock_filter { code: (c::BPF_LD | c::BPF_W | c::BPF_ABS) as u16, jt: 0, jf: 0, k };
-    let jump = |op: u32, k: u32, jt: u8, jf: u8| seccompiler::sock_filter {
-        code: (c::BPF_JMP | op | c::BPF_K) as u16,
-        jt,
-        jf,
-        k,
-    };
+    use super::bpf::{jump, load, ret, IP_HIGH, IP_LOW, NR};
     // The code page is [BASE, BASE + 0x1000), and BASE's low 32 bits are 0.
     const _: () = assert!(stub::BASE & 0xffff_ffff == 0);
     vec![
-        ld(NR),
+        load(NR),
         jump(c::BPF_JEQ, c::SYS_getppid as u32, 0, 5),
-        ld(IP_HIGH),
+        load(IP_HIGH),
         jump(c::BPF_JEQ, (stub::BASE >> 32) as u32, 0, 3),
-        ld(IP_LOW),
+        load(IP_LOW),
         jump(c::BPF_JGE, 0x1000, 1, 0),
-        seccompiler::sock_filter { code: (c::BPF_RET | c::BPF_K) as u16, jt: 0, jf: 0, k: c::SECCOMP_RET_ALLOW },
+        ret(c::SECCOMP_RET_ALLOW),
     ]
 }
 
