@@ -596,20 +596,7 @@ fn os_op(sys: &mut System, op: Op, progress: &mut ProgressFn<'_>) -> Result<(), 
             sys.tpt_foreign_access(va, level, write)?;
         }
         Op::TouchPages { start, len, write } => {
-            let pages = len / PAGE_SIZE;
-            for page in 0..pages {
-                sys.access(Gva::new(start.raw() + page * PAGE_SIZE), write)?;
-                if page & PROGRESS_MASK == 0 {
-                    report_progress(
-                        progress,
-                        Progress {
-                            phase: Phase::Setup,
-                            done: page,
-                            total: pages,
-                        },
-                    )?;
-                }
-            }
+            touch_pages(sys, start, len / PAGE_SIZE, write, progress)?
         }
         Op::Access { va, write } => {
             sys.access(va, write)?;
@@ -617,6 +604,51 @@ fn os_op(sys: &mut System, op: Op, progress: &mut ProgressFn<'_>) -> Result<(), 
         Op::StartMeasurement => {}
     }
     Ok(())
+}
+
+/// Touches of at least this many pages run with the memory pipeline open: a first touch of
+/// a buffer (set-up's, a fault per page) is most of a short run's host time. Smaller ones
+/// (a benchmark's page or two) are not worth a pipeline's start.
+const TOUCH_PIPELINE_PAGES: u64 = 1 << 12;
+
+/// Touch `pages` pages from `start`, each access faulting the page in. The fault path
+/// (kernel, hypervisor, MMU root loads and flushes) reads no cache state, so the references
+/// of the accesses can be served later, and on the cache thread, with the same results;
+/// only the translating thread's share stays here.
+fn touch_pages(
+    sys: &mut System,
+    start: Gva,
+    pages: u64,
+    write: bool,
+    progress: &mut ProgressFn<'_>,
+) -> Result<(), EngineError> {
+    let mut touch = |sys: &mut System| -> Result<(), EngineError> {
+        for page in 0..pages {
+            sys.access(Gva::new(start.raw() + page * PAGE_SIZE), write)?;
+            if page & PROGRESS_MASK == 0 {
+                report_progress(
+                    progress,
+                    Progress {
+                        phase: Phase::Setup,
+                        done: page,
+                        total: pages,
+                    },
+                )?;
+            }
+        }
+        Ok(())
+    };
+    if pages < TOUCH_PIPELINE_PAGES {
+        return touch(sys);
+    }
+    std::thread::scope(|scope| {
+        let mut window = pipeline::Window::new(sys.pipeline(), scope);
+        window.open(sys);
+        // Closed whatever happens, as in `run_accesses`.
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| touch(sys)));
+        window.close(sys);
+        run.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 /// Accesses simulated as one batch: the engine looks this far ahead so the simulator can
