@@ -2,6 +2,9 @@
 //! does), so a speed figure is only comparable with others from the same CPU. Read from
 //! CPUID, which under a hypervisor is what the VM is shown (as `lscpu` prints it).
 
+mod round_trip;
+pub use round_trip::thread_round_trip;
+
 /// The host's CPU and how many of them this process may use.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Host {

@@ -1303,6 +1303,26 @@ fn bench_times_the_chosen_schemes_and_reports_the_best_of_its_repeats() {
             Some(best),
             "the reported rate is the fastest repeat: {row}"
         );
+        // With two threads, a round trip probed before each repeat (null where the probe gave
+        // up on a busy host); the fastest repeat's is the row's.
+        let trips = row["thread_round_trip_ns_each"]
+            .as_array()
+            .expect("a round trip per repeat");
+        assert_eq!(trips.len(), 3, "{row}");
+        let fastest = each.iter().position(|&r| r == best).unwrap();
+        assert_eq!(row["thread_round_trip_ns"], trips[fastest], "{row}");
+        if available_cpus() < 2 {
+            assert!(
+                trips.iter().all(Value::is_null),
+                "one thread, no probe: {row}"
+            );
+        }
+        assert!(
+            trips
+                .iter()
+                .all(|t| t.is_null() || t.as_u64().is_some_and(|ns| ns > 0)),
+            "{row}"
+        );
     }
     let text = bench_ok(
         &[
@@ -1318,8 +1338,10 @@ fn bench_times_the_chosen_schemes_and_reports_the_best_of_its_repeats() {
         "{text}"
     );
     assert!(
-        lines[1].starts_with("pv ") && lines[1].contains("best of 2"),
-        "{text}"
+        lines[1].starts_with("pv ")
+            && lines[1].contains("best of 2")
+            && !lines[1].contains("round trip"),
+        "one thread, no probe: {text}"
     );
     let zero = vmlab(&["bench", "-w", TLB_64M, "-n", "5000", "-p", "pv", "-r", "0"]);
     assert_eq!(zero.code, Some(2), "{}", zero.stderr);
