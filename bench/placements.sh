@@ -8,7 +8,10 @@
 # This script builds each revision once, keeps its objects, and links them again with the
 # code section (.text) started at several offsets across a 4 KiB page; `run` then measures
 # every placement of every revision, alternated, each binary run from the same path in the
-# same environment (whose size moves the stack too). Compare the medians over placements.
+# same environment (whose size moves the stack too). Compare the medians over placements,
+# and only runs whose threads' round trips agree: each threaded figure carries the one
+# `vmlab bench` probed before it, and on a VM it moves with where the host runs the vCPUs.
+# Results go to DIR/results.txt, a line per run (build, placement, figure=value...).
 #
 #   bench/placements.sh build [-n PLACEMENTS] [-o DIR] REV...
 #   bench/placements.sh run [-o DIR] [-r ROUNDS] -- BENCH_ARGS...
@@ -18,7 +21,7 @@
 #   bench/placements.sh run -- -p native,nested -n 5000000 -r 5
 set -euo pipefail
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 die() { echo "placements.sh: $*" >&2; exit 2; }
 
 out=${TMPDIR:-/tmp}/vmlab-placements
@@ -87,13 +90,17 @@ run() {
     local stage=$out/run
     mkdir -p "$stage"
     lscpu | grep -E '^(Model name|CPU family|Model|CPU\(s\)):' >&2
-    # One line per run: build, placement, then each scheme's accesses per second.
+    # One line per run: build, placement, then each scheme's accesses per second (millions)
+    # and, threaded, the threads' round trip before its fastest run: compare builds only
+    # over runs whose round trips agree (see `vmlab bench --help`).
     for ((round = 1; round <= rounds; round++)); do
         for bin in "${order[@]}"; do
             cp "$bin" "$stage/vmlab"
             local name=${bin##*/vmlab-} figures
             figures=$(cd "$stage" && env -i PATH=/usr/bin:/bin ./vmlab bench "$@" 2>/dev/null |
-                awk '/M simulated accesses/ { printf " %s=%s", $1, $2 }')
+                awk '/M simulated accesses/ { printf " %s=%s", $1, $2 }
+                     /thread round trip/ { match($0, /round trip [0-9]+/)
+                                           printf " %s_round_trip_ns=%s", $1, substr($0, RSTART + 11, RLENGTH - 11) }')
             echo "${name%-p*} ${name##*-}$figures"
         done
     done | tee "$out/results.txt"
@@ -104,7 +111,7 @@ run() {
     for key in $(awk '{ print $1 "/" $2 }' "$out/sorted.txt" | uniq); do
         awk -v key="$key" '$1 "/" $2 == key { xs[++n] = $3 }
             END { m = (n % 2) ? xs[(n + 1) / 2] : (xs[n / 2] + xs[n / 2 + 1]) / 2
-                  printf "%s: median %.2f M/s over %d runs (%.2f-%.2f)\n", key, m, n, xs[1], xs[n] }' \
+                  printf "%s: median %.2f over %d runs (%.2f-%.2f)\n", key, m, n, xs[1], xs[n] }' \
             "$out/sorted.txt"
     done
 }
