@@ -2,7 +2,9 @@
 //! ([`crate::hw::pipeline`]): translation on this thread, the cache levels served level by
 //! level, on this thread or on a second one. Every mode gives the same results; only the
 //! host time differs. The pipeline is closed (every reference served, the levels back home)
-//! around each OS operation and when the window ends, so counters read there are exact.
+//! around each OS operation and when the window ends, so counters read there are exact. A
+//! big first touch of pages (set-up's, a fault per page) runs in a window of its own
+//! (`engine::touch_pages`).
 
 use crate::hw::cache::Levels;
 use crate::scheme::System;
