@@ -778,9 +778,11 @@ impl MemoryHierarchy {
         self.commit_record();
     }
 
-    /// Where to write the next record ([`Self::defer`] in two steps, so that a record is
-    /// written where it goes, not copied there): in its place in the stream, or aside when
-    /// no stream is open. [`Self::commit_record`] emits what is written.
+    /// Where to write the next record ([`Self::defer`] in two steps, so that a staged
+    /// record is written where it goes, not copied there): in its place in a staged
+    /// stream's chunk; aside when no stream is open (replayed from there) or when the chunk
+    /// goes to a cache thread (copied from there around this core's caches, see
+    /// [`pipeline::Chunk`]). [`Self::commit_record`] emits what is written.
     #[inline(always)]
     pub fn record_slot(&mut self) -> &mut [u64; pipeline::RECORD_WORDS] {
         if matches!(self.stream, Stream::Immediate) {
@@ -788,6 +790,9 @@ impl MemoryHierarchy {
         }
         if !self.pending.fits_record() {
             self.chunk_full();
+        }
+        if self.pending.is_sent() {
+            return &mut self.scratch_record;
         }
         self.pending.record_slot()
     }
@@ -797,7 +802,7 @@ impl MemoryHierarchy {
     pub fn commit_record(&mut self) {
         if matches!(self.stream, Stream::Immediate) {
             self.replay_now();
-        } else if self.pending.commit_record() {
+        } else if self.pending.commit_record(&self.scratch_record) {
             self.chunk_full();
         }
     }
@@ -852,7 +857,7 @@ impl MemoryHierarchy {
     /// Open a stream served on this thread, a chunk at a time, level by level.
     pub fn stage(&mut self) {
         self.end_stream();
-        self.pending.set_limit(pipeline::STAGED_CHUNK);
+        self.pending.set_destination(false);
         self.stream = Stream::Staged;
     }
 
@@ -861,7 +866,7 @@ impl MemoryHierarchy {
     /// hierarchy has no levels and its stats read zero.
     pub fn detach(&mut self) -> (Levels, pipeline::Worker) {
         self.end_stream();
-        self.pending.set_limit(pipeline::CHUNK);
+        self.pending.set_destination(true);
         let (sender, worker) = pipeline::queue();
         self.stream = Stream::Threaded(sender);
         let levels = std::mem::replace(&mut self.levels, Levels::placeholder(self.line_shift));
@@ -907,19 +912,6 @@ impl MemoryHierarchy {
         let line = hpa.raw() >> self.line_shift;
         self.levels.l2.prefetch(line);
         self.levels.llc.prefetch(line);
-    }
-
-    /// With a stream open to a cache thread, prefetch where the stream's words will go a
-    /// batch of `words` words from now (no simulated effect). The chunks are recycled: the
-    /// cache thread served the one being filled, so each store into a new line of it must
-    /// first fetch the line back from that thread's core, which costs most where the two
-    /// cores share no cache (see docs/model.md, "How it got here"). Out of line: it runs
-    /// once per batch.
-    #[inline(never)]
-    pub fn prefetch_stream(&self, words: usize) {
-        if matches!(self.stream, Stream::Threaded(_)) {
-            self.pending.prefetch_ahead(words);
-        }
     }
 
     /// Whether a stream is open: references are served later, by levels that prefetch their

@@ -128,13 +128,20 @@ fn who_of(reference: u64) -> usize {
 
 /// A chunk of references on their way to the cache levels: a fixed array, so that emitting
 /// a reference is a store and an increment, with no growth check and no bounds check. It is
-/// full at its `limit` ([`CHUNK`] when sent to the cache thread, [`STAGED_CHUNK`] when
-/// served on the translating thread).
+/// full at its `limit`: [`CHUNK`] when sent to the cache thread (the default), whose words
+/// are then stored around this core's caches ([`crate::host::nontemporal`]; [`Sender::send`]
+/// fences them), or [`STAGED_CHUNK`] when served on the translating thread, which reads it
+/// back at once from its own caches.
 #[derive(Debug)]
 pub struct Chunk {
     refs: Box<[u64; CHUNK]>,
     len: usize,
     limit: usize,
+    /// Whether the chunk goes to the cache thread. A plain store into a line of a chunk the
+    /// cache thread served must first take the line back from that core, which slowed
+    /// translation by about 12% where the two cores share no cache, prefetched or not
+    /// (docs/model.md, "How it got here"); a non-temporal store asks for no line.
+    sent: bool,
     /// Whether it holds a record ([`Replay`]), to expand before the levels run.
     records: bool,
 }
@@ -148,6 +155,7 @@ impl Default for Chunk {
                 .expect("CHUNK elements"),
             len: 0,
             limit: CHUNK,
+            sent: true,
             records: false,
         }
     }
@@ -160,21 +168,14 @@ impl Chunk {
     pub fn push(&mut self, reference: u64) -> bool {
         // `len < limit <= CHUNK` here (a full chunk is emptied before the next push), so the
         // mask changes nothing; it shows the compiler the index is in range.
-        self.refs[self.len & (CHUNK - 1)] = reference;
+        let slot = &mut self.refs[self.len & (CHUNK - 1)];
+        if self.sent {
+            crate::host::nontemporal::store(slot, reference);
+        } else {
+            *slot = reference;
+        }
         self.len += 1;
         self.len == self.limit
-    }
-
-    /// Prefetch the lines the chunk's words from `len + words` to `len + 2 * words` will
-    /// take (a batch of `words` words ahead of the one about to be emitted), within its
-    /// limit.
-    #[inline(always)]
-    pub fn prefetch_ahead(&self, words: usize) {
-        let end = (self.len + 2 * words).min(self.limit);
-        // One word in each line (eight words to a 64-byte line).
-        for at in (self.len + words..end).step_by(8) {
-            crate::host::prefetch::prefetch(&self.refs[at]);
-        }
     }
 
     /// Whether a record fits before the chunk is full.
@@ -183,33 +184,57 @@ impl Chunk {
         self.len + RECORD_WORDS <= self.limit
     }
 
-    /// Where the next record goes: it must fit ([`Self::fits_record`]). Written there, it
-    /// is emitted by [`Self::commit_record`].
+    /// Whether the chunk goes to the cache thread: then a record is written aside and copied
+    /// in by [`Self::commit_record`] (with the stores of [`Self::push`]), else written in
+    /// its place ([`Self::record_slot`]).
+    #[inline(always)]
+    pub fn is_sent(&self) -> bool {
+        self.sent
+    }
+
+    /// Where the next record goes in a chunk served on this thread: it must fit
+    /// ([`Self::fits_record`]). Written there, it is emitted by [`Self::commit_record`].
     #[inline(always)]
     pub fn record_slot(&mut self) -> &mut [u64; RECORD_WORDS] {
-        debug_assert!(self.fits_record());
+        debug_assert!(self.fits_record() && !self.sent);
         let at = self.len.min(CHUNK - RECORD_WORDS);
         (&mut self.refs[at..at + RECORD_WORDS])
             .try_into()
             .expect("RECORD_WORDS words")
     }
 
-    /// Emit the record written into [`Self::record_slot`] (`[Replay]`; its first word below
-    /// 2^62); returns true when the chunk is now full.
+    /// Emit a record ([`Replay`]; its first word below 2^62), which must fit: the one
+    /// written into [`Self::record_slot`], or for a chunk sent to the cache thread,
+    /// `aside`. Returns true when the chunk is now full.
     #[inline(always)]
-    pub fn commit_record(&mut self) -> bool {
+    pub fn commit_record(&mut self, aside: &[u64; RECORD_WORDS]) -> bool {
+        debug_assert!(self.fits_record());
         let at = self.len.min(CHUNK - RECORD_WORDS);
-        debug_assert!(self.fits_record() && self.refs[at] >> 62 == 0);
-        self.refs[at] = self.refs[at] << 2 | RECORD_TAG;
+        let slots: &mut [u64; RECORD_WORDS] = (&mut self.refs[at..at + RECORD_WORDS])
+            .try_into()
+            .expect("RECORD_WORDS words");
+        if self.sent {
+            debug_assert!(aside[0] >> 62 == 0);
+            let tagged =
+                std::iter::once(aside[0] << 2 | RECORD_TAG).chain(aside[1..].iter().copied());
+            for (slot, word) in slots.iter_mut().zip(tagged) {
+                crate::host::nontemporal::store(slot, word);
+            }
+        } else {
+            debug_assert!(slots[0] >> 62 == 0);
+            slots[0] = slots[0] << 2 | RECORD_TAG;
+        }
         self.len += RECORD_WORDS;
         self.records = true;
         self.len == self.limit
     }
 
-    /// Make the (empty) chunk full at `limit` references, at most [`CHUNK`].
-    pub fn set_limit(&mut self, limit: usize) {
-        debug_assert!(self.is_empty() && (1..=CHUNK).contains(&limit));
-        self.limit = limit.clamp(1, CHUNK);
+    /// Make the (empty) chunk one served on this thread, full at [`STAGED_CHUNK`]
+    /// references, or (`sent`) one sent to the cache thread, full at [`CHUNK`].
+    pub fn set_destination(&mut self, sent: bool) {
+        debug_assert!(self.is_empty());
+        self.sent = sent;
+        self.limit = if sent { CHUNK } else { STAGED_CHUNK };
     }
 
     /// The references held, in order (mutable: serving uses them as scratch).
@@ -256,6 +281,9 @@ impl Sender {
         if chunk.is_empty() {
             return;
         }
+        // The chunk's words were stored around this core's caches: make them visible
+        // before the channel's release hands the chunk over.
+        crate::host::nontemporal::fence();
         let next = self.empty.try_recv().unwrap_or_default();
         let full = std::mem::replace(chunk, next);
         // The cache thread only ends once this sender is dropped, so it is there to receive.

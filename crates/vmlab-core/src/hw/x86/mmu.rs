@@ -654,15 +654,9 @@ impl Mmu {
     /// and prefetches the leaf-level entry through its storage slot; under nested paging the
     /// next reads that entry and prefetches the EPT leaf entry of the data page. Unless a
     /// stream is open (its cache levels prefetch their own sets), a last stage prefetches
-    /// the cache sets of the data line. Before all that, with a one-dimensional root and a
-    /// stream open to a cache thread, the lines the stream will take a batch later are
-    /// prefetched ([`MemoryHierarchy::prefetch_stream`]). See
-    /// `crate::host::prefetch`.
+    /// the cache sets of the data line. See `crate::host::prefetch`.
     pub fn prefetch(&self, mem: &HostMemory, vas: &[Gva]) {
         let stream = self.memory.is_streaming();
-        if !matches!(self.root, Root::TwoD { .. }) {
-            self.memory.prefetch_stream(vas.len() * STREAM_WORDS_ONE_D);
-        }
         for batch in vas.chunks(LOOKAHEAD_BATCH) {
             match (self.root, stream) {
                 (Root::None, _) => return,
@@ -1051,12 +1045,6 @@ impl Mmu {
         out
     }
 }
-
-/// Words of the reference stream a random access emits with a one-dimensional root, rounded
-/// up (the data and about two walk references), for the look-ahead's prefetch of the
-/// stream's chunk. Under nested paging (about 14 words) that prefetch is not made: it was
-/// no faster there (docs/model.md, "How it got here").
-const STREAM_WORDS_ONE_D: usize = 4;
 
 /// The region one leaf-level table covers (2 MiB) that `addr` lies in, as the look-ahead
 /// remembers leaf tables by it. Both x86 depths have the same geometry below the root.
