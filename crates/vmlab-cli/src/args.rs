@@ -46,9 +46,9 @@ pub enum Command {
         The report names the host's CPU (family and model, as lscpu shows them) and the memory\n\
         pipeline's threads: speed depends on both, so compare figures from one CPU, measured side\n\
         by side. With two threads each figure also gives the round trip of a cache line between\n\
-        two threads, probed before its run: on a VM the threaded pipeline's speed moves with where\n\
-        the host runs the vCPUs (tens of ns when they share a cache, hundreds when not). Simulated\n\
-        results never depend on any of these.")]
+        two threads, probed before its run: on a VM it shows whether the host runs the two vCPUs\n\
+        on cores that share a cache (tens of ns) or not (hundreds), which can move the threaded\n\
+        pipeline's speed. Simulated results never depend on any of these.")]
     Bench(BenchArgs),
     /// Run a built-in experiment (experiments/*.toml): a table on stdout, CSV, JSON and an SVG figure in a directory.
     #[command(after_help = "Examples:\n  \

@@ -5,8 +5,8 @@
 //! repeatable figure. A line on stderr marks each scheme as it finishes. The report names the
 //! host's CPU and the memory pipeline's threads: the figures depend on both. With two
 //! threads, each run is preceded by a probe of the round trip of a cache line between two
-//! threads ([`thread_round_trip`]), which the fastest run's figure carries: on a VM the
-//! pipeline's speed moves with where the host runs its vCPUs, and that is how it shows.
+//! threads ([`thread_round_trip`]), which the fastest run's figure carries: on a VM it shows
+//! where the host runs the vCPUs, which can move the pipeline's speed.
 
 use crate::args::{load_profile, parse_schemes, parse_workload, BenchArgs};
 use crate::host::{thread_round_trip, Host};

@@ -1,9 +1,10 @@
 //! How long a cache line takes to travel from one thread to another and back. The memory
-//! pipeline's two threads hand their chunks over through shared lines, so its speed moves
-//! with this, and under a hypervisor it moves while the VM runs: where the host puts the two
-//! vCPUs (on cores that share a cache or not) is invisible from inside but for this. On one
-//! host, the same binary ran nested at 3.8 M accesses/s with a round trip of 70 ns and at
-//! 3.0 M/s with one of 500 ns, minutes apart (docs/model.md, "Measured").
+//! pipeline's two threads hand their chunks over through memory, and under a hypervisor
+//! this moves while the VM runs: where the host puts the two vCPUs (on cores that share a
+//! cache or not) is invisible from inside but for this. On one host, a build that wrote its
+//! chunks with plain stores ran nested at 3.8 M accesses/s with a round trip of 70 ns and
+//! at 3.0 M/s with one of 500 ns, minutes apart; written around the caches they run at the
+//! same speed at either (docs/model.md, "How it got here").
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
