@@ -129,7 +129,7 @@ fn who_of(reference: u64) -> usize {
 /// A chunk of references on their way to the cache levels: a fixed array, so that emitting
 /// a reference is a store and an increment, with no growth check and no bounds check. It is
 /// full at its `limit`: [`CHUNK`] when sent to the cache thread (the default), whose words
-/// are then stored around this core's caches ([`crate::host::nontemporal`]; [`Sender::send`]
+/// are then stored around this core's caches (`crate::host::nontemporal`; [`Sender::send`]
 /// fences them), or [`STAGED_CHUNK`] when served on the translating thread, which reads it
 /// back at once from its own caches.
 #[derive(Debug)]
