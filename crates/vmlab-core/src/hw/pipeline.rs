@@ -137,10 +137,9 @@ pub struct Chunk {
     refs: Box<[u64; CHUNK]>,
     len: usize,
     limit: usize,
-    /// Whether the chunk goes to the cache thread. A plain store into a line of a chunk the
-    /// cache thread served must first take the line back from that core, which slowed
-    /// translation by about 12% where the two cores share no cache, prefetched or not
-    /// (docs/model.md, "How it got here"); a non-temporal store asks for no line.
+    /// Whether the chunk goes to the cache thread: then [`Self::push`] and
+    /// [`Self::commit_record`] store around this core's caches (why: `crate::host::nontemporal`).
+    /// `limit` follows from it, kept as a field for the emitting paths' compare.
     sent: bool,
     /// Whether it holds a record ([`Replay`]), to expand before the levels run.
     records: bool,
