@@ -317,7 +317,7 @@ fn workload_next_op(c: &mut Criterion) {
     // `events` only keeps the stream from ending however long criterion runs; each event
     // is block/4 = 2^30 accesses drawn the same way.
     let spec = WorkloadSpec::parse("sysbench-mem:block=4G,events=1000").expect("a valid spec");
-    let AnyWorkload::SysbenchMem(mut w) = spec.build(1) else {
+    let AnyWorkload::SysbenchMem(mut w) = spec.build(1).unwrap() else {
         panic!("sysbench-mem builds a SysbenchMem");
     };
     // Map, TouchPages, StartMeasurement: skipped, not simulated.

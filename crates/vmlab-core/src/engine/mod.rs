@@ -26,7 +26,7 @@ use crate::scheme::{Paging, SimError, System, SystemConfig};
 use crate::stats::{
     exits_by_reason, LevelCounts, RunReport, SampleReport, SetupReport, StructureStats,
 };
-use crate::workload::{AnyWorkload, Op, Workload, WorkloadSpec};
+use crate::workload::{Op, Workload, WorkloadSpec, WorkloadVisitor};
 use sampling::{SamplePlan, Steady, WarmupEnd};
 use std::ops::ControlFlow;
 use ticks::Ticker;
@@ -221,6 +221,10 @@ pub fn run_timed(
 /// (the run then returns [`EngineError::Stopped`] at its next progress report).
 pub fn run(config: &RunConfig, progress: &mut ProgressFn<'_>) -> Result<RunReport, EngineError> {
     check(config).map_err(EngineError::Config)?;
+    let workload = config
+        .workload
+        .build(config.seed)
+        .map_err(|e| EngineError::Config(e.to_string()))?;
     let profile = &config.profile;
     let mut system = System::new(&SystemConfig {
         guest_pages: config.guest_pages,
@@ -237,15 +241,26 @@ pub fn run(config: &RunConfig, progress: &mut ProgressFn<'_>) -> Result<RunRepor
     if config.pretouch {
         system.pretouch_guest_memory()?;
     }
-    // Dispatch on the workload once; each arm runs a loop monomorphized for its type.
-    match config.workload.build(config.seed) {
-        AnyWorkload::SysbenchMem(w) => drive(w, &mut system, config, progress),
-        AnyWorkload::Gups(w) => drive(w, &mut system, config, progress),
-        AnyWorkload::TlbBench(w) => drive(w, &mut system, config, progress),
-        AnyWorkload::ForkBench(w) => drive(w, &mut system, config, progress),
-        AnyWorkload::Lmbench(w) => drive(w, &mut system, config, progress),
-        AnyWorkload::TptIsolationProbe(w) => drive(w, &mut system, config, progress),
-        AnyWorkload::HostRemap(w) => drive(w, &mut system, config, progress),
+    // Dispatch on the workload once; the run's loops are monomorphized for its type.
+    workload.visit(Drive {
+        system: &mut system,
+        config,
+        progress,
+    })
+}
+
+/// [`drive`] as a [`WorkloadVisitor`], so that [`run`] matches on the workload once.
+struct Drive<'a, 'p> {
+    system: &'a mut System,
+    config: &'a RunConfig,
+    progress: &'a mut ProgressFn<'p>,
+}
+
+impl WorkloadVisitor for Drive<'_, '_> {
+    type Output = Result<RunReport, EngineError>;
+
+    fn visit<W: Workload>(self, workload: W) -> Self::Output {
+        drive(workload, self.system, self.config, self.progress)
     }
 }
 

@@ -21,9 +21,11 @@
 //! measured: [`PARENT_RUNS`]). These page touches are ops, not counted data accesses, so
 //! [`Workload::measured_accesses_total`] is 0 and the engine runs all of it.
 
-use super::{Op, Prologue, Workload};
+use super::spec::{check_count, check_size, out_of_range, ParamInfo, Values, WorkloadError};
+use super::{Op, Prologue, Workload, WorkloadKind};
 use crate::addr::Gva;
 use crate::os::SMALL_IMAGE;
+use crate::units::format_size;
 
 const PAGE: u64 = 4096;
 const TEXT: Gva = SMALL_IMAGE[0].start;
@@ -39,6 +41,12 @@ pub const STACK_PAGES: u64 = STACK_LEN / PAGE;
 pub const DATA_PAGES: u64 = DATA_LEN / PAGE;
 /// Pages of text mapped.
 pub const TEXT_PAGES: u64 = TEXT_LEN / PAGE;
+
+/// Largest fork count: every fork takes a new 32-bit pid (lmbench's fork ops too).
+pub(super) const MAX_FORKS: u64 = u32::MAX as u64;
+/// Why a fork count was out of range, in the words users read.
+pub(super) const FORKS_RANGE: &str =
+    "must be at most 4294967295 (each fork takes a new 32-bit pid)";
 
 /// A running program's own image, mapped and faulted in before it does anything else: its
 /// text (read-only, read), its data and its stack (written).
@@ -167,6 +175,113 @@ impl Default for ForkBenchConfig {
             forks: 100,
             child: ChildTouches::default(),
         }
+    }
+}
+
+const CHILD_STACK_RANGE: &str = "must be 0 to 8 (the program's stack is 8 pages)";
+const CHILD_DATA_RANGE: &str = "must be 0 to 16 (the program's data is 16 pages)";
+const CHILD_TEXT_RANGE: &str = "must be 0 to 16 (the program's text is 16 pages)";
+
+impl WorkloadKind for ForkBenchConfig {
+    type Generator = ForkBench;
+
+    const NAME: &'static str = "fork-bench";
+    const SUMMARY: &'static str = "fork latency vs RSS (the shadow vs nested paging classic): fork, child exits, parent waits";
+    const PARAMS: &'static [ParamInfo] = &[
+        ParamInfo {
+            key: "rss",
+            default: "64M",
+            help:
+                "parent's resident set, mapped and written before forking, 4K to 64T in multiples of 4K",
+        },
+        ParamInfo {
+            key: "forks",
+            default: "100",
+            help: "fork + child exit + wait rounds, 1 to 4294967295 (each child takes a new pid)",
+        },
+        ParamInfo {
+            key: "child_stack",
+            default: "4",
+            help: "stack pages each child writes before _exit, 0 to 8 (default: with child_data, the 16 faults a real child takes, measured)",
+        },
+        ParamInfo {
+            key: "child_data",
+            default: "12",
+            help: "data pages (libc .data/.bss, GOT, TLS) each child writes before _exit, 0 to 16",
+        },
+        ParamInfo {
+            key: "child_text",
+            default: "1",
+            help: "text pages each child reads before _exit, 0 to 16",
+        },
+    ];
+
+    fn parse(values: &Values<'_>) -> Result<Self, WorkloadError> {
+        Ok(ForkBenchConfig {
+            rss: values.size("rss")?,
+            forks: values.count("forks")?,
+            child: ChildTouches {
+                stack: values.count("child_stack")?,
+                data: values.count("child_data")?,
+                text: values.count("child_text")?,
+            },
+        })
+    }
+
+    fn validate(&self) -> Result<(), WorkloadError> {
+        check_size(Self::NAME, "rss", self.rss)?;
+        check_count(Self::NAME, "forks", self.forks)?;
+        if self.forks > MAX_FORKS {
+            let forks = self.forks.to_string();
+            return Err(out_of_range(Self::NAME, "forks", forks, FORKS_RANGE));
+        }
+        let child = [
+            (
+                "child_stack",
+                self.child.stack,
+                STACK_PAGES,
+                CHILD_STACK_RANGE,
+            ),
+            ("child_data", self.child.data, DATA_PAGES, CHILD_DATA_RANGE),
+            ("child_text", self.child.text, TEXT_PAGES, CHILD_TEXT_RANGE),
+        ];
+        for (key, pages, most, why) in child {
+            if pages > most {
+                return Err(out_of_range(Self::NAME, key, pages.to_string(), why));
+            }
+        }
+        Ok(())
+    }
+
+    fn canonical_params(&self) -> String {
+        // The child's touches only when not the measured default, so the names of runs
+        // with the default stay as they were.
+        let child = if self.child == ChildTouches::default() {
+            String::new()
+        } else {
+            format!(
+                ",child_stack={},child_data={},child_text={}",
+                self.child.stack, self.child.data, self.child.text
+            )
+        };
+        format!("rss={},forks={}{child}", format_size(self.rss), self.forks)
+    }
+
+    fn footprint_bytes(&self) -> u64 {
+        self.rss
+    }
+
+    /// 0: the forks' page touches are ops, not counted data accesses.
+    fn measured_accesses_total(&self) -> u64 {
+        0
+    }
+
+    fn program(&self) -> &'static str {
+        "fork-bench"
+    }
+
+    fn build(&self, seed: u64) -> Result<ForkBench, WorkloadError> {
+        Ok(ForkBench::new(*self, seed))
     }
 }
 

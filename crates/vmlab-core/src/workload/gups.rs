@@ -10,7 +10,9 @@
 //! multiply-shift instead, uniform over the table like HPCC's, so any table size that is a
 //! multiple of 4 KiB works. Updates are independent (HPCC even lets 128 be in flight).
 
-use super::{Op, UniformAccesses, Workload};
+use super::spec::{check_count, check_size, ParamInfo, Values, WorkloadError};
+use super::{Op, UniformAccesses, Workload, WorkloadKind};
+use crate::units::format_size;
 
 /// The parameters of a `gups` run (validated by [`super::WorkloadSpec`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -48,6 +50,60 @@ impl Default for GupsConfig {
     /// A 1 GiB table, HPCC's 4 updates per word.
     fn default() -> Self {
         GupsConfig::with_table(1 << 30)
+    }
+}
+
+impl WorkloadKind for GupsConfig {
+    type Generator = Gups;
+
+    const NAME: &'static str = "gups";
+    const SUMMARY: &'static str =
+        "HPCC RandomAccess: random read-modify-write updates of 64-bit words in a table";
+    const PARAMS: &'static [ParamInfo] = &[
+        ParamInfo {
+            key: "table",
+            default: "1G",
+            help: "table size of 64-bit words, 4K to 64T in multiples of 4K",
+        },
+        ParamInfo {
+            key: "updates",
+            default: "4 x words",
+            help: "random XOR updates (HPCC: 4 per word)",
+        },
+    ];
+
+    fn parse(values: &Values<'_>) -> Result<Self, WorkloadError> {
+        let table = values.size("table")?;
+        let updates = match values.given("updates") {
+            Some(_) => values.count("updates")?,
+            None => GupsConfig::default_updates(table),
+        };
+        Ok(GupsConfig { table, updates })
+    }
+
+    fn validate(&self) -> Result<(), WorkloadError> {
+        check_size(Self::NAME, "table", self.table)?;
+        check_count(Self::NAME, "updates", self.updates)
+    }
+
+    fn canonical_params(&self) -> String {
+        format!("table={},updates={}", format_size(self.table), self.updates)
+    }
+
+    fn footprint_bytes(&self) -> u64 {
+        self.table
+    }
+
+    fn measured_accesses_total(&self) -> u64 {
+        self.updates
+    }
+
+    fn program(&self) -> &'static str {
+        "gups"
+    }
+
+    fn build(&self, seed: u64) -> Result<Gups, WorkloadError> {
+        Ok(Gups::new(*self, seed))
     }
 }
 

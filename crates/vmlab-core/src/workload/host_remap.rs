@@ -9,8 +9,10 @@
 //! flush; under TPT it is also a tag update, a `gfn_to_hfn` refresh and the guest's fix-up of
 //! its devirt entries. Other schemes reject the first move.
 
-use super::{uniform_below, Op, UniformAccesses, Workload, BUFFER_BASE};
+use super::spec::{check_count, check_size, ParamInfo, Values, WorkloadError};
+use super::{uniform_below, Op, UniformAccesses, Workload, WorkloadKind, BUFFER_BASE};
 use crate::addr::{Gva, PAGE_SIZE};
+use crate::units::format_size;
 
 /// The parameters of a `host-remap` run (validated by [`super::WorkloadSpec`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -40,6 +42,69 @@ impl Default for HostRemapConfig {
             accesses: 1_000_000,
             every: 10_000,
         }
+    }
+}
+
+impl WorkloadKind for HostRemapConfig {
+    type Generator = HostRemap;
+
+    const NAME: &'static str = "host-remap";
+    const SUMMARY: &'static str = "host page migration under a running program: random reads while the host moves a page every `every` reads (p2m, tags, global flush, TPT's devirt fix-up; nested and tpt paging)";
+    const PARAMS: &'static [ParamInfo] = &[
+        ParamInfo {
+            key: "size",
+            default: "64M",
+            help: "buffer read at random 8-byte words, 4K to 64T in multiples of 4K",
+        },
+        ParamInfo {
+            key: "accesses",
+            default: "1000000",
+            help: "independent random reads in the measured phase",
+        },
+        ParamInfo {
+            key: "every",
+            default: "10000",
+            help: "reads between two host moves of a random page of the buffer (nested and tpt paging)",
+        },
+    ];
+
+    fn parse(values: &Values<'_>) -> Result<Self, WorkloadError> {
+        Ok(HostRemapConfig {
+            size: values.size("size")?,
+            accesses: values.count("accesses")?,
+            every: values.count("every")?,
+        })
+    }
+
+    fn validate(&self) -> Result<(), WorkloadError> {
+        check_size(Self::NAME, "size", self.size)?;
+        check_count(Self::NAME, "accesses", self.accesses)?;
+        check_count(Self::NAME, "every", self.every)
+    }
+
+    fn canonical_params(&self) -> String {
+        format!(
+            "size={},accesses={},every={}",
+            format_size(self.size),
+            self.accesses,
+            self.every
+        )
+    }
+
+    fn footprint_bytes(&self) -> u64 {
+        self.size
+    }
+
+    fn measured_accesses_total(&self) -> u64 {
+        self.accesses
+    }
+
+    fn program(&self) -> &'static str {
+        "host-remap"
+    }
+
+    fn build(&self, seed: u64) -> Result<HostRemap, WorkloadError> {
+        Ok(HostRemap::new(*self, seed))
     }
 }
 

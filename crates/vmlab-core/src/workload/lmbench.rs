@@ -40,9 +40,11 @@
 //! refills a switch causes) at a sixteenth of the ops; their instructions are counted in
 //! [`Workload::instructions_per_access`]. With `ws=0` (the default) no data is touched.
 
-use super::fork_bench::{ChildTouches, ForkLoop, IMAGE_SETUP};
-use super::{Op, Workload, BUFFER_BASE};
+use super::fork_bench::{ChildTouches, ForkLoop, FORKS_RANGE, IMAGE_SETUP, MAX_FORKS};
+use super::spec::{check_count, check_size, join, out_of_range, ParamInfo, Values, WorkloadError};
+use super::{Op, Workload, WorkloadKind, BUFFER_BASE};
 use crate::addr::Gva;
+use crate::units::format_size;
 
 /// Which lmbench micro-benchmark (the `op` parameter).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -235,6 +237,172 @@ impl Default for LmbenchConfig {
     /// `lat_proc fork`, 100 times.
     fn default() -> Self {
         LmbenchConfig::default_for(LmbenchOp::ForkExit)
+    }
+}
+
+/// Why a ring size was out of range, in the words users read.
+const PROCS_RANGE: &str = "a ring has 2 to 2048 processes (lat_ctx's MAXPROC)";
+
+impl WorkloadKind for LmbenchConfig {
+    type Generator = Lmbench;
+
+    const NAME: &'static str = "lmbench";
+    const SUMMARY: &'static str = "lmbench 3 OS latencies: fork+exit and fork+exec (lat_proc), page faults (lat_pagefault), mmap+munmap (lat_mmap), context switches (lat_ctx)";
+    const PARAMS: &'static [ParamInfo] = &[
+        ParamInfo {
+            key: "op",
+            default: "required",
+            help: "fork-exit (lat_proc fork), fork-exec (lat_proc exec), page-fault (lat_pagefault), mmap (lat_mmap) or ctxsw (lat_ctx)",
+        },
+        ParamInfo {
+            key: "size",
+            default: "16M/1M",
+            help: "page-fault: region faulted in per iteration (16M); mmap: mapping size (1M); 4K to 64T in multiples of 4K",
+        },
+        ParamInfo {
+            key: "procs",
+            default: "2",
+            help: "ctxsw: processes in the token ring, 2 to 2048",
+        },
+        ParamInfo {
+            key: "ws",
+            default: "0",
+            help: "ctxsw: each process's array, summed when it has the token (lat_ctx -s); 0 or 4K to 64T in multiples of 4K",
+        },
+        ParamInfo {
+            key: "iters",
+            default: "100",
+            help: "iterations of the measured loop (ring rounds for ctxsw); at most 4294967295 for the fork ops",
+        },
+    ];
+
+    /// `op` has no default, so the example names one.
+    fn example() -> String {
+        format!("{}:op={}", Self::NAME, LmbenchOp::ForkExit.name())
+    }
+
+    /// `op` first (required), then only the keys that op takes, each with its op's default.
+    fn parse(values: &Values<'_>) -> Result<Self, WorkloadError> {
+        if values.given("op").is_none() {
+            return Err(WorkloadError::MissingKey {
+                workload: Self::NAME,
+                key: "op",
+                example: Self::example(),
+                valid: join(LmbenchOp::ALL.iter().map(|(name, _)| *name)),
+            });
+        }
+        let op = values.choice("op", &LmbenchOp::ALL)?;
+        values.only(op.keys(), op.name())?;
+        let defaults = LmbenchConfig::default_for(op);
+        let test = match defaults.test {
+            LmbenchTest::ForkExit | LmbenchTest::ForkExec => defaults.test,
+            LmbenchTest::PageFault { size } => LmbenchTest::PageFault {
+                size: values.size_or("size", size)?,
+            },
+            LmbenchTest::Mmap { size } => LmbenchTest::Mmap {
+                size: values.size_or("size", size)?,
+            },
+            LmbenchTest::Ctxsw { procs, ws } => {
+                let procs = match values.given("procs") {
+                    Some(_) => {
+                        let n = values.count("procs")?;
+                        u32::try_from(n).map_err(|_| {
+                            out_of_range(Self::NAME, "procs", n.to_string(), PROCS_RANGE)
+                        })?
+                    }
+                    None => procs,
+                };
+                LmbenchTest::Ctxsw {
+                    procs,
+                    ws: values.size_or("ws", ws)?,
+                }
+            }
+        };
+        Ok(LmbenchConfig {
+            test,
+            iters: values.count("iters")?,
+        })
+    }
+
+    fn validate(&self) -> Result<(), WorkloadError> {
+        let workload = Self::NAME;
+        check_count(workload, "iters", self.iters)?;
+        match self.test {
+            LmbenchTest::ForkExit | LmbenchTest::ForkExec if self.iters > MAX_FORKS => {
+                let iters = self.iters.to_string();
+                Err(out_of_range(workload, "iters", iters, FORKS_RANGE))
+            }
+            LmbenchTest::ForkExit | LmbenchTest::ForkExec => Ok(()),
+            LmbenchTest::PageFault { size } | LmbenchTest::Mmap { size } => {
+                check_size(workload, "size", size)
+            }
+            LmbenchTest::Ctxsw { procs, ws } => {
+                if !(2..=Self::MAX_PROCS).contains(&procs) {
+                    let procs = procs.to_string();
+                    return Err(out_of_range(workload, "procs", procs, PROCS_RANGE));
+                }
+                if ws != 0 {
+                    check_size(workload, "ws", ws).map_err(|_| {
+                        let why = "0, or 4K to 64T in multiples of 4K";
+                        out_of_range(workload, "ws", format_size(ws), why)
+                    })?;
+                }
+                if !Self::ctxsw_layout_fits(procs, ws) {
+                    let why = "procs arrays of ws, each 1G aligned from 16T, must end below 128T";
+                    return Err(out_of_range(workload, "ws", format_size(ws), why));
+                }
+                if self.total_accesses().is_none() {
+                    let why = "iters x procs x ws/64 accesses must fit in 64 bits";
+                    return Err(out_of_range(workload, "iters", self.iters.to_string(), why));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `op`, the op's own keys, `iters`.
+    fn canonical_params(&self) -> String {
+        let own = match self.test {
+            LmbenchTest::ForkExit | LmbenchTest::ForkExec => String::new(),
+            LmbenchTest::PageFault { size } | LmbenchTest::Mmap { size } => {
+                format!(",size={}", format_size(size))
+            }
+            LmbenchTest::Ctxsw { procs, ws } => {
+                format!(",procs={procs},ws={}", format_size(ws))
+            }
+        };
+        let op = self.test.op().name();
+        format!("op={op}{own},iters={}", self.iters)
+    }
+
+    fn footprint_bytes(&self) -> u64 {
+        self.footprint()
+    }
+
+    fn measured_accesses_total(&self) -> u64 {
+        self.total_accesses().unwrap_or(u64::MAX)
+    }
+
+    fn program(&self) -> &'static str {
+        match self.test {
+            LmbenchTest::ForkExit | LmbenchTest::ForkExec => "lat_proc",
+            LmbenchTest::PageFault { .. } => "lat_pagefault",
+            LmbenchTest::Mmap { .. } => "lat_mmap",
+            LmbenchTest::Ctxsw { .. } => "lat_ctx",
+        }
+    }
+
+    /// `fork-exec`'s children exec `hello`.
+    fn programs(&self) -> Vec<&'static str> {
+        let mut out = vec![self.program()];
+        if self.test == LmbenchTest::ForkExec {
+            out.push(crate::os::HELLO.name);
+        }
+        out
+    }
+
+    fn build(&self, seed: u64) -> Result<Lmbench, WorkloadError> {
+        Ok(Lmbench::new(*self, seed))
     }
 }
 

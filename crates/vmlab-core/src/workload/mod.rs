@@ -8,6 +8,12 @@
 //! Users name workloads with a spec string (`NAME[:key=value,...]`, see [`WorkloadSpec`]);
 //! [`catalog`] describes the available ones and their parameters.
 //!
+//! Each workload is one module: its generator, and its config type implementing
+//! [`WorkloadKind`] (name, parameters, parsing, validation, canonical form, footprint,
+//! builder). `registry.rs` lists them once; the parser, the catalog, [`WorkloadConfig`] and
+//! [`AnyWorkload`] (with the engine's per-type dispatch, [`AnyWorkload::visit`]) are
+//! generated from that list.
+//!
 //! Some workloads also fork, switch between and exit processes, or map and unmap memory
 //! in the measured phase (`fork-bench`, `lmbench`): their cost is the kernel's work, and
 //! they may make no measured accesses at all.
@@ -20,7 +26,9 @@
 mod fork_bench;
 mod gups;
 mod host_remap;
+mod kind;
 mod lmbench;
+mod registry;
 mod spec;
 mod sysbench;
 mod tlb_bench;
@@ -30,8 +38,10 @@ pub use crate::units::{format_size, parse_size, SizeError};
 pub use fork_bench::{ChildTouches, ForkBench, ForkBenchConfig};
 pub use gups::{Gups, GupsConfig};
 pub use host_remap::{HostRemap, HostRemapConfig};
+pub use kind::WorkloadKind;
 pub use lmbench::{Lmbench, LmbenchConfig, LmbenchOp, LmbenchTest};
-pub use spec::{catalog, ParamInfo, WorkloadConfig, WorkloadError, WorkloadInfo, WorkloadSpec};
+pub use registry::{AnyWorkload, WorkloadConfig, WorkloadVisitor};
+pub use spec::{catalog, ParamInfo, Values, WorkloadError, WorkloadInfo, WorkloadSpec};
 pub use sysbench::{AccessMode, MemOper, SysbenchMem, SysbenchMemConfig};
 pub use tlb_bench::{TlbBench, TlbBenchConfig};
 pub use tpt_probe::{TptIsolationProbe, TptIsolationProbeConfig};
@@ -158,77 +168,6 @@ pub trait Workload {
     /// True when each access depends on the previous one (a pointer chase): no
     /// memory-level parallelism.
     fn dependent_accesses(&self) -> bool;
-}
-
-/// Any of the workloads, so the engine can match once and run a loop monomorphized for
-/// the concrete type. Its own [`Workload`] impl dispatches on every call: fine for tests
-/// and set-up, not for the measured loop.
-#[derive(Clone, Debug)]
-pub enum AnyWorkload {
-    /// `sysbench-mem`: sysbench's memory test.
-    SysbenchMem(SysbenchMem),
-    /// `gups`: HPCC RandomAccess.
-    Gups(Gups),
-    /// `tlb-bench`: a dependent pointer chase over a region.
-    TlbBench(TlbBench),
-    /// `fork-bench`: fork latency against resident set size.
-    ForkBench(ForkBench),
-    /// `lmbench`: one lmbench 3 micro-benchmark.
-    Lmbench(Lmbench),
-    /// `tpt-isolation-probe`: a malicious guest against TPT's isolation.
-    TptIsolationProbe(TptIsolationProbe),
-    /// `host-remap`: random reads while the host moves pages of the buffer.
-    HostRemap(HostRemap),
-}
-
-impl Workload for AnyWorkload {
-    fn next_op(&mut self) -> Option<Op> {
-        match self {
-            AnyWorkload::SysbenchMem(w) => w.next_op(),
-            AnyWorkload::Gups(w) => w.next_op(),
-            AnyWorkload::TlbBench(w) => w.next_op(),
-            AnyWorkload::ForkBench(w) => w.next_op(),
-            AnyWorkload::Lmbench(w) => w.next_op(),
-            AnyWorkload::TptIsolationProbe(w) => w.next_op(),
-            AnyWorkload::HostRemap(w) => w.next_op(),
-        }
-    }
-
-    fn measured_accesses_total(&self) -> u64 {
-        match self {
-            AnyWorkload::SysbenchMem(w) => w.measured_accesses_total(),
-            AnyWorkload::Gups(w) => w.measured_accesses_total(),
-            AnyWorkload::TlbBench(w) => w.measured_accesses_total(),
-            AnyWorkload::ForkBench(w) => w.measured_accesses_total(),
-            AnyWorkload::Lmbench(w) => w.measured_accesses_total(),
-            AnyWorkload::TptIsolationProbe(w) => w.measured_accesses_total(),
-            AnyWorkload::HostRemap(w) => w.measured_accesses_total(),
-        }
-    }
-
-    fn instructions_per_access(&self) -> f64 {
-        match self {
-            AnyWorkload::SysbenchMem(w) => w.instructions_per_access(),
-            AnyWorkload::Gups(w) => w.instructions_per_access(),
-            AnyWorkload::TlbBench(w) => w.instructions_per_access(),
-            AnyWorkload::ForkBench(w) => w.instructions_per_access(),
-            AnyWorkload::Lmbench(w) => w.instructions_per_access(),
-            AnyWorkload::TptIsolationProbe(w) => w.instructions_per_access(),
-            AnyWorkload::HostRemap(w) => w.instructions_per_access(),
-        }
-    }
-
-    fn dependent_accesses(&self) -> bool {
-        match self {
-            AnyWorkload::SysbenchMem(w) => w.dependent_accesses(),
-            AnyWorkload::Gups(w) => w.dependent_accesses(),
-            AnyWorkload::TlbBench(w) => w.dependent_accesses(),
-            AnyWorkload::ForkBench(w) => w.dependent_accesses(),
-            AnyWorkload::Lmbench(w) => w.dependent_accesses(),
-            AnyWorkload::TptIsolationProbe(w) => w.dependent_accesses(),
-            AnyWorkload::HostRemap(w) => w.dependent_accesses(),
-        }
-    }
 }
 
 /// The set-up phase shared by the generators here: map the buffer at [`BUFFER_BASE`],
@@ -390,7 +329,7 @@ mod tests {
     #[test]
     fn any_workload_dispatches() {
         let spec = WorkloadSpec::parse("gups:table=4K,updates=10").unwrap();
-        let mut w = spec.build(1);
+        let mut w = spec.build(1).unwrap();
         assert!(matches!(w, AnyWorkload::Gups(_)));
         assert_eq!(w.measured_accesses_total(), 10);
         assert!(!w.dependent_accesses());

@@ -1,14 +1,12 @@
 //! Workload specs: how users name a workload (`NAME[:key=value,...]`), parsed, validated
 //! and with defaults filled, plus the catalog behind `vmlab list` and `--help`.
+//!
+//! This module owns the grammar, the `key=value` values and their parsers that every
+//! workload shares ([`Values`]), `tpt_task`, the errors and the catalog; it finds a workload
+//! by name in the registry, and what the workload's parameters are and mean is its own
+//! module's ([`WorkloadKind`](super::WorkloadKind)).
 
-use super::fork_bench::{DATA_PAGES, STACK_PAGES, TEXT_PAGES};
-use super::{AccessMode, AnyWorkload, Gups, GupsConfig, MemOper, SysbenchMem, SysbenchMemConfig};
-use super::{ChildTouches, ForkBench, ForkBenchConfig};
-use super::{
-    HostRemap, HostRemapConfig, TlbBench, TlbBenchConfig, TptIsolationProbe,
-    TptIsolationProbeConfig,
-};
-use super::{Lmbench, LmbenchConfig, LmbenchOp, LmbenchTest};
+use super::registry::{self, AnyWorkload, Entry, WorkloadConfig};
 use crate::units::{format_size, parse_size, SizeError};
 use std::fmt;
 use std::str::FromStr;
@@ -46,246 +44,19 @@ pub struct WorkloadInfo {
 
 /// Every workload, in the order `vmlab list` shows them.
 pub fn catalog() -> Vec<WorkloadInfo> {
-    Kind::ALL
+    registry::KINDS
         .iter()
         .map(|kind| WorkloadInfo {
-            name: kind.name(),
-            summary: kind.summary(),
+            name: kind.name,
+            summary: kind.summary,
             params: kind
-                .params()
+                .params
                 .iter()
                 .copied()
                 .chain([TPT_TASK_PARAM])
                 .collect(),
         })
         .collect()
-}
-
-const SYSBENCH_PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        key: "block",
-        default: "4G",
-        help: "buffer size (--memory-block-size), 4K to 64T in multiples of 4K",
-    },
-    ParamInfo { key: "oper", default: "write", help: "write or read each int (--memory-oper)" },
-    ParamInfo { key: "mode", default: "rnd", help: "seq or rnd indexing (--memory-access-mode)" },
-    ParamInfo {
-        key: "events",
-        default: "1",
-        help: "events, each block/4 int accesses (a 4G rnd event outlasts sysbench's default 10 s limit)",
-    },
-];
-
-const GUPS_PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        key: "table",
-        default: "1G",
-        help: "table size of 64-bit words, 4K to 64T in multiples of 4K",
-    },
-    ParamInfo {
-        key: "updates",
-        default: "4 x words",
-        help: "random XOR updates (HPCC: 4 per word)",
-    },
-];
-
-const TLB_BENCH_PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        key: "size",
-        default: "64M",
-        help: "region chased over, 4K to 64T in multiples of 4K",
-    },
-    ParamInfo {
-        key: "accesses",
-        default: "10000000",
-        help: "dependent loads, one random 64-byte line each",
-    },
-];
-
-const FORK_BENCH_PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        key: "rss",
-        default: "64M",
-        help:
-            "parent's resident set, mapped and written before forking, 4K to 64T in multiples of 4K",
-    },
-    ParamInfo {
-        key: "forks",
-        default: "100",
-        help: "fork + child exit + wait rounds, 1 to 4294967295 (each child takes a new pid)",
-    },
-    ParamInfo {
-        key: "child_stack",
-        default: "4",
-        help: "stack pages each child writes before _exit, 0 to 8 (default: with child_data, the 16 faults a real child takes, measured)",
-    },
-    ParamInfo {
-        key: "child_data",
-        default: "12",
-        help: "data pages (libc .data/.bss, GOT, TLS) each child writes before _exit, 0 to 16",
-    },
-    ParamInfo {
-        key: "child_text",
-        default: "1",
-        help: "text pages each child reads before _exit, 0 to 16",
-    },
-];
-
-const LMBENCH_PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        key: "op",
-        default: "required",
-        help: "fork-exit (lat_proc fork), fork-exec (lat_proc exec), page-fault (lat_pagefault), mmap (lat_mmap) or ctxsw (lat_ctx)",
-    },
-    ParamInfo {
-        key: "size",
-        default: "16M/1M",
-        help: "page-fault: region faulted in per iteration (16M); mmap: mapping size (1M); 4K to 64T in multiples of 4K",
-    },
-    ParamInfo {
-        key: "procs",
-        default: "2",
-        help: "ctxsw: processes in the token ring, 2 to 2048",
-    },
-    ParamInfo {
-        key: "ws",
-        default: "0",
-        help: "ctxsw: each process's array, summed when it has the token (lat_ctx -s); 0 or 4K to 64T in multiples of 4K",
-    },
-    ParamInfo {
-        key: "iters",
-        default: "100",
-        help: "iterations of the measured loop (ring rounds for ctxsw); at most 4294967295 for the fork ops",
-    },
-];
-
-const TPT_PROBE_PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        key: "pages",
-        default: "64",
-        help: "4K pages mapped and written before probing, 1 to 1048576",
-    },
-    ParamInfo {
-        key: "probes",
-        default: "256",
-        help: "foreign probes, each on a random page; level cycles 1 (leaf) to 4, read and write alternate",
-    },
-];
-
-const HOST_REMAP_PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        key: "size",
-        default: "64M",
-        help: "buffer read at random 8-byte words, 4K to 64T in multiples of 4K",
-    },
-    ParamInfo {
-        key: "accesses",
-        default: "1000000",
-        help: "independent random reads in the measured phase",
-    },
-    ParamInfo {
-        key: "every",
-        default: "10000",
-        help: "reads between two host moves of a random page of the buffer (nested and tpt paging)",
-    },
-];
-
-/// Largest fork count: every fork takes a new 32-bit pid.
-const MAX_FORKS: u64 = u32::MAX as u64;
-const FORKS_RANGE: &str = "must be at most 4294967295 (each fork takes a new 32-bit pid)";
-const PROCS_RANGE: &str = "a ring has 2 to 2048 processes (lat_ctx's MAXPROC)";
-const PAGES_RANGE: &str = "must be 1 to 1048576 pages of 4K";
-const CHILD_STACK_RANGE: &str = "must be 0 to 8 (the program's stack is 8 pages)";
-const CHILD_DATA_RANGE: &str = "must be 0 to 16 (the program's data is 16 pages)";
-const CHILD_TEXT_RANGE: &str = "must be 0 to 16 (the program's text is 16 pages)";
-
-/// The workloads by name; private so the catalog, parser and builder cannot disagree.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    SysbenchMem,
-    Gups,
-    TlbBench,
-    ForkBench,
-    Lmbench,
-    TptIsolationProbe,
-    HostRemap,
-}
-
-impl Kind {
-    const ALL: [Kind; 7] = [
-        Kind::SysbenchMem,
-        Kind::Gups,
-        Kind::TlbBench,
-        Kind::ForkBench,
-        Kind::Lmbench,
-        Kind::TptIsolationProbe,
-        Kind::HostRemap,
-    ];
-
-    const fn name(self) -> &'static str {
-        match self {
-            Kind::SysbenchMem => "sysbench-mem",
-            Kind::Gups => "gups",
-            Kind::TlbBench => "tlb-bench",
-            Kind::ForkBench => "fork-bench",
-            Kind::Lmbench => "lmbench",
-            Kind::TptIsolationProbe => "tpt-isolation-probe",
-            Kind::HostRemap => "host-remap",
-        }
-    }
-
-    const fn summary(self) -> &'static str {
-        match self {
-            Kind::SysbenchMem => {
-                "sysbench 1.0 memory test: seq or random int reads/writes over one block"
-            }
-            Kind::Gups => {
-                "HPCC RandomAccess: random read-modify-write updates of 64-bit words in a table"
-            }
-            Kind::TlbBench => {
-                "TLB reach: dependent random pointer chase, one 64-byte line per load"
-            }
-            Kind::ForkBench => {
-                "fork latency vs RSS (the shadow vs nested paging classic): fork, child exits, parent waits"
-            }
-            Kind::Lmbench => {
-                "lmbench 3 OS latencies: fork+exit and fork+exec (lat_proc), page faults (lat_pagefault), mmap+munmap (lat_mmap), context switches (lat_ctx)"
-            }
-            Kind::TptIsolationProbe => {
-                "TPT isolation: a malicious guest points its devirt tables, at every level, at another VM's host frame and reads/writes through them; tag_violations counts the refusals, foreign_accesses must be 0 (runs under pv, tpt or tpt-prototype)"
-            }
-            Kind::HostRemap => {
-                "host page migration under a running program: random reads while the host moves a page every `every` reads (p2m, tags, global flush, TPT's devirt fix-up; nested and tpt paging)"
-            }
-        }
-    }
-
-    const fn params(self) -> &'static [ParamInfo] {
-        match self {
-            Kind::SysbenchMem => SYSBENCH_PARAMS,
-            Kind::Gups => GUPS_PARAMS,
-            Kind::TlbBench => TLB_BENCH_PARAMS,
-            Kind::ForkBench => FORK_BENCH_PARAMS,
-            Kind::Lmbench => LMBENCH_PARAMS,
-            Kind::TptIsolationProbe => TPT_PROBE_PARAMS,
-            Kind::HostRemap => HOST_REMAP_PARAMS,
-        }
-    }
-
-    /// A short valid spec, for error messages.
-    fn example(self) -> String {
-        match self {
-            Kind::Lmbench => "lmbench:op=fork-exit".to_owned(),
-            _ => {
-                let first = &self.params()[0];
-                format!("{}:{}={}", self.name(), first.key, first.default)
-            }
-        }
-    }
-
-    fn from_name(name: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|kind| kind.name() == name)
-    }
 }
 
 /// Why a workload spec was rejected. Each message is one line naming the problem and
@@ -402,6 +173,36 @@ pub enum WorkloadError {
         /// The allowed range, in words.
         expected: &'static str,
     },
+    /// A file a parameter names cannot be read, or is not what the workload reads.
+    #[error("cannot read {path:?} for {workload} {key}: {reason}")]
+    Unreadable {
+        /// The workload's name.
+        workload: &'static str,
+        /// The parameter naming the file.
+        key: &'static str,
+        /// The path given.
+        path: String,
+        /// Why it cannot be read (one line).
+        reason: String,
+    },
+}
+
+impl WorkloadError {
+    /// [`WorkloadError::Unreadable`] for `path`, given as `key` of `workload`: `reason` (an
+    /// I/O or format error) is flattened to one line.
+    pub fn unreadable(
+        workload: &'static str,
+        key: &'static str,
+        path: &std::path::Path,
+        reason: impl fmt::Display,
+    ) -> WorkloadError {
+        WorkloadError::Unreadable {
+            workload,
+            key,
+            path: path.display().to_string(),
+            reason: reason.to_string().replace(['\n', '\r'], " "),
+        }
+    }
 }
 
 /// User text as quoted in an error: bounded, so a huge input cannot make a huge message
@@ -413,155 +214,39 @@ fn clip(text: &str) -> String {
     }
 }
 
-/// The validated parameters of one workload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum WorkloadConfig {
-    /// `sysbench-mem`.
-    SysbenchMem(SysbenchMemConfig),
-    /// `gups`.
-    Gups(GupsConfig),
-    /// `tlb-bench`.
-    TlbBench(TlbBenchConfig),
-    /// `fork-bench`.
-    ForkBench(ForkBenchConfig),
-    /// `lmbench`.
-    Lmbench(LmbenchConfig),
-    /// `tpt-isolation-probe`.
-    TptIsolationProbe(TptIsolationProbeConfig),
-    /// `host-remap`.
-    HostRemap(HostRemapConfig),
-}
-
-impl WorkloadConfig {
-    fn kind(&self) -> Kind {
-        match self {
-            WorkloadConfig::SysbenchMem(_) => Kind::SysbenchMem,
-            WorkloadConfig::Gups(_) => Kind::Gups,
-            WorkloadConfig::TlbBench(_) => Kind::TlbBench,
-            WorkloadConfig::ForkBench(_) => Kind::ForkBench,
-            WorkloadConfig::Lmbench(_) => Kind::Lmbench,
-            WorkloadConfig::TptIsolationProbe(_) => Kind::TptIsolationProbe,
-            WorkloadConfig::HostRemap(_) => Kind::HostRemap,
-        }
-    }
-
-    /// Checks the ranges a generator relies on (sizes, non-zero counts, no overflow).
-    fn validate(&self) -> Result<(), WorkloadError> {
-        let workload = self.kind().name();
-        let check_size = |key: &'static str, bytes: u64| {
-            if (MIN_SIZE..=MAX_SIZE).contains(&bytes) && bytes.is_multiple_of(MIN_SIZE) {
-                Ok(())
-            } else {
-                Err(out_of_range(workload, key, format_size(bytes), SIZE_RANGE))
-            }
-        };
-        let check_count = |key: &'static str, count: u64| {
-            if count >= 1 {
-                Ok(())
-            } else {
-                Err(out_of_range(
-                    workload,
-                    key,
-                    "0".to_owned(),
-                    "must be at least 1",
-                ))
-            }
-        };
-        match *self {
-            WorkloadConfig::SysbenchMem(c) => {
-                check_size("block", c.block)?;
-                check_count("events", c.events)?;
-                if c.total_accesses().is_none() {
-                    let why = "events x block/4 accesses must fit in 64 bits";
-                    return Err(out_of_range(workload, "events", c.events.to_string(), why));
-                }
-            }
-            WorkloadConfig::Gups(c) => {
-                check_size("table", c.table)?;
-                check_count("updates", c.updates)?;
-            }
-            WorkloadConfig::TlbBench(c) => {
-                check_size("size", c.size)?;
-                check_count("accesses", c.accesses)?;
-            }
-            WorkloadConfig::ForkBench(c) => {
-                check_size("rss", c.rss)?;
-                check_count("forks", c.forks)?;
-                if c.forks > MAX_FORKS {
-                    return Err(out_of_range(
-                        workload,
-                        "forks",
-                        c.forks.to_string(),
-                        FORKS_RANGE,
-                    ));
-                }
-                let child = [
-                    ("child_stack", c.child.stack, STACK_PAGES, CHILD_STACK_RANGE),
-                    ("child_data", c.child.data, DATA_PAGES, CHILD_DATA_RANGE),
-                    ("child_text", c.child.text, TEXT_PAGES, CHILD_TEXT_RANGE),
-                ];
-                for (key, pages, most, why) in child {
-                    if pages > most {
-                        return Err(out_of_range(workload, key, pages.to_string(), why));
-                    }
-                }
-            }
-            WorkloadConfig::HostRemap(c) => {
-                check_size("size", c.size)?;
-                check_count("accesses", c.accesses)?;
-                check_count("every", c.every)?;
-            }
-            WorkloadConfig::TptIsolationProbe(c) => {
-                if !(1..=TptIsolationProbeConfig::MAX_PAGES).contains(&c.pages) {
-                    return Err(out_of_range(
-                        workload,
-                        "pages",
-                        c.pages.to_string(),
-                        PAGES_RANGE,
-                    ));
-                }
-                check_count("probes", c.probes)?;
-            }
-            WorkloadConfig::Lmbench(c) => {
-                check_count("iters", c.iters)?;
-                match c.test {
-                    LmbenchTest::ForkExit | LmbenchTest::ForkExec if c.iters > MAX_FORKS => {
-                        let iters = c.iters.to_string();
-                        return Err(out_of_range(workload, "iters", iters, FORKS_RANGE));
-                    }
-                    LmbenchTest::ForkExit | LmbenchTest::ForkExec => {}
-                    LmbenchTest::PageFault { size } | LmbenchTest::Mmap { size } => {
-                        check_size("size", size)?;
-                    }
-                    LmbenchTest::Ctxsw { procs, ws } => {
-                        if !(2..=LmbenchConfig::MAX_PROCS).contains(&procs) {
-                            let procs = procs.to_string();
-                            return Err(out_of_range(workload, "procs", procs, PROCS_RANGE));
-                        }
-                        if ws != 0 {
-                            check_size("ws", ws).map_err(|_| {
-                                let why = "0, or 4K to 64T in multiples of 4K";
-                                out_of_range(workload, "ws", format_size(ws), why)
-                            })?;
-                        }
-                        if !LmbenchConfig::ctxsw_layout_fits(procs, ws) {
-                            let why =
-                                "procs arrays of ws, each 1G aligned from 16T, must end below 128T";
-                            return Err(out_of_range(workload, "ws", format_size(ws), why));
-                        }
-                        if c.total_accesses().is_none() {
-                            let why = "iters x procs x ws/64 accesses must fit in 64 bits";
-                            return Err(out_of_range(workload, "iters", c.iters.to_string(), why));
-                        }
-                    }
-                }
-            }
-        }
+/// A size parameter's check: 4 KiB to 64 TiB in multiples of 4 KiB.
+pub(crate) fn check_size(
+    workload: &'static str,
+    key: &'static str,
+    bytes: u64,
+) -> Result<(), WorkloadError> {
+    if (MIN_SIZE..=MAX_SIZE).contains(&bytes) && bytes.is_multiple_of(MIN_SIZE) {
         Ok(())
+    } else {
+        Err(out_of_range(workload, key, format_size(bytes), SIZE_RANGE))
     }
 }
 
-fn out_of_range(
+/// A count parameter's check: at least 1.
+pub(crate) fn check_count(
+    workload: &'static str,
+    key: &'static str,
+    count: u64,
+) -> Result<(), WorkloadError> {
+    if count >= 1 {
+        Ok(())
+    } else {
+        Err(out_of_range(
+            workload,
+            key,
+            "0".to_owned(),
+            "must be at least 1",
+        ))
+    }
+}
+
+/// [`WorkloadError::OutOfRange`], with the value clipped.
+pub(crate) fn out_of_range(
     workload: &'static str,
     key: &'static str,
     value: String,
@@ -608,52 +293,13 @@ impl WorkloadSpec {
             Some((name, params)) => (name, Some(params)),
             None => (text, None),
         };
-        let kind = Kind::from_name(name).ok_or_else(|| WorkloadError::UnknownWorkload {
+        let kind = registry::find(name).ok_or_else(|| WorkloadError::UnknownWorkload {
             name: clip(name),
-            valid: join(Kind::ALL.iter().map(|k| k.name())),
+            valid: registry::names(),
         })?;
-        let (tpt_task, params) = split_tpt_task(kind, params)?;
+        let (tpt_task, params) = split_tpt_task(kind.name, params)?;
         let values = Values::split(kind, params.as_deref())?;
-        let config = match kind {
-            Kind::SysbenchMem => WorkloadConfig::SysbenchMem(SysbenchMemConfig {
-                block: values.size("block")?,
-                oper: values.choice("oper", &MemOper::ALL)?,
-                mode: values.choice("mode", &AccessMode::ALL)?,
-                events: values.count("events")?,
-            }),
-            Kind::Gups => {
-                let table = values.size("table")?;
-                let updates = match values.given("updates") {
-                    Some(_) => values.count("updates")?,
-                    None => GupsConfig::default_updates(table),
-                };
-                WorkloadConfig::Gups(GupsConfig { table, updates })
-            }
-            Kind::TlbBench => WorkloadConfig::TlbBench(TlbBenchConfig {
-                size: values.size("size")?,
-                accesses: values.count("accesses")?,
-            }),
-            Kind::ForkBench => WorkloadConfig::ForkBench(ForkBenchConfig {
-                rss: values.size("rss")?,
-                forks: values.count("forks")?,
-                child: ChildTouches {
-                    stack: values.count("child_stack")?,
-                    data: values.count("child_data")?,
-                    text: values.count("child_text")?,
-                },
-            }),
-            Kind::Lmbench => WorkloadConfig::Lmbench(parse_lmbench(&values)?),
-            Kind::TptIsolationProbe => WorkloadConfig::TptIsolationProbe(TptIsolationProbeConfig {
-                pages: values.count("pages")?,
-                probes: values.count("probes")?,
-            }),
-            Kind::HostRemap => WorkloadConfig::HostRemap(HostRemapConfig {
-                size: values.size("size")?,
-                accesses: values.count("accesses")?,
-                every: values.count("every")?,
-            }),
-        };
-        let mut spec = WorkloadSpec::new(config)?;
+        let mut spec = WorkloadSpec::new((kind.parse)(&values)?)?;
         if let Some(task) = tpt_task {
             spec = spec.with_tpt_task(task)?;
         }
@@ -680,33 +326,12 @@ impl WorkloadSpec {
 
     /// The program the workload's first process runs (what `tpt_task` names by default).
     pub fn program(&self) -> &'static str {
-        match self.config {
-            WorkloadConfig::SysbenchMem(_) => "sysbench",
-            WorkloadConfig::Gups(_) => "gups",
-            WorkloadConfig::TlbBench(_) => "tlb-bench",
-            WorkloadConfig::ForkBench(_) => "fork-bench",
-            WorkloadConfig::Lmbench(c) => match c.test {
-                LmbenchTest::ForkExit | LmbenchTest::ForkExec => "lat_proc",
-                LmbenchTest::PageFault { .. } => "lat_pagefault",
-                LmbenchTest::Mmap { .. } => "lat_mmap",
-                LmbenchTest::Ctxsw { .. } => "lat_ctx",
-            },
-            WorkloadConfig::TptIsolationProbe(_) => "tpt-isolation-probe",
-            WorkloadConfig::HostRemap(_) => "host-remap",
-        }
+        self.config.program()
     }
 
     /// Every program the workload runs: its own, and what its processes exec.
     pub fn programs(&self) -> Vec<&'static str> {
-        let mut out = vec![self.program()];
-        if let WorkloadConfig::Lmbench(LmbenchConfig {
-            test: LmbenchTest::ForkExec,
-            ..
-        }) = self.config
-        {
-            out.push(crate::os::HELLO.name);
-        }
-        out
+        self.config.programs()
     }
 
     /// TPT's mark under `--paging tpt`: the program whose next exec runs with TPT. By
@@ -730,7 +355,7 @@ impl WorkloadSpec {
 
     /// The workload's name, e.g. `sysbench-mem`.
     pub fn name(&self) -> &'static str {
-        self.config.kind().name()
+        self.config.name()
     }
 
     /// The validated parameters.
@@ -741,115 +366,34 @@ impl WorkloadSpec {
     /// The name and every parameter with its value, sizes in their shortest exact unit:
     /// parsing it gives back this spec.
     pub fn canonical(&self) -> String {
-        let own = self.own_canonical();
-        match self.tpt_task {
-            Some(task) => format!("{own},{TPT_TASK_KEY}={task}"),
-            None => own,
+        let mut params = self.config.canonical_params();
+        if let Some(task) = self.tpt_task {
+            if !params.is_empty() {
+                params.push(',');
+            }
+            params.push_str(&format!("{TPT_TASK_KEY}={task}"));
         }
-    }
-
-    fn own_canonical(&self) -> String {
-        let name = self.name();
-        match self.config {
-            WorkloadConfig::SysbenchMem(c) => format!(
-                "{name}:block={},oper={},mode={},events={}",
-                format_size(c.block),
-                c.oper.name(),
-                c.mode.name(),
-                c.events
-            ),
-            WorkloadConfig::Gups(c) => format!(
-                "{name}:table={},updates={}",
-                format_size(c.table),
-                c.updates
-            ),
-            WorkloadConfig::TlbBench(c) => {
-                format!(
-                    "{name}:size={},accesses={}",
-                    format_size(c.size),
-                    c.accesses
-                )
-            }
-            WorkloadConfig::ForkBench(c) => {
-                // The child's touches only when not the measured default, so the names of
-                // runs with the default stay as they were.
-                let child = if c.child == ChildTouches::default() {
-                    String::new()
-                } else {
-                    format!(
-                        ",child_stack={},child_data={},child_text={}",
-                        c.child.stack, c.child.data, c.child.text
-                    )
-                };
-                format!("{name}:rss={},forks={}{child}", format_size(c.rss), c.forks)
-            }
-            WorkloadConfig::Lmbench(c) => {
-                let own = match c.test {
-                    LmbenchTest::ForkExit | LmbenchTest::ForkExec => String::new(),
-                    LmbenchTest::PageFault { size } | LmbenchTest::Mmap { size } => {
-                        format!(",size={}", format_size(size))
-                    }
-                    LmbenchTest::Ctxsw { procs, ws } => {
-                        format!(",procs={procs},ws={}", format_size(ws))
-                    }
-                };
-                let op = c.test.op().name();
-                format!("{name}:op={op}{own},iters={}", c.iters)
-            }
-            WorkloadConfig::TptIsolationProbe(c) => {
-                format!("{name}:pages={},probes={}", c.pages, c.probes)
-            }
-            WorkloadConfig::HostRemap(c) => {
-                format!(
-                    "{name}:size={},accesses={},every={}",
-                    format_size(c.size),
-                    c.accesses,
-                    c.every
-                )
-            }
+        match params.is_empty() {
+            true => self.name().to_owned(),
+            false => format!("{}:{params}", self.name()),
         }
     }
 
     /// Bytes the workload maps and touches (its data; a forked child's copy-on-write
     /// share of its parent's and an exec'd program's small image are not counted).
     pub fn footprint_bytes(&self) -> u64 {
-        match self.config {
-            WorkloadConfig::SysbenchMem(c) => c.block,
-            WorkloadConfig::Gups(c) => c.table,
-            WorkloadConfig::TlbBench(c) => c.size,
-            WorkloadConfig::ForkBench(c) => c.rss,
-            WorkloadConfig::Lmbench(c) => c.footprint(),
-            WorkloadConfig::TptIsolationProbe(c) => c.bytes(),
-            WorkloadConfig::HostRemap(c) => c.size,
-        }
+        self.config.footprint_bytes()
     }
 
     /// Accesses of the full measured phase (what the built workload reports too).
     pub fn measured_accesses_total(&self) -> u64 {
-        match self.config {
-            WorkloadConfig::SysbenchMem(c) => c.total_accesses().unwrap_or(u64::MAX),
-            WorkloadConfig::Gups(c) => c.updates,
-            WorkloadConfig::TlbBench(c) => c.accesses,
-            WorkloadConfig::ForkBench(_) => 0,
-            WorkloadConfig::Lmbench(c) => c.total_accesses().unwrap_or(u64::MAX),
-            WorkloadConfig::TptIsolationProbe(_) => 0,
-            WorkloadConfig::HostRemap(c) => c.accesses,
-        }
+        self.config.measured_accesses_total()
     }
 
-    /// The generator for this spec; its stream is a function of (spec, seed).
-    pub fn build(&self, seed: u64) -> AnyWorkload {
-        match self.config {
-            WorkloadConfig::SysbenchMem(c) => AnyWorkload::SysbenchMem(SysbenchMem::new(c, seed)),
-            WorkloadConfig::Gups(c) => AnyWorkload::Gups(Gups::new(c, seed)),
-            WorkloadConfig::TlbBench(c) => AnyWorkload::TlbBench(TlbBench::new(c, seed)),
-            WorkloadConfig::ForkBench(c) => AnyWorkload::ForkBench(ForkBench::new(c, seed)),
-            WorkloadConfig::Lmbench(c) => AnyWorkload::Lmbench(Lmbench::new(c, seed)),
-            WorkloadConfig::TptIsolationProbe(c) => {
-                AnyWorkload::TptIsolationProbe(TptIsolationProbe::new(c, seed))
-            }
-            WorkloadConfig::HostRemap(c) => AnyWorkload::HostRemap(HostRemap::new(c, seed)),
-        }
+    /// The generator for this spec; its stream is a function of (spec, seed). Building may
+    /// fail for a workload that reads a file.
+    pub fn build(&self, seed: u64) -> Result<AnyWorkload, WorkloadError> {
+        self.config.build(seed)
     }
 }
 
@@ -881,57 +425,12 @@ impl From<WorkloadSpec> for String {
     }
 }
 
-/// `lmbench`: `op` first (required), then only the keys that op takes, each with its
-/// op's default.
-fn parse_lmbench(values: &Values<'_>) -> Result<LmbenchConfig, WorkloadError> {
-    let workload = Kind::Lmbench.name();
-    let op_names = || join(LmbenchOp::ALL.iter().map(|(name, _)| *name));
-    if values.given("op").is_none() {
-        return Err(WorkloadError::MissingKey {
-            workload,
-            key: "op",
-            example: Kind::Lmbench.example(),
-            valid: op_names(),
-        });
-    }
-    let op = values.choice("op", &LmbenchOp::ALL)?;
-    values.only(op.keys(), op.name())?;
-    let defaults = LmbenchConfig::default_for(op);
-    let test = match defaults.test {
-        LmbenchTest::ForkExit | LmbenchTest::ForkExec => defaults.test,
-        LmbenchTest::PageFault { size } => LmbenchTest::PageFault {
-            size: values.size_or("size", size)?,
-        },
-        LmbenchTest::Mmap { size } => LmbenchTest::Mmap {
-            size: values.size_or("size", size)?,
-        },
-        LmbenchTest::Ctxsw { procs, ws } => {
-            let procs = match values.given("procs") {
-                Some(_) => {
-                    let n = values.count("procs")?;
-                    u32::try_from(n)
-                        .map_err(|_| out_of_range(workload, "procs", n.to_string(), PROCS_RANGE))?
-                }
-                None => procs,
-            };
-            LmbenchTest::Ctxsw {
-                procs,
-                ws: values.size_or("ws", ws)?,
-            }
-        }
-    };
-    Ok(LmbenchConfig {
-        test,
-        iters: values.count("iters")?,
-    })
-}
-
 /// Takes `tpt_task=NAME` (which every workload accepts) out of a spec's parameters; returns
 /// its value and the other parameters.
-fn split_tpt_task(
-    kind: Kind,
-    params: Option<&str>,
-) -> Result<(Option<&str>, Option<String>), WorkloadError> {
+fn split_tpt_task<'a>(
+    workload: &'static str,
+    params: Option<&'a str>,
+) -> Result<(Option<&'a str>, Option<String>), WorkloadError> {
     let Some(params) = params else {
         return Ok((None, None));
     };
@@ -941,7 +440,7 @@ fn split_tpt_task(
             Some((TPT_TASK_KEY, value)) if !value.is_empty() => {
                 if task.replace(value).is_some() {
                     return Err(WorkloadError::DuplicateKey {
-                        workload: kind.name(),
+                        workload,
                         key: TPT_TASK_KEY,
                     });
                 }
@@ -952,22 +451,25 @@ fn split_tpt_task(
     Ok((task, Some(rest.join(",")).filter(|_| !rest.is_empty())))
 }
 
-fn join<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+/// Items joined with `", "`, as error messages list choices.
+pub(crate) fn join<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
     items.into_iter().collect::<Vec<_>>().join(", ")
 }
 
-/// The `key=value` items of one spec, checked against the workload's keys, with the
-/// catalog's defaults behind them.
-struct Values<'a> {
-    kind: Kind,
+/// The `key=value` items of one spec, checked against its workload's keys (each given at
+/// most once), with the catalog's defaults behind them: what a workload's
+/// [`WorkloadKind::parse`](super::WorkloadKind::parse) reads. The getters turn the text
+/// into sizes, counts and choices, with errors naming the workload and the key.
+pub struct Values<'a> {
+    kind: &'static Entry,
     /// One slot per parameter of `kind`, in catalog order.
     given: Vec<Option<&'a str>>,
 }
 
 impl<'a> Values<'a> {
-    fn split(kind: Kind, params: Option<&'a str>) -> Result<Values<'a>, WorkloadError> {
-        let workload = kind.name();
-        let keys = kind.params();
+    fn split(kind: &'static Entry, params: Option<&'a str>) -> Result<Values<'a>, WorkloadError> {
+        let workload = kind.name;
+        let keys = kind.params;
         let mut given = vec![None; keys.len()];
         for item in params.into_iter().flat_map(|p| p.split(',')) {
             let (key, value) = match item.split_once('=') {
@@ -976,7 +478,7 @@ impl<'a> Values<'a> {
                     return Err(WorkloadError::Malformed {
                         workload,
                         item: clip(item),
-                        example: kind.example(),
+                        example: (kind.example)(),
                     });
                 }
             };
@@ -1001,7 +503,7 @@ impl<'a> Values<'a> {
     /// The catalog entry for `key` and the value the user gave, if any. `key` is always
     /// one of the workload's own (a caller bug otherwise, caught by the round-trip tests).
     fn slot(&self, key: &str) -> (&'static ParamInfo, Option<&'a str>) {
-        let params = self.kind.params();
+        let params = self.kind.params;
         let i = params
             .iter()
             .position(|p| p.key == key)
@@ -1009,19 +511,28 @@ impl<'a> Values<'a> {
         (&params[i], self.given[i])
     }
 
-    fn given(&self, key: &str) -> Option<&'a str> {
+    /// The value given for `key`, if it was given (for keys whose default depends on
+    /// another, or that are required).
+    pub fn given(&self, key: &str) -> Option<&'a str> {
         self.slot(key).1
     }
 
-    /// The value given for `key`, or its catalog default.
-    fn text(&self, key: &str) -> (&'static str, &'a str) {
+    /// The key as the catalog spells it, and the value given for it or its default.
+    fn key_and_text(&self, key: &str) -> (&'static str, &'a str) {
         let (param, value) = self.slot(key);
         (param.key, value.unwrap_or(param.default))
     }
 
-    fn size(&self, key: &str) -> Result<u64, WorkloadError> {
-        let workload = self.kind.name();
-        let (key, text) = self.text(key);
+    /// The text given for `key`, or its catalog default, as it is: for a string-valued
+    /// parameter (a name, a path), which the workload checks itself.
+    pub fn text(&self, key: &str) -> &'a str {
+        self.key_and_text(key).1
+    }
+
+    /// A byte size (`4K`, `16M`, ...), given or the default.
+    pub fn size(&self, key: &str) -> Result<u64, WorkloadError> {
+        let workload = self.kind.name;
+        let (key, text) = self.key_and_text(key);
         parse_size(text).map_err(|reason| match reason {
             SizeError::Overflow => out_of_range(workload, key, text.to_owned(), SIZE_RANGE),
             SizeError::Malformed | SizeError::Ambiguous(_) => WorkloadError::InvalidSize {
@@ -1034,23 +545,23 @@ impl<'a> Values<'a> {
     }
 
     /// The size given for `key`, or `default` (for keys whose default depends on another).
-    fn size_or(&self, key: &str, default: u64) -> Result<u64, WorkloadError> {
+    pub fn size_or(&self, key: &str, default: u64) -> Result<u64, WorkloadError> {
         match self.given(key) {
             Some(_) => self.size(key),
             None => Ok(default),
         }
     }
 
-    /// Rejects any given key outside `allowed` (the keys of `op`).
-    fn only(&self, allowed: &[&str], op: &'static str) -> Result<(), WorkloadError> {
-        let params = self.kind.params();
+    /// Rejects any given key outside `allowed` (the keys of the chosen `op`).
+    pub fn only(&self, allowed: &[&str], op: &'static str) -> Result<(), WorkloadError> {
+        let params = self.kind.params;
         match params
             .iter()
             .zip(&self.given)
             .find(|(param, given)| given.is_some() && !allowed.contains(&param.key))
         {
             Some((param, _)) => Err(WorkloadError::KeyNotForOp {
-                workload: self.kind.name(),
+                workload: self.kind.name,
                 key: param.key,
                 op,
                 valid: join(allowed.iter().copied()),
@@ -1059,9 +570,10 @@ impl<'a> Values<'a> {
         }
     }
 
-    fn count(&self, key: &str) -> Result<u64, WorkloadError> {
-        let workload = self.kind.name();
-        let (key, text) = self.text(key);
+    /// A decimal count, given or the default.
+    pub fn count(&self, key: &str) -> Result<u64, WorkloadError> {
+        let workload = self.kind.name;
+        let (key, text) = self.key_and_text(key);
         if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
             return Err(WorkloadError::InvalidNumber {
                 workload,
@@ -1080,18 +592,19 @@ impl<'a> Values<'a> {
         })
     }
 
-    fn choice<T: Copy>(
+    /// One of `choices` by its name, given or the default.
+    pub fn choice<T: Copy>(
         &self,
         key: &str,
         choices: &[(&'static str, T)],
     ) -> Result<T, WorkloadError> {
-        let (key, text) = self.text(key);
+        let (key, text) = self.key_and_text(key);
         choices
             .iter()
             .find(|(name, _)| *name == text)
             .map(|&(_, value)| value)
             .ok_or_else(|| WorkloadError::InvalidChoice {
-                workload: self.kind.name(),
+                workload: self.kind.name,
                 key,
                 value: clip(text),
                 valid: join(choices.iter().map(|(name, _)| *name)),
@@ -1101,6 +614,10 @@ impl<'a> Values<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{
+        ChildTouches, ForkBenchConfig, GupsConfig, LmbenchConfig, LmbenchOp, LmbenchTest,
+        SysbenchMemConfig, TlbBenchConfig, TptIsolationProbeConfig,
+    };
     use super::super::{Op, Workload};
     use super::*;
     use proptest::prelude::*;
@@ -1325,7 +842,7 @@ mod tests {
         texts.push("lmbench:op=ctxsw,procs=3,ws=64K,iters=2".to_owned());
         for text in texts {
             let spec = WorkloadSpec::parse(&text).unwrap();
-            let w = spec.build(0);
+            let w = spec.build(0).unwrap();
             assert_eq!(w.measured_accesses_total(), spec.measured_accesses_total());
         }
     }
@@ -1348,7 +865,7 @@ mod tests {
             "tpt-isolation-probe:pages=2,probes=9",
         ] {
             let spec = WorkloadSpec::parse(text).unwrap();
-            let mut w = spec.build(5);
+            let mut w = spec.build(5).unwrap();
             let mut measuring = false;
             let mut measured = 0;
             while let Some(op) = w.next_op() {
@@ -1365,6 +882,29 @@ mod tests {
             assert_eq!(measured, w.measured_accesses_total(), "{text}");
             assert_eq!(measured, spec.measured_accesses_total(), "{text}");
         }
+    }
+
+    #[test]
+    fn text_values_are_given_or_the_default() {
+        let gups = registry::find("gups").unwrap();
+        let values = Values::split(gups, Some("table=12K")).unwrap();
+        assert_eq!(values.text("table"), "12K");
+        assert_eq!(values.text("updates"), "4 x words");
+        assert_eq!(values.given("updates"), None);
+    }
+
+    #[test]
+    fn unreadable_files_are_named_in_one_line() {
+        let e = WorkloadError::unreadable(
+            "trace",
+            "file",
+            std::path::Path::new("/tmp/a\nb.trace"),
+            "bad header\nat byte 0",
+        );
+        assert_eq!(
+            e.to_string(),
+            r#"cannot read "/tmp/a\nb.trace" for trace file: bad header at byte 0"#
+        );
     }
 
     #[test]
@@ -1584,7 +1124,7 @@ mod tests {
         assert_eq!(s.measured_accesses_total(), 0);
         let s = WorkloadSpec::parse("tpt-isolation-probe:probes=5,pages=3").unwrap();
         assert_eq!(s.canonical(), "tpt-isolation-probe:pages=3,probes=5");
-        assert_eq!(s.build(0).measured_accesses_total(), 0);
+        assert_eq!(s.build(0).unwrap().measured_accesses_total(), 0);
 
         let pages = "is out of range: must be 1 to 1048576 pages of 4K";
         assert_eq!(

@@ -24,8 +24,10 @@
 //! it is negligible against the block/4 accesses of any block of a megabyte or more.
 //! `--memory-oper=none` makes no memory accesses and is not offered.
 
-use super::{Op, Prologue, Workload, BUFFER_BASE};
+use super::spec::{check_count, check_size, out_of_range, ParamInfo, Values, WorkloadError};
+use super::{Op, Prologue, Workload, WorkloadKind, BUFFER_BASE};
 use crate::addr::Gva;
+use crate::units::format_size;
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -114,6 +116,78 @@ impl Default for SysbenchMemConfig {
             mode: AccessMode::Rnd,
             events: 1,
         }
+    }
+}
+
+impl WorkloadKind for SysbenchMemConfig {
+    type Generator = SysbenchMem;
+
+    const NAME: &'static str = "sysbench-mem";
+    const SUMMARY: &'static str =
+        "sysbench 1.0 memory test: seq or random int reads/writes over one block";
+    const PARAMS: &'static [ParamInfo] = &[
+        ParamInfo {
+            key: "block",
+            default: "4G",
+            help: "buffer size (--memory-block-size), 4K to 64T in multiples of 4K",
+        },
+        ParamInfo { key: "oper", default: "write", help: "write or read each int (--memory-oper)" },
+        ParamInfo { key: "mode", default: "rnd", help: "seq or rnd indexing (--memory-access-mode)" },
+        ParamInfo {
+            key: "events",
+            default: "1",
+            help: "events, each block/4 int accesses (a 4G rnd event outlasts sysbench's default 10 s limit)",
+        },
+    ];
+
+    fn parse(values: &Values<'_>) -> Result<Self, WorkloadError> {
+        Ok(SysbenchMemConfig {
+            block: values.size("block")?,
+            oper: values.choice("oper", &MemOper::ALL)?,
+            mode: values.choice("mode", &AccessMode::ALL)?,
+            events: values.count("events")?,
+        })
+    }
+
+    fn validate(&self) -> Result<(), WorkloadError> {
+        check_size(Self::NAME, "block", self.block)?;
+        check_count(Self::NAME, "events", self.events)?;
+        if self.total_accesses().is_none() {
+            let why = "events x block/4 accesses must fit in 64 bits";
+            return Err(out_of_range(
+                Self::NAME,
+                "events",
+                self.events.to_string(),
+                why,
+            ));
+        }
+        Ok(())
+    }
+
+    fn canonical_params(&self) -> String {
+        format!(
+            "block={},oper={},mode={},events={}",
+            format_size(self.block),
+            self.oper.name(),
+            self.mode.name(),
+            self.events
+        )
+    }
+
+    fn footprint_bytes(&self) -> u64 {
+        self.block
+    }
+
+    fn measured_accesses_total(&self) -> u64 {
+        self.total_accesses().unwrap_or(u64::MAX)
+    }
+
+    fn program(&self) -> &'static str {
+        "sysbench"
+    }
+
+    fn build(&self, seed: u64) -> Result<SysbenchMem, WorkloadError> {
+        Ok(SysbenchMem::new(*self, seed))
     }
 }
 

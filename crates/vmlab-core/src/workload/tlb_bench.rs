@@ -10,7 +10,9 @@
 //! translation and the line) independent uniform choice behaves the same once the region
 //! is larger than what they hold, and needs no per-line state.
 
-use super::{Op, UniformAccesses, Workload};
+use super::spec::{check_count, check_size, ParamInfo, Values, WorkloadError};
+use super::{Op, UniformAccesses, Workload, WorkloadKind};
+use crate::units::format_size;
 
 /// The parameters of a `tlb-bench` run (validated by [`super::WorkloadSpec`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -38,6 +40,58 @@ impl Default for TlbBenchConfig {
             size: 64 << 20,
             accesses: 10_000_000,
         }
+    }
+}
+
+impl WorkloadKind for TlbBenchConfig {
+    type Generator = TlbBench;
+
+    const NAME: &'static str = "tlb-bench";
+    const SUMMARY: &'static str =
+        "TLB reach: dependent random pointer chase, one 64-byte line per load";
+    const PARAMS: &'static [ParamInfo] = &[
+        ParamInfo {
+            key: "size",
+            default: "64M",
+            help: "region chased over, 4K to 64T in multiples of 4K",
+        },
+        ParamInfo {
+            key: "accesses",
+            default: "10000000",
+            help: "dependent loads, one random 64-byte line each",
+        },
+    ];
+
+    fn parse(values: &Values<'_>) -> Result<Self, WorkloadError> {
+        Ok(TlbBenchConfig {
+            size: values.size("size")?,
+            accesses: values.count("accesses")?,
+        })
+    }
+
+    fn validate(&self) -> Result<(), WorkloadError> {
+        check_size(Self::NAME, "size", self.size)?;
+        check_count(Self::NAME, "accesses", self.accesses)
+    }
+
+    fn canonical_params(&self) -> String {
+        format!("size={},accesses={}", format_size(self.size), self.accesses)
+    }
+
+    fn footprint_bytes(&self) -> u64 {
+        self.size
+    }
+
+    fn measured_accesses_total(&self) -> u64 {
+        self.accesses
+    }
+
+    fn program(&self) -> &'static str {
+        "tlb-bench"
+    }
+
+    fn build(&self, seed: u64) -> Result<TlbBench, WorkloadError> {
+        Ok(TlbBench::new(*self, seed))
     }
 }
 

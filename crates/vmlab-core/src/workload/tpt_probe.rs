@@ -14,7 +14,8 @@
 //! The probes are not data accesses: [`Workload::measured_accesses_total`] is 0 and the
 //! engine runs all of them.
 
-use super::{uniform_below, Op, Prologue, Workload, BUFFER_BASE};
+use super::spec::{check_count, out_of_range, ParamInfo, Values, WorkloadError};
+use super::{uniform_below, Op, Prologue, Workload, WorkloadKind, BUFFER_BASE};
 use crate::addr::Gva;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -49,6 +50,66 @@ impl Default for TptIsolationProbeConfig {
             pages: 64,
             probes: 256,
         }
+    }
+}
+
+impl WorkloadKind for TptIsolationProbeConfig {
+    type Generator = TptIsolationProbe;
+
+    const NAME: &'static str = "tpt-isolation-probe";
+    const SUMMARY: &'static str = "TPT isolation: a malicious guest points its devirt tables, at every level, at another VM's host frame and reads/writes through them; tag_violations counts the refusals, foreign_accesses must be 0 (runs under pv, tpt or tpt-prototype)";
+    const PARAMS: &'static [ParamInfo] = &[
+        ParamInfo {
+            key: "pages",
+            default: "64",
+            help: "4K pages mapped and written before probing, 1 to 1048576",
+        },
+        ParamInfo {
+            key: "probes",
+            default: "256",
+            help: "foreign probes, each on a random page; level cycles 1 (leaf) to 4, read and write alternate",
+        },
+    ];
+
+    fn parse(values: &Values<'_>) -> Result<Self, WorkloadError> {
+        Ok(TptIsolationProbeConfig {
+            pages: values.count("pages")?,
+            probes: values.count("probes")?,
+        })
+    }
+
+    fn validate(&self) -> Result<(), WorkloadError> {
+        if !(1..=Self::MAX_PAGES).contains(&self.pages) {
+            let why = "must be 1 to 1048576 pages of 4K";
+            return Err(out_of_range(
+                Self::NAME,
+                "pages",
+                self.pages.to_string(),
+                why,
+            ));
+        }
+        check_count(Self::NAME, "probes", self.probes)
+    }
+
+    fn canonical_params(&self) -> String {
+        format!("pages={},probes={}", self.pages, self.probes)
+    }
+
+    fn footprint_bytes(&self) -> u64 {
+        self.bytes()
+    }
+
+    /// 0: the probes are not data accesses.
+    fn measured_accesses_total(&self) -> u64 {
+        0
+    }
+
+    fn program(&self) -> &'static str {
+        "tpt-isolation-probe"
+    }
+
+    fn build(&self, seed: u64) -> Result<TptIsolationProbe, WorkloadError> {
+        Ok(TptIsolationProbe::new(*self, seed))
     }
 }
 
