@@ -1,0 +1,146 @@
+//! The x86 trace format, version 1 (`docs/x86-trace.md`): magic, version, a JSON header, then
+//! independently zstd-compressed chunks of encoded events, a JSON trailer with the totals, and
+//! a fixed-size footer pointing at the trailer.
+
+use serde::{Deserialize, Serialize};
+
+/// The first eight bytes of the file (not compressed).
+pub const MAGIC: &[u8; 8] = b"VMLX86T\n";
+/// The version this crate writes and the only one it reads.
+pub const VERSION: u32 = 1;
+/// The last eight bytes of a finished file.
+pub const FOOTER_MAGIC: &[u8; 8] = b"VMLX86E\n";
+
+/// Block tag of a chunk.
+pub(crate) const BLOCK_CHUNK: u8 = 0x01;
+/// Block tag of the trailer.
+pub(crate) const BLOCK_TRAILER: u8 = 0x02;
+/// Bytes of the file prefix before the header's JSON: magic, version, length, CRC.
+pub(crate) const PREFIX_LEN: u64 = 8 + 4 + 4 + 4;
+/// Bytes of a chunk's header: tag, raw length, compressed length, events, pid, tid, CRC of
+/// the raw bytes, CRC of the header's previous bytes.
+pub(crate) const CHUNK_HEADER_LEN: usize = 29;
+/// Bytes before a trailer's JSON: tag, length, CRC.
+pub(crate) const TRAILER_HEADER_LEN: usize = 9;
+/// Bytes of the footer: the trailer's offset and [`FOOTER_MAGIC`].
+pub(crate) const FOOTER_LEN: usize = 16;
+/// The pid and tid a chunk header records when no thread is current yet.
+pub(crate) const NO_THREAD: u32 = u32::MAX;
+
+/// The writer closes a chunk once its encoded events reach this many bytes.
+pub(crate) const CHUNK_TARGET: usize = 1 << 20;
+/// The longest Exec path the writer accepts (Linux's PATH_MAX is 4096).
+pub const MAX_PATH: usize = 1 << 16;
+/// The largest encoded chunk a reader accepts: the target plus one maximal event, rounded up.
+pub(crate) const MAX_CHUNK_RAW: u32 = 2 << 20;
+/// The largest compressed chunk a reader accepts (zstd never expands by more than a little).
+pub(crate) const MAX_CHUNK_COMPRESSED: u32 = MAX_CHUNK_RAW + (64 << 10);
+/// The largest header or trailer JSON a reader accepts.
+pub(crate) const MAX_JSON: u32 = 16 << 20;
+
+/// The machine the program was recorded on.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Host {
+    /// Its hostname.
+    pub hostname: String,
+    /// Its kernel (`uname -sr`).
+    pub kernel: String,
+    /// Its CPU model name.
+    pub cpu: String,
+}
+
+/// What a recording is: the program, where and how it was recorded. The recorder fills it;
+/// every field defaults to empty so a reader accepts headers with fields added later.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Header {
+    /// The recorded program (the path given to the recorder).
+    pub program: String,
+    /// Its arguments, `argv[1..]`.
+    pub args: Vec<String>,
+    /// Its working directory.
+    pub cwd: String,
+    /// The recording machine.
+    pub host: Host,
+    /// The recorder's version.
+    pub recorder: String,
+    /// The QEMU version the recorder ran under.
+    pub qemu: String,
+    /// When the recording started, UTC, RFC 3339 (`2025-01-31T12:00:00Z`).
+    pub date: String,
+    /// How the threads' events were interleaved into one stream (free-form).
+    pub interleaving: String,
+}
+
+/// Events of each kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EventCounts {
+    /// [`Event::Ref`](super::Event::Ref).
+    pub refs: u64,
+    /// [`Event::CodePage`](super::Event::CodePage).
+    pub code_pages: u64,
+    /// [`Event::Switch`](super::Event::Switch).
+    pub switches: u64,
+    /// [`Event::Map`](super::Event::Map).
+    pub maps: u64,
+    /// [`Event::Syscall`](super::Event::Syscall).
+    pub syscalls: u64,
+    /// [`Event::KernelWrite`](super::Event::KernelWrite).
+    pub kernel_writes: u64,
+    /// [`Event::Fork`](super::Event::Fork).
+    pub forks: u64,
+    /// [`Event::Exec`](super::Event::Exec).
+    pub execs: u64,
+    /// [`Event::Exit`](super::Event::Exit).
+    pub exits: u64,
+}
+
+impl EventCounts {
+    /// All events.
+    pub fn total(&self) -> u64 {
+        self.refs
+            + self.code_pages
+            + self.switches
+            + self.maps
+            + self.syscalls
+            + self.kernel_writes
+            + self.forks
+            + self.execs
+            + self.exits
+    }
+}
+
+/// The totals of a trace, counted by the writer and checked by the reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Totals {
+    /// Events by kind (`events.refs` references, `events.syscalls` system calls).
+    pub events: EventCounts,
+    /// References that read.
+    pub loads: u64,
+    /// References that write.
+    pub stores: u64,
+    /// Instructions: the sum of the references' `insns`.
+    pub instructions: u64,
+    /// Distinct processes: pids of Switch events and of Fork children.
+    pub processes: u64,
+    /// Distinct threads: (pid, tid) pairs of Switch events.
+    pub threads: u64,
+    /// Chunks.
+    pub chunks: u64,
+}
+
+/// The end of a finished trace: how the recording ended and the totals.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Trailer {
+    /// The recording covers the whole run (false: it was cut short, see `end`).
+    pub complete: bool,
+    /// How the recording ended: `exited with status 0`, `interrupted (SIGINT)`, `program
+    /// killed by signal 11`...
+    pub end: String,
+    /// What the trace holds.
+    pub totals: Totals,
+}
