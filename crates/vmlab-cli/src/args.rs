@@ -84,6 +84,10 @@ pub enum Command {
     /// Inspect a recorded guest trace (the e500 Linux guest of guests/e500/).
     #[command(after_help = crate::trace::AFTER_HELP)]
     Trace(crate::trace::TraceArgs),
+    /// Record a real x86-64 Linux program (and what it forks and execs) under QEMU user mode,
+    /// for `vmlab run -w trace:file=FILE`.
+    #[command(after_help = crate::record::AFTER_HELP)]
+    Record(crate::record::RecordArgs),
 }
 
 #[derive(Args)]

@@ -9,6 +9,7 @@ mod labt;
 mod list;
 mod profile;
 mod progress;
+mod record;
 mod reproduce;
 mod run;
 mod table;
@@ -88,6 +89,7 @@ fn main() -> ExitCode {
         args::Command::Profile(a) => profile::profile(a),
         args::Command::Guest(a) => return guest::guest(a),
         args::Command::Trace(a) => trace::trace(a),
+        args::Command::Record(a) => record::record(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

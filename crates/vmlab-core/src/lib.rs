@@ -10,7 +10,9 @@
 //! - [`cost`]: machine profiles and the model that turns events into cycles.
 //! - [`stats`]: counters and the run report.
 //! - [`provenance`]: where a report comes from (version, commit, command, profile, seed).
-//! - [`trace`]: recorded executions of real guests (the e500 Linux guest of `guests/e500/`).
+//! - [`trace`]: recorded executions of real guests (the e500 Linux guest of `guests/e500/`)
+//!   and of real x86-64 programs.
+//! - [`record`]: recording a real x86-64 program under QEMU user mode into a trace.
 //!
 //! The library does no I/O besides reading profiles it is pointed at, and never panics on
 //! user input: configuration and workload errors are typed values.
@@ -24,6 +26,7 @@ pub mod hw;
 pub mod lab;
 pub mod os;
 pub mod provenance;
+pub mod record;
 pub mod scheme;
 pub mod stats;
 pub mod trace;
