@@ -180,8 +180,9 @@ pub struct SimArgs {
     /// Measured accesses to simulate, in 10 equal windows whose spread gives the ± (a 95%
     /// Student-t interval); the rest of the workload is extrapolated from them. 0, or at
     /// least the workload's accesses, simulates every access from cold with no warm-up.
-    #[arg(long, short = 'n', value_name = "N", default_value_t = 10_000_000)]
-    pub accesses: u64,
+    /// Default: 10M; a recording (`trace:file=...`) is replayed whole.
+    #[arg(long, short = 'n', value_name = "N")]
+    pub accesses: Option<u64>,
     /// The most accesses to run before measuring, to warm TLBs and caches (not counted). The
     /// warm-up runs in windows of 1M accesses and stops once the cycles per access of the
     /// last 2 windows average within --tolerance of the 2 before (a sample whose windows
@@ -322,7 +323,9 @@ impl SimArgs {
             guest_pages: self.guest_pages.clone(),
             host_pages: self.host_pages.clone(),
             fragmentation: self.fragmentation,
-            accesses: self.accesses,
+            accesses: self
+                .accesses
+                .unwrap_or_else(|| vmlab_core::workload::default_accesses(workload)),
             warmup: self.warmup,
             tolerance: self.tolerance,
             fixed_warmup: self.fixed_warmup,

@@ -118,6 +118,10 @@ pub enum EngineError {
     /// The run cannot be done as configured (say, a footprint the machine cannot hold).
     #[error("invalid run: {0}")]
     Config(String),
+    /// The workload failed: its input is unreadable, or the simulated program did what its
+    /// recording says it could not (with where in the recording).
+    #[error("{0}")]
+    Workload(String),
     /// The progress callback asked the run to stop.
     #[error("the run was stopped by its progress callback")]
     Stopped,
@@ -146,10 +150,12 @@ struct Snapshot {
     remap: RemapCounters,
     /// The LLC's DRRIP policy selector (none under another policy).
     llc_policy_selector: Option<u16>,
+    /// Instructions the workload retired, when it counts them (a recorded program).
+    retired: u64,
 }
 
 impl Snapshot {
-    fn take(sys: &System) -> Snapshot {
+    fn take(sys: &System, retired: u64) -> Snapshot {
         Snapshot {
             mmu: sys.mmu().counters(),
             memory: *sys.mmu().memory().stats(),
@@ -158,6 +164,7 @@ impl Snapshot {
             kernel: *sys.kernel().counters(),
             remap: sys.remap_counters(),
             llc_policy_selector: sys.mmu().memory().llc_policy_selector(),
+            retired,
         }
     }
 }
@@ -259,13 +266,27 @@ struct Drive<'a, 'p> {
 impl WorkloadVisitor for Drive<'_, '_> {
     type Output = Result<RunReport, EngineError>;
 
-    fn visit<W: Workload>(self, workload: W) -> Self::Output {
-        drive(workload, self.system, self.config, self.progress)
+    fn visit<W: Workload>(self, mut workload: W) -> Self::Output {
+        let result = drive(&mut workload, self.system, self.config, self.progress);
+        // A stream that ended early (an unreadable recording) fails the run, whatever it made.
+        if let Some(failure) = workload.take_failure() {
+            return Err(EngineError::Workload(failure));
+        }
+        result.map_err(|e| match (e, workload.position()) {
+            (EngineError::Sim(e), Some(at)) => EngineError::Workload(format!("{e}, {at}")),
+            (e, _) => e,
+        })
     }
 }
 
+/// The instructions `w` has retired, for a workload that counts them (else 0: the cost
+/// model then charges its per-access estimate).
+fn retired<W: Workload>(w: &W) -> u64 {
+    w.instructions_retired().unwrap_or(0)
+}
+
 fn drive<W: Workload>(
-    mut w: W,
+    w: &mut W,
     sys: &mut System,
     config: &RunConfig,
     progress: &mut ProgressFn<'_>,
@@ -287,20 +308,21 @@ fn drive<W: Workload>(
 
     // Counters start at zero when the system is built, so set-up includes the boot.
     let start = Snapshot::default();
-    setup(&mut w, sys, progress)?;
-    let after_setup = Snapshot::take(sys);
+    setup(w, sys, progress)?;
+    let after_setup = Snapshot::take(sys, retired(w));
     let mut ticker = Ticker::new(
         &config.profile,
         cost.instructions_per_access,
         cost.dependent,
         sys,
+        retired(w),
     );
     let ticks = &mut ticker;
     let (before, simulated, sampled) = match plan {
         SamplePlan::Whole => {
             // The whole measured phase is simulated: its OS operations too, to the end.
-            let mut simulated = run_accesses(&mut w, sys, total, Phase::Measure, ticks, progress)?;
-            simulated += drain(&mut w, sys, ticks, progress)?;
+            let mut simulated = run_accesses(w, sys, total, Phase::Measure, ticks, progress)?;
+            simulated += drain(w, sys, ticks, progress)?;
             (after_setup, simulated, Sampled::whole())
         }
         SamplePlan::Windowed {
@@ -312,7 +334,7 @@ fn drive<W: Workload>(
             ..
         } => {
             let (mut warmup, warmup_series, mut end) = warm_up(
-                &mut w,
+                w,
                 sys,
                 &cost,
                 ticks,
@@ -326,8 +348,8 @@ fn drive<W: Workload>(
             // and the run measures again, while the cap leaves room for a whole sample.
             let mut discarded = 0;
             let (before, simulated, window_series) = loop {
-                let before = Snapshot::take(sys);
-                let (simulated, series) = measure(&mut w, sys, &cost, ticks, sample, progress)?;
+                let before = Snapshot::take(sys, retired(w));
+                let (simulated, series) = measure(w, sys, &cost, ticks, sample, progress)?;
                 if !steady.is_some_and(|s| s.trending(&series.costs)) {
                     break (before, simulated, series);
                 }
@@ -356,11 +378,11 @@ fn drive<W: Workload>(
             (before, simulated, sampled)
         }
     };
-    let after = Snapshot::take(sys);
+    let after = Snapshot::take(sys, retired(w));
     Ok(report(
         sys,
         config,
-        &w,
+        &*w,
         Interval {
             start,
             after_setup,
@@ -547,10 +569,10 @@ fn run_window<W: Workload>(
     done: u64,
     total: u64,
 ) -> Result<u64, EngineError> {
-    let before = Snapshot::take(sys);
+    let before = Snapshot::take(sys, retired(w));
     let ran = run_accesses(w, sys, n, phase, ticks, &mut shifted(progress, done, total))?;
     if ran > 0 {
-        series.push(cost, &before, &Snapshot::take(sys), ran);
+        series.push(cost, &before, &Snapshot::take(sys, retired(w)), ran);
     }
     Ok(ran)
 }
@@ -582,7 +604,7 @@ fn drain<W: Workload>(
         let access = matches!(op, Op::Access { .. }) as u64;
         accesses += access;
         os_op(sys, op, progress)?;
-        ticks.ran(access);
+        ticks.ran(access, retired(w));
         ticks.catch_up(sys)?;
     }
     Ok(accesses)
@@ -604,7 +626,8 @@ fn os_op(sys: &mut System, op: Op, progress: &mut ProgressFn<'_>) -> Result<(), 
             sys.fork()?;
         }
         Op::Switch { pid } => sys.switch_to(pid)?,
-        Op::Exec => sys.exec(&crate::os::HELLO)?,
+        Op::Exec { program } => sys.exec(program)?,
+        Op::Syscall => sys.plain_syscall()?,
         Op::Exit { next } => sys.exit(next)?,
         Op::HostRemap { va } => sys.host_remap(va)?,
         Op::ForeignProbe { va, level, write } => {
@@ -764,7 +787,7 @@ fn run_batches<W: Workload>(
             }
         }
         window.count(len as u64);
-        ticks.ran(len as u64);
+        ticks.ran(len as u64, retired(w));
         if let Some(op) = other {
             window.close(sys);
             os_op(sys, op, progress)?;
@@ -796,7 +819,7 @@ fn interval_events(
     let memory = b.memory.since(&a.memory);
     Events {
         accesses,
-        instructions: accesses as f64 * instructions_per_access,
+        instructions: accesses as f64 * instructions_per_access + (b.retired - a.retired) as f64,
         data_served: memory.served[Requester::Data as usize],
         walk_served: memory.served[Requester::Walk as usize],
         stlb_hits: mmu.stlb_hits,

@@ -27,6 +27,8 @@ pub(super) struct Ticker<'a> {
     ticks: u64,
     /// Measured accesses run since `origin` (their instructions are time too).
     accesses: u64,
+    /// Instructions the workload has retired, when it counts them.
+    retired: u64,
 }
 
 impl<'a> Ticker<'a> {
@@ -36,13 +38,14 @@ impl<'a> Ticker<'a> {
         instructions_per_access: f64,
         dependent: bool,
         sys: &System,
+        retired: u64,
     ) -> Ticker<'a> {
         let hz = profile.kernel.hz;
         Ticker {
             profile,
             instructions_per_access,
             dependent,
-            origin: Snapshot::take(sys),
+            origin: Snapshot::take(sys, retired),
             period: if hz > 0.0 {
                 profile.machine.frequency_ghz * 1e9 / hz
             } else {
@@ -50,12 +53,14 @@ impl<'a> Ticker<'a> {
             },
             ticks: 0,
             accesses: 0,
+            retired,
         }
     }
 
-    /// `n` more accesses ran.
-    pub(super) fn ran(&mut self, n: u64) {
+    /// `n` more accesses ran, and the workload has retired `retired` instructions.
+    pub(super) fn ran(&mut self, n: u64, retired: u64) {
         self.accesses += n;
+        self.retired = retired;
     }
 
     /// Deliver every tick due by now (a tick's own cost can make the next one due).
@@ -66,7 +71,7 @@ impl<'a> Ticker<'a> {
         loop {
             let events = interval_events(
                 &self.origin,
-                &Snapshot::take(sys),
+                &Snapshot::take(sys, self.retired),
                 self.accesses,
                 self.instructions_per_access,
             );

@@ -94,7 +94,7 @@ impl RunSpec {
             guest_pages: default_pages(),
             host_pages: default_pages(),
             fragmentation: 0.0,
-            accesses: default_accesses(),
+            accesses: crate::workload::default_accesses(workload),
             warmup: default_warmup(),
             tolerance: default_tolerance(),
             fixed_warmup: false,

@@ -385,7 +385,9 @@ impl ForkLoop {
             (1..=2, _) => PARENT_RUNS[self.step as usize - 1],
             (3, _) => Op::Switch { pid: child },
             (4..=6, _) => self.child[self.step as usize - 4],
-            (7, true) => Op::Exec,
+            (7, true) => Op::Exec {
+                program: &crate::os::HELLO,
+            },
             _ => Op::Exit { next: 0 },
         };
         if let Op::Exit { .. } = op {
@@ -483,7 +485,12 @@ pub(crate) mod tests {
             expected.extend(PARENT_RUNS);
             expected.push(Op::Switch { pid });
             expected.extend(child_runs());
-            expected.extend([Op::Exec, Op::Exit { next: 0 }]);
+            expected.extend([
+                Op::Exec {
+                    program: &crate::os::HELLO,
+                },
+                Op::Exit { next: 0 },
+            ]);
         }
         assert_eq!(ops, expected);
         assert_eq!(l.next(), None);

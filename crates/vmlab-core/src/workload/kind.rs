@@ -21,7 +21,7 @@ use std::hash::Hash;
 pub trait WorkloadKind: Clone + Debug + PartialEq + Eq + Hash {
     /// The generator a config builds. The engine runs its measured loop monomorphized for
     /// this type.
-    type Generator: Workload + Clone + Debug;
+    type Generator: Workload + Debug;
 
     /// The name in a spec (`sysbench-mem`, `gups`, ...).
     const NAME: &'static str;
@@ -30,6 +30,11 @@ pub trait WorkloadKind: Clone + Debug + PartialEq + Eq + Hash {
     /// Its own parameters (not `tpt_task`, which every workload takes), in the order its
     /// canonical form lists them.
     const PARAMS: &'static [ParamInfo];
+
+    /// Measured accesses `vmlab run` simulates by default (`--accesses`): a sample of 10M,
+    /// extrapolated; 0 simulates every access (a recording, whose phases a sample taken after
+    /// a per-scheme warm-up would not compare).
+    const DEFAULT_ACCESSES: u64 = 10_000_000;
 
     /// A short valid spec, for error messages: by default the first parameter at its default.
     fn example() -> String {

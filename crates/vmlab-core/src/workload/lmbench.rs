@@ -885,7 +885,12 @@ mod tests {
             expected.extend(crate::workload::fork_bench::tests::PARENT_RUNS);
             expected.push(Op::Switch { pid });
             expected.extend(crate::workload::fork_bench::tests::child_runs());
-            expected.extend([Op::Exec, Op::Exit { next: 0 }]);
+            expected.extend([
+                Op::Exec {
+                    program: &crate::os::HELLO,
+                },
+                Op::Exit { next: 0 },
+            ]);
         }
         assert_eq!(ops, expected);
         assert_eq!(w.measured_accesses_total(), 0);

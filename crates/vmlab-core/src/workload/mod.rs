@@ -33,6 +33,7 @@ mod spec;
 mod sysbench;
 mod tlb_bench;
 mod tpt_probe;
+mod trace;
 
 pub use crate::units::{format_size, parse_size, SizeError};
 pub use fork_bench::{ChildTouches, ForkBench, ForkBenchConfig};
@@ -40,11 +41,12 @@ pub use gups::{Gups, GupsConfig};
 pub use host_remap::{HostRemap, HostRemapConfig};
 pub use kind::WorkloadKind;
 pub use lmbench::{Lmbench, LmbenchConfig, LmbenchOp, LmbenchTest};
-pub use registry::{AnyWorkload, WorkloadConfig, WorkloadVisitor};
+pub use registry::{default_accesses, AnyWorkload, WorkloadConfig, WorkloadVisitor};
 pub use spec::{catalog, ParamInfo, Values, WorkloadError, WorkloadInfo, WorkloadSpec};
 pub use sysbench::{AccessMode, MemOper, SysbenchMem, SysbenchMemConfig};
 pub use tlb_bench::{TlbBench, TlbBenchConfig};
 pub use tpt_probe::{TptIsolationProbe, TptIsolationProbeConfig};
+pub use trace::{ReplayCounts, TraceConfig, TraceReplay, TraceWorkload, RECORDED_EXEC};
 
 use crate::addr::Gva;
 use rand::{RngCore, SeedableRng};
@@ -125,8 +127,16 @@ pub enum Op {
         /// The process to run next.
         pid: u32,
     },
-    /// The running process execs a small static program (see `os::SMALL_IMAGE`).
-    Exec,
+    /// The running process execs `program`: its address space is replaced by the program's
+    /// image (lmbench's `hello`: `os::HELLO`; a recorded program's exec maps nothing, its
+    /// recorded map follows as ops).
+    Exec {
+        /// The program exec'd.
+        program: &'static crate::os::Program,
+    },
+    /// A system call whose kernel work is not modeled: the entry into the kernel and the
+    /// return, as the scheme charges them (a recorded program's read, write, futex...).
+    Syscall,
     /// The running process exits; `next` runs after it (e.g. the parent in waitpid).
     Exit {
         /// The process that runs after the exit.
@@ -168,6 +178,24 @@ pub trait Workload {
     /// True when each access depends on the previous one (a pointer chase): no
     /// memory-level parallelism.
     fn dependent_accesses(&self) -> bool;
+
+    /// Instructions the program has retired so far, for a workload that knows them (a
+    /// recorded program); the engine then charges these instead of
+    /// [`Self::instructions_per_access`]. The count covers every op handed out.
+    fn instructions_retired(&self) -> Option<u64> {
+        None
+    }
+
+    /// Why the stream ended early, if it did (a recording that turned out unreadable half-way);
+    /// taken once, by the engine, which then fails the run with it.
+    fn take_failure(&mut self) -> Option<String> {
+        None
+    }
+
+    /// Where the workload is in its input, for an error message (a recording's event number).
+    fn position(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The set-up phase shared by the generators here: map the buffer at [`BUFFER_BASE`],

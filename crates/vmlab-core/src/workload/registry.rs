@@ -12,6 +12,7 @@ use super::spec::{ParamInfo, Values, WorkloadError};
 use super::sysbench::SysbenchMemConfig;
 use super::tlb_bench::TlbBenchConfig;
 use super::tpt_probe::TptIsolationProbeConfig;
+use super::trace::TraceConfig;
 use super::{Op, Workload};
 
 registry! {
@@ -22,6 +23,7 @@ registry! {
     Lmbench(LmbenchConfig),
     TptIsolationProbe(TptIsolationProbeConfig),
     HostRemap(HostRemapConfig),
+    Trace(TraceConfig),
 }
 
 /// Something to do with a built generator, generic over its type: [`AnyWorkload::visit`]
@@ -45,6 +47,8 @@ pub(crate) struct Entry {
     pub(crate) params: &'static [ParamInfo],
     /// [`WorkloadKind::example`].
     pub(crate) example: fn() -> String,
+    /// [`WorkloadKind::DEFAULT_ACCESSES`].
+    pub(crate) default_accesses: u64,
     /// [`WorkloadKind::parse`], into its [`WorkloadConfig`] variant.
     pub(crate) parse: fn(&Values<'_>) -> Result<WorkloadConfig, WorkloadError>,
 }
@@ -52,6 +56,14 @@ pub(crate) struct Entry {
 /// The workload called `name`.
 pub(crate) fn find(name: &str) -> Option<&'static Entry> {
     KINDS.iter().find(|kind| kind.name == name)
+}
+
+/// The measured accesses `vmlab run` simulates by default for the workload `spec` names
+/// ([`WorkloadKind::DEFAULT_ACCESSES`]; that of the generators for an unknown name, which
+/// parsing rejects later).
+pub fn default_accesses(spec: &str) -> u64 {
+    let name = spec.split_once(':').map_or(spec, |(name, _)| name);
+    find(name).map_or(10_000_000, |kind| kind.default_accesses)
 }
 
 /// Every workload name in catalog order, comma-separated (for error messages).
@@ -75,6 +87,7 @@ macro_rules! registry {
                 summary: <$config as WorkloadKind>::SUMMARY,
                 params: <$config as WorkloadKind>::PARAMS,
                 example: <$config as WorkloadKind>::example,
+                default_accesses: <$config as WorkloadKind>::DEFAULT_ACCESSES,
                 parse: |values| {
                     <$config as WorkloadKind>::parse(values).map(WorkloadConfig::$variant)
                 },
@@ -135,7 +148,7 @@ macro_rules! registry {
         /// Any of the workloads' generators. [`Self::visit`] matches once and hands the
         /// concrete generator on, for loops monomorphized per type; the [`Workload`] impl
         /// matches on every call: fine for tests and set-up, not for the measured loop.
-        #[derive(Clone, Debug)]
+        #[derive(Debug)]
         pub enum AnyWorkload {$(
             #[doc = concat!("The generator of [`", stringify!($config), "`].")]
             $variant(<$config as WorkloadKind>::Generator),
@@ -164,6 +177,18 @@ macro_rules! registry {
             fn dependent_accesses(&self) -> bool {
                 match self {$(Self::$variant(w) => w.dependent_accesses(),)+}
             }
+
+            fn instructions_retired(&self) -> Option<u64> {
+                match self {$(Self::$variant(w) => w.instructions_retired(),)+}
+            }
+
+            fn take_failure(&mut self) -> Option<String> {
+                match self {$(Self::$variant(w) => w.take_failure(),)+}
+            }
+
+            fn position(&self) -> Option<String> {
+                match self {$(Self::$variant(w) => w.position(),)+}
+            }
         }
     };
 }
@@ -179,8 +204,15 @@ mod tests {
         for (i, kind) in KINDS.iter().enumerate() {
             assert!(KINDS[..i].iter().all(|other| other.name != kind.name));
             assert_eq!(find(kind.name).map(|k| k.name), Some(kind.name));
-            // lmbench needs its op: its example names one.
-            let spec = WorkloadSpec::parse(&(kind.example)()).unwrap();
+            // lmbench needs its op: its example names one; a trace needs a file that exists.
+            let text = match kind.name {
+                "trace" => format!(
+                    "trace:file={}",
+                    crate::workload::trace::tiny_trace().display()
+                ),
+                _ => (kind.example)(),
+            };
+            let spec = WorkloadSpec::parse(&text).unwrap();
             assert_eq!(spec.config().name(), kind.name);
             assert_eq!(spec.name(), kind.name);
         }

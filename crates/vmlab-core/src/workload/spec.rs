@@ -793,7 +793,12 @@ mod tests {
 
     /// The shortest valid specs of a catalog entry: its name, or for lmbench one per op.
     fn minimal_specs(name: &str) -> Vec<String> {
-        if name == "lmbench" {
+        if name == "trace" {
+            vec![format!(
+                "trace:file={}",
+                crate::workload::trace::tiny_trace().display()
+            )]
+        } else if name == "lmbench" {
             LmbenchOp::ALL
                 .iter()
                 .map(|(op, _)| format!("lmbench:op={op}"))
@@ -919,10 +924,10 @@ mod tests {
     fn unknown_workload_lists_the_valid_names() {
         assert_eq!(
             err("stream"),
-            r#"unknown workload "stream"; valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench, tpt-isolation-probe, host-remap"#
+            r#"unknown workload "stream"; valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench, tpt-isolation-probe, host-remap, trace"#
         );
         assert!(
-            err("").contains("valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench, tpt-isolation-probe, host-remap")
+            err("").contains("valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench, tpt-isolation-probe, host-remap, trace")
         );
         assert!(err("GUPS:table=1G").starts_with(r#"unknown workload "GUPS""#));
     }
