@@ -5,6 +5,7 @@
 
 use super::event::Event;
 use super::format::MAX_PATH;
+use super::totals::Counter;
 use rustc_hash::FxHashMap;
 
 /// Address slots per thread. Four let a stack, a sequential stream and two pointer chases
@@ -81,17 +82,65 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn put_signed(out: &mut Vec<u8>, v: i64) {
-    put_varint(out, ((v << 1) ^ (v >> 63)) as u64);
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
 }
 
-/// Appends `e` to `out`, updating the current thread's bases. Fails on what the format
+#[inline(always)]
+fn unzigzag(z: u64) -> i64 {
+    (z >> 1) as i64 ^ -((z & 1) as i64)
+}
+
+fn put_signed(out: &mut Vec<u8>, v: i64) {
+    put_varint(out, zigzag(v));
+}
+
+/// Writes a Ref's address delta for a size of `1 << size_log2` bytes: plain zigzag for 1
+/// byte; for larger sizes bit 0 clear means the rest is the delta in units of the size (a
+/// stack frame's slots, an array's elements stay within a byte), bit 0 set the delta in bytes,
+/// or, as the value 1 alone, that a full zigzag varint follows (an unaligned delta of 2^62 or
+/// more, which 63 bits cannot hold).
+fn put_ref_delta(out: &mut Vec<u8>, delta: i64, size_log2: u8) {
+    let z = zigzag(delta);
+    if size_log2 == 0 {
+        put_varint(out, z);
+    } else if delta & ((1 << size_log2) - 1) == 0 {
+        put_varint(out, zigzag(delta >> size_log2) << 1);
+    } else if z < 1 << 63 {
+        put_varint(out, z << 1 | 1);
+    } else {
+        put_varint(out, 1);
+        put_varint(out, z);
+    }
+}
+
+/// A chunk's events being encoded: their tags, and their fields in the same order. Kept
+/// apart so each compresses with its own statistics (zstd's literal coding is per block).
+#[derive(Debug, Default)]
+pub(crate) struct Encoded {
+    pub tags: Vec<u8>,
+    pub data: Vec<u8>,
+}
+
+impl Encoded {
+    pub fn len(&self) -> usize {
+        self.tags.len() + self.data.len()
+    }
+
+    pub fn clear(&mut self) {
+        self.tags.clear();
+        self.data.clear();
+    }
+}
+
+/// Appends `e` to `enc`, updating the current thread's bases. Fails on what the format
 /// cannot hold.
 pub(crate) fn encode(
-    out: &mut Vec<u8>,
+    enc: &mut Encoded,
     e: &Event,
     threads: &mut Threads<EncodeThread>,
 ) -> Result<(), String> {
+    let (tags, out) = (&mut enc.tags, &mut enc.data);
     match e {
         Event::Ref {
             addr,
@@ -122,32 +171,32 @@ pub(crate) fn encode(
             let delta = addr.wrapping_sub(t.bases.slots[slot]) as i64;
             t.bases.slots[slot] = *addr;
             let class = (*insns).min(INLINE_INSNS);
-            out.push((class as u8) << 5 | (slot as u8) << 3 | u8::from(*write) << 2 | size_log2);
+            tags.push((class as u8) << 5 | (slot as u8) << 3 | u8::from(*write) << 2 | size_log2);
             if class == INLINE_INSNS {
                 put_varint(out, u64::from(insns - INLINE_INSNS));
             }
-            put_signed(out, delta);
+            put_ref_delta(out, delta, size_log2);
         }
         Event::CodePage { page } => {
-            out.push(TAG_CODE_PAGE);
+            tags.push(TAG_CODE_PAGE);
             let t = &mut threads.current.bases;
             put_signed(out, page.wrapping_sub(t.code_page) as i64);
             t.code_page = *page;
         }
         Event::Switch { pid, tid } => {
-            out.push(TAG_SWITCH);
+            tags.push(TAG_SWITCH);
             put_varint(out, u64::from(*pid));
             put_varint(out, u64::from(*tid));
             threads.switch(*pid, *tid);
         }
         Event::Map { start, end, prot } => {
-            out.push(TAG_MAP);
+            tags.push(TAG_MAP);
             put_varint(out, *start);
             put_varint(out, end.wrapping_sub(*start));
             out.push(*prot);
         }
         Event::Syscall { nr, args, ret } => {
-            out.push(if ret.is_some() {
+            tags.push(if ret.is_some() {
                 TAG_SYSCALL
             } else {
                 TAG_SYSCALL_NO_RETURN
@@ -161,12 +210,12 @@ pub(crate) fn encode(
             }
         }
         Event::KernelWrite { addr, len } => {
-            out.push(TAG_KERNEL_WRITE);
+            tags.push(TAG_KERNEL_WRITE);
             put_varint(out, *addr);
             put_varint(out, *len);
         }
         Event::Fork { child } => {
-            out.push(TAG_FORK);
+            tags.push(TAG_FORK);
             put_varint(out, u64::from(*child));
         }
         Event::Exec { path } => {
@@ -176,21 +225,23 @@ pub(crate) fn encode(
                     path.len()
                 ));
             }
-            out.push(TAG_EXEC);
+            tags.push(TAG_EXEC);
             put_varint(out, path.len() as u64);
             out.extend_from_slice(path.as_bytes());
         }
         Event::Exit { code } => {
-            out.push(TAG_EXIT);
+            tags.push(TAG_EXIT);
             put_signed(out, i64::from(*code));
         }
     }
     Ok(())
 }
 
-/// Decodes events from one chunk's bytes. Errors are static strings so the hot path never
-/// allocates; the reader adds where.
+/// Decodes events from one chunk's tags and fields. Errors are static strings so the hot
+/// path never allocates; the reader adds where.
 pub(crate) struct Decoder<'a> {
+    pub tags: &'a [u8],
+    pub tag_pos: usize,
     pub buf: &'a [u8],
     pub pos: usize,
 }
@@ -205,36 +256,69 @@ impl Decoder<'_> {
         Ok(b)
     }
 
-    #[inline]
+    #[inline(always)]
     fn varint(&mut self) -> Result<u64, &'static str> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.byte()?;
+        let b = *self.buf.get(self.pos).ok_or(PAST_END)?;
+        self.pos += 1;
+        if b < 0x80 {
+            return Ok(u64::from(b));
+        }
+        let mut v = u64::from(b & 0x7F);
+        let mut shift = 7;
+        loop {
+            let b = *self.buf.get(self.pos).ok_or(PAST_END)?;
+            self.pos += 1;
             if shift == 63 && b > 1 {
-                break;
+                return Err("a varint longer than 64 bits");
             }
             v |= u64::from(b & 0x7F) << shift;
             if b < 0x80 {
                 return Ok(v);
             }
+            shift += 7;
         }
-        Err("a varint longer than 64 bits")
     }
 
-    #[inline]
+    #[inline(always)]
     fn signed(&mut self) -> Result<i64, &'static str> {
-        let z = self.varint()?;
-        Ok((z >> 1) as i64 ^ -((z & 1) as i64))
+        Ok(unzigzag(self.varint()?))
+    }
+
+    /// The inverse of `put_ref_delta`.
+    #[inline(always)]
+    fn ref_delta(&mut self, size_log2: u8) -> Result<i64, &'static str> {
+        let v = self.varint()?;
+        Ok(if size_log2 == 0 {
+            unzigzag(v)
+        } else if v & 1 == 0 {
+            unzigzag(v >> 1).wrapping_shl(u32::from(size_log2))
+        } else if v == 1 {
+            self.signed()?
+        } else {
+            unzigzag(v >> 1)
+        })
     }
 
     fn u32(&mut self, what: &'static str) -> Result<u32, &'static str> {
         u32::try_from(self.varint()?).map_err(|_| what)
     }
 
-    /// The next event; the caller checks there is one left.
+    #[inline(always)]
+    fn tag(&mut self) -> Result<u8, &'static str> {
+        let t = *self.tags.get(self.tag_pos).ok_or(PAST_END)?;
+        self.tag_pos += 1;
+        Ok(t)
+    }
+
+    /// The next event, counted into `counter` (a Ref in place: a second dispatch on the
+    /// event's kind would cost a fifth of the decoding). The caller checks there is one left.
     #[inline]
-    pub fn event(&mut self, threads: &mut Threads<Bases>) -> Result<Event, &'static str> {
-        let tag = self.byte()?;
+    pub fn event(
+        &mut self,
+        threads: &mut Threads<Bases>,
+        counter: &mut Counter,
+    ) -> Result<Event, &'static str> {
+        let tag = self.tag()?;
         if tag < REF_TAGS {
             let class = u32::from(tag >> 5);
             let insns = if class == INLINE_INSNS {
@@ -243,17 +327,19 @@ impl Decoder<'_> {
             } else {
                 class
             };
-            let delta = self.signed()?;
+            let delta = self.ref_delta(tag & 3)?;
             let slot = &mut threads.current.slots[usize::from(tag >> 3 & 3)];
             *slot = slot.wrapping_add(delta as u64);
+            let write = tag & 4 != 0;
+            counter.count_ref(write, insns);
             return Ok(Event::Ref {
                 addr: *slot,
                 size: 1 << (tag & 3),
-                write: tag & 4 != 0,
+                write,
                 insns,
             });
         }
-        Ok(match tag {
+        let event = match tag {
             TAG_CODE_PAGE => {
                 let base = &mut threads.current.code_page;
                 *base = base.wrapping_add(self.signed()? as u64);
@@ -311,6 +397,8 @@ impl Decoder<'_> {
                 code: i32::try_from(self.signed()?).map_err(|_| "an Exit code exceeds 32 bits")?,
             },
             _ => return Err("an unknown event tag"),
-        })
+        };
+        counter.count(&event);
+        Ok(event)
     }
 }

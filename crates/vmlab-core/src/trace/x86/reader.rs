@@ -30,7 +30,12 @@ pub struct Reader {
     tolerant: bool,
     unfinished: Option<String>,
     compressed: Vec<u8>,
+    /// The current chunk: its events' tags, then their fields.
     raw: Vec<u8>,
+    /// The next tag's index (also the number of events decoded from the chunk).
+    tag_pos: usize,
+    /// Where the chunk's fields start (its event count) and the next field's offset.
+    data_start: usize,
     pos: usize,
     /// Events of the current chunk not yet decoded.
     left: u32,
@@ -142,6 +147,8 @@ impl Reader {
             unfinished: None,
             compressed: Vec::new(),
             raw: Vec::new(),
+            tag_pos: 0,
+            data_start: 0,
             pos: 0,
             left: 0,
             zstd,
@@ -193,16 +200,19 @@ impl Reader {
                 Err(e) => return Err(self.fail(e)),
             }
         }
+        let (tags, data) = self.raw.split_at(self.data_start);
         let mut decoder = Decoder {
-            buf: &self.raw,
+            tags,
+            tag_pos: self.tag_pos,
+            buf: data,
             pos: self.pos,
         };
-        let event = decoder.event(&mut self.threads);
+        let event = decoder.event(&mut self.threads, &mut self.counter);
+        self.tag_pos = decoder.tag_pos;
         self.pos = decoder.pos;
         match event {
             Ok(e) => {
                 self.left -= 1;
-                self.counter.count(&e);
                 if let Event::Switch { pid, tid } = e {
                     self.thread = (pid, tid);
                 }
@@ -231,10 +241,11 @@ impl Reader {
 
     /// Checks the current chunk held exactly its events.
     fn end_chunk(&mut self) -> Result<(), TraceError> {
-        if self.pos != self.raw.len() {
+        let data_len = self.raw.len() - self.data_start;
+        if self.pos != data_len {
             return Err(self.corrupt(format!(
                 "{} bytes after its last event",
-                self.raw.len() - self.pos
+                data_len - self.pos
             )));
         }
         Ok(())
@@ -334,6 +345,8 @@ impl Reader {
             )));
         }
         self.offset = end;
+        self.data_start = events as usize;
+        self.tag_pos = 0;
         self.pos = 0;
         self.left = events;
         self.threads.reset();

@@ -499,3 +499,173 @@ fn the_summary_counts_what_the_trace_holds() {
     assert_eq!(s.exit_codes.get(&139), Some(&1));
     serde_json::to_string(&s).unwrap();
 }
+
+/// Synthetic reference streams for the compression measurement.
+mod synthetic {
+    use super::Event;
+    use rand::{Rng, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    fn r(addr: u64, size: u8, write: bool, insns: u32) -> Event {
+        Event::Ref {
+            addr,
+            size,
+            write,
+            insns,
+        }
+    }
+
+    /// A summing loop: 8-byte loads walking an array, two or three instructions apart.
+    pub fn sequential(n: usize) -> Vec<Event> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        (0..n)
+            .map(|i| {
+                r(
+                    0x5555_5600_0000 + 8 * i as u64,
+                    8,
+                    false,
+                    rng.random_range(2..4),
+                )
+            })
+            .collect()
+    }
+
+    /// A linked-list walk over 64-byte nodes in random order in a 64 MiB heap, each step
+    /// loading next and value, spilling to and reloading from the stack frame.
+    pub fn pointer_chase(n: usize) -> Vec<Event> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(2);
+        let heap = 0x7f12_3400_0000u64;
+        let rsp = 0x7ffd_5e6f_7000u64;
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let node = heap + 64 * rng.random_range(0..1u64 << 20);
+            out.push(r(node, 8, false, 2));
+            out.push(r(node + 8, 4, false, 1));
+            out.push(r(rsp - 0x28, 8, true, 2));
+            out.push(r(rsp - 0x30, 4, false, 3));
+        }
+        out
+    }
+
+    /// Calls and returns over a call stack (pushes, pops, locals), globals and a hot heap
+    /// object set, with code-page changes and a second thread switched in every ~5000 refs.
+    pub fn mixed(n: usize) -> Vec<Event> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let mut out = vec![Event::Switch { pid: 0, tid: 0 }];
+        let mut rsp = [0x7ffd_5e6f_7000u64, 0x7f00_1234_5000];
+        let mut tid = 0usize;
+        let globals = 0x5555_5575_8000u64;
+        let objects: Vec<u64> = (0..256)
+            .map(|_| 0x5555_5600_0000 + 16 * rng.random_range(0..1u64 << 16))
+            .collect();
+        while out.len() < n {
+            let insns = rng.random_range(1..5);
+            match rng.random_range(0..100) {
+                0..=19 => {
+                    rsp[tid] -= 8;
+                    out.push(r(rsp[tid], 8, true, insns));
+                }
+                20..=39 => {
+                    out.push(r(rsp[tid], 8, false, insns));
+                    rsp[tid] += 8;
+                }
+                40..=59 => out.push(r(
+                    rsp[tid] + 8 * rng.random_range(0..8),
+                    8,
+                    rng.random_bool(0.3),
+                    insns,
+                )),
+                60..=69 => out.push(r(
+                    globals + 8 * rng.random_range(0..64),
+                    4,
+                    rng.random_bool(0.2),
+                    insns,
+                )),
+                70..=97 => {
+                    let o = objects[rng.random_range(0..objects.len())];
+                    out.push(r(o, 8, false, insns));
+                    out.push(r(o + 8, 8, rng.random_bool(0.3), 1));
+                }
+                _ => out.push(Event::CodePage {
+                    page: 0x55555555 + rng.random_range(0..16),
+                }),
+            }
+            if rng.random_range(0..5000) == 0 {
+                tid ^= 1;
+                out.push(Event::Switch {
+                    pid: 0,
+                    tid: tid as u32,
+                });
+            }
+        }
+        out
+    }
+}
+
+/// CPU seconds this thread has run (the machine is shared: wall time would count the others).
+#[cfg(target_os = "linux")]
+fn thread_cpu_secs() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// Bytes per reference and decode speed on synthetic streams (`cargo test --release -p
+/// vmlab-core --lib trace::x86::tests::compression -- --ignored --nocapture`).
+#[test]
+#[ignore]
+#[cfg(target_os = "linux")]
+fn compression_and_decode_speed_on_synthetic_streams() {
+    let dir = Scratch::new("measure");
+    let path = dir.path("t.x86t");
+    let n = 20_000_000;
+    println!(
+        "{:<16}{:>12}{:>12}{:>14}{:>12}{:>14}",
+        "pattern", "refs", "raw B/ref", "file B/ref", "write M/s", "decode M/s"
+    );
+    for (name, events) in [
+        ("sequential", synthetic::sequential(n)),
+        ("pointer chase", synthetic::pointer_chase(n)),
+        ("mixed", synthetic::mixed(n)),
+    ] {
+        let start = thread_cpu_secs();
+        let mut w = Writer::create(&path, &header()).unwrap();
+        let mut raw = super::codec::Encoded::default();
+        let mut threads = super::codec::Threads::default();
+        for e in &events {
+            w.push(e).unwrap();
+        }
+        let trailer = w.finish(true, String::new()).unwrap();
+        let write_secs = thread_cpu_secs() - start;
+        for e in &events {
+            super::codec::encode(&mut raw, e, &mut threads).unwrap();
+        }
+        let size = std::fs::metadata(&path).unwrap().len();
+        let events = events.len() as f64;
+        // The best of three reads: the machine is shared.
+        let mut read_secs = f64::MAX;
+        let mut count = 0;
+        for _ in 0..3 {
+            let start = thread_cpu_secs();
+            let mut r = open(&path).unwrap();
+            count = 0u64;
+            while let Some(e) = r.next_event().unwrap() {
+                count += u64::from(matches!(e, Event::Ref { .. }));
+            }
+            read_secs = read_secs.min(thread_cpu_secs() - start);
+        }
+        let refs = trailer.totals.events.refs;
+        assert_eq!(count, refs);
+        println!(
+            "{name:<16}{refs:>12}{:>12.3}{:>14.3}{:>12.1}{:>14.1}",
+            raw.len() as f64 / refs as f64,
+            size as f64 / refs as f64,
+            events / write_secs / 1e6,
+            events / read_secs / 1e6
+        );
+    }
+}

@@ -14,19 +14,23 @@ pub(crate) struct Counter {
 }
 
 impl Counter {
+    #[inline(always)]
+    pub fn count_ref(&mut self, write: bool, insns: u32) {
+        let t = &mut self.totals;
+        t.events.refs += 1;
+        if write {
+            t.stores += 1;
+        } else {
+            t.loads += 1;
+        }
+        t.instructions += u64::from(insns);
+    }
+
     #[inline]
     pub fn count(&mut self, e: &Event) {
         let t = &mut self.totals;
         match e {
-            Event::Ref { write, insns, .. } => {
-                t.events.refs += 1;
-                if *write {
-                    t.stores += 1;
-                } else {
-                    t.loads += 1;
-                }
-                t.instructions += u64::from(*insns);
-            }
+            Event::Ref { write, insns, .. } => self.count_ref(*write, *insns),
             Event::CodePage { .. } => t.events.code_pages += 1,
             Event::Switch { pid, tid } => {
                 t.events.switches += 1;

@@ -2,7 +2,7 @@
 //! compressed, checksummed chunk each time it reaches about 1 MiB, and at [`Writer::finish`]
 //! the last chunk, the trailer and the footer.
 
-use super::codec::{encode, EncodeThread, Threads};
+use super::codec::{encode, EncodeThread, Encoded, Threads};
 use super::error::TraceError;
 use super::event::Event;
 use super::format::*;
@@ -19,7 +19,9 @@ pub struct Writer {
     out: BufWriter<File>,
     /// Bytes written to `out` so far: the next block's offset.
     offset: u64,
-    raw: Vec<u8>,
+    raw: Encoded,
+    /// The chunk's bytes as stored: the tags, then the fields.
+    joined: Vec<u8>,
     chunk_events: u32,
     /// The thread current when the pending chunk started.
     chunk_thread: (u32, u32),
@@ -54,7 +56,8 @@ impl Writer {
         Ok(Writer {
             out,
             offset: PREFIX_LEN + u64::from(len),
-            raw: Vec::with_capacity(CHUNK_TARGET + MAX_PATH + 64),
+            raw: Encoded::default(),
+            joined: Vec::with_capacity(CHUNK_TARGET + MAX_PATH + 64),
             chunk_events: 0,
             chunk_thread: (NO_THREAD, NO_THREAD),
             thread: (NO_THREAD, NO_THREAD),
@@ -95,16 +98,19 @@ impl Writer {
         if self.chunk_events == 0 {
             return Ok(());
         }
-        let compressed = compress_to_vec(&self.raw[..], CompressionLevel::Fastest);
+        self.joined.clear();
+        self.joined.extend_from_slice(&self.raw.tags);
+        self.joined.extend_from_slice(&self.raw.data);
+        let compressed = compress_to_vec(&self.joined[..], CompressionLevel::Fastest);
         let mut header = [0u8; CHUNK_HEADER_LEN];
         header[0] = BLOCK_CHUNK;
         // Both lengths fit: the buffer is closed at CHUNK_TARGET plus one event.
-        header[1..5].copy_from_slice(&(self.raw.len() as u32).to_le_bytes());
+        header[1..5].copy_from_slice(&(self.joined.len() as u32).to_le_bytes());
         header[5..9].copy_from_slice(&(compressed.len() as u32).to_le_bytes());
         header[9..13].copy_from_slice(&self.chunk_events.to_le_bytes());
         header[13..17].copy_from_slice(&self.chunk_thread.0.to_le_bytes());
         header[17..21].copy_from_slice(&self.chunk_thread.1.to_le_bytes());
-        header[21..25].copy_from_slice(&crc32fast::hash(&self.raw).to_le_bytes());
+        header[21..25].copy_from_slice(&crc32fast::hash(&self.joined).to_le_bytes());
         let header_crc = crc32fast::hash(&header[..25]);
         header[25..29].copy_from_slice(&header_crc.to_le_bytes());
         self.out.write_all(&header)?;
