@@ -81,7 +81,7 @@ pub enum Command {
     /// Run a program under vmlab's user-level guest kernel (Linux x86-64), its system calls trapped by a chosen mechanism.
     #[command(after_help = crate::guest::AFTER_HELP)]
     Guest(crate::guest::GuestArgs),
-    /// Inspect a recorded guest trace (the e500 Linux guest of guests/e500/).
+    /// Inspect a recorded trace: the e500 Linux guest of guests/e500/, or an x86-64 Linux program (docs/x86-trace.md).
     #[command(after_help = crate::trace::AFTER_HELP)]
     Trace(crate::trace::TraceArgs),
     /// Record a real x86-64 Linux program (and what it forks and execs) under QEMU user mode,

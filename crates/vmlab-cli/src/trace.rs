@@ -1,19 +1,31 @@
-//! `vmlab trace info FILE`: summarise a recorded e500 guest trace (`guests/e500/`).
+//! `vmlab trace info FILE`: summarise a recorded trace, an e500 guest's (`guests/e500/`) or an
+//! x86-64 Linux program's (`docs/x86-trace.md`), told apart by their first bytes.
+
+mod x86;
 
 use crate::{CliError, UsageError};
 use clap::{Args, Subcommand};
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use vmlab_core::trace::e500::summary::{StatsReport, Summary};
 use vmlab_core::trace::e500::{open, TraceError};
 
 pub const AFTER_HELP: &str = "Examples:\n  \
     vmlab trace info guests/e500/traces/e500-linux-6.1.trace.zst          per-phase table\n  \
-    vmlab trace info guests/e500/traces/e500-linux-6.1.trace.zst --json   every counter, per phase\n\n\
-    A trace is what guests/e500/build-and-record.sh records: a PowerPC e500v2 Linux guest under QEMU,\n\
-    every privileged instruction, exception entry, TLB write and kernel load/store, with phase\n\
-    markers around each benchmark. The whole file is read and checked (version, structure,\n\
-    totals, CRC-32); a truncated or corrupt file is an error. docs/e500-trace.md has the format.";
+    vmlab trace info guests/e500/traces/e500-linux-6.1.trace.zst --json   every counter, per phase\n  \
+    vmlab trace info ls.x86t                                              an x86 program's summary\n\n\
+    Two kinds of trace are read, told apart by their first bytes:\n\
+    - e500: what guests/e500/build-and-record.sh records, a PowerPC e500v2 Linux guest under QEMU:\n  \
+    every privileged instruction, exception entry, TLB write and kernel load/store, with phase\n  \
+    markers around each benchmark. docs/e500-trace.md has the format.\n\
+    - x86: an x86-64 Linux program and the processes it forks and execs, recorded under QEMU user\n  \
+    mode: data references, code pages, system calls, mappings. Summarised: processes, threads,\n  \
+    references by size, instructions, system calls by name, pages touched and how they grow,\n  \
+    mapping changes, kernel writes. docs/x86-trace.md has the format.\n\n\
+    The whole file is read and checked (version, structure, totals, CRC-32); a corrupt file is an\n\
+    error. A truncated e500 trace is an error; an x86 trace without its trailer (still being\n\
+    recorded, or cut short) is summarised up to its last whole chunk and says so.";
 
 #[derive(Args)]
 pub struct TraceArgs {
@@ -23,17 +35,18 @@ pub struct TraceArgs {
 
 #[derive(Subcommand)]
 pub enum TraceCommand {
-    /// Summarise a trace per phase: instructions, privileged executions by class and SPR, PC
-    /// concentration, exceptions by kind, TLB writes, kernel loads and stores.
+    /// Summarise a trace: an e500 guest's per phase (instructions, privileged executions by
+    /// class and SPR, exceptions, TLB writes, kernel loads and stores), or an x86 program's
+    /// (processes, references, system calls, pages touched, mappings).
     Info(InfoArgs),
 }
 
 #[derive(Args)]
 pub struct InfoArgs {
-    /// The trace file (.trace.zst as recorded, or decompressed).
+    /// The trace file: e500 (.trace.zst as recorded, or decompressed) or x86.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// Print every counter of every phase as JSON instead of tables.
+    /// Print every counter as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
 }
@@ -44,7 +57,20 @@ pub fn trace(args: TraceArgs) -> Result<(), CliError> {
     }
 }
 
+/// True when `path` starts with the x86 trace magic (an e500 trace is a zstd stream, or
+/// starts with its own magic once decompressed). Unreadable files go to the e500 reader,
+/// which names the problem.
+fn is_x86(path: &Path) -> bool {
+    let mut magic = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| &magic == vmlab_core::trace::x86::format::MAGIC)
+}
+
 fn info(args: InfoArgs) -> Result<(), CliError> {
+    if is_x86(&args.file) {
+        return x86::info(&args);
+    }
     let reader = open(&args.file).map_err(|e| usage(&args, e))?;
     let summary = Summary::read(reader).map_err(|e| usage(&args, e))?;
     let rows = summary.reports();
