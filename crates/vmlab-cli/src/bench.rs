@@ -151,7 +151,9 @@ fn time_measured_phase(config: &RunConfig, label: &str) -> Result<(u64, f64), Cl
     });
     progress.finish();
     let (report, measured) = result.map_err(|e| match e {
-        engine::EngineError::Config(msg) => CliError::Usage(crate::UsageError(msg)),
+        engine::EngineError::Config(msg) | engine::EngineError::Workload(msg) => {
+            CliError::Usage(crate::UsageError(msg))
+        }
         other => CliError::Run(other.to_string()),
     })?;
     match measured {

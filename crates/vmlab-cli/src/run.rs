@@ -46,7 +46,9 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         });
         progress.finish();
         reports.push(report.map_err(|e| match e {
-            engine::EngineError::Config(msg) => CliError::Usage(crate::UsageError(msg)),
+            engine::EngineError::Config(msg) | engine::EngineError::Workload(msg) => {
+                CliError::Usage(crate::UsageError(msg))
+            }
             other => CliError::Run(format!(
                 "{} under {}: {other}",
                 workload.canonical(),
