@@ -5,6 +5,7 @@ use crate::progress::RunProgress;
 use crate::{table, CliError};
 use std::ops::ControlFlow;
 use vmlab_core::engine::{self, RunConfig};
+use vmlab_core::provenance::Provenance;
 use vmlab_core::stats::{seeds, RunReport};
 
 pub fn run(args: RunArgs) -> Result<(), CliError> {
@@ -58,8 +59,12 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     }
     let across = (seeds.len() > 1).then(|| seeds::summarize(&reports));
     if args.json {
+        let provenance = Provenance {
+            inputs: template.workload.inputs(),
+            ..crate::provenance(&template.profile, template.seed)
+        };
         let mut out = serde_json::json!({
-            "provenance": crate::provenance(&template.profile, template.seed),
+            "provenance": provenance,
             "runs": reports,
         });
         if let Some(across) = &across {

@@ -174,6 +174,18 @@ fn a_shell_pipeline_records_every_process_and_replays_under_every_scheme() {
     let info = vmlab(&["trace", "info", trace.to_str().unwrap(), "--json"]);
     assert_eq!(info.code, Some(0), "{}", info.stderr);
     let report = replay_json(&trace, "native,nested,shadow,pv,tpt,tpt-prototype");
+    // The provenance names the recording by its contents and carries its header.
+    let input = &report["provenance"]["inputs"][0];
+    assert_eq!(input["bytes"], std::fs::metadata(&trace).unwrap().len());
+    assert!(input["fingerprint"]
+        .as_str()
+        .unwrap()
+        .starts_with("fnv1a64:"));
+    assert!(
+        input["header"]["program"].as_str().unwrap().ends_with("sh"),
+        "{input}"
+    );
+    assert_eq!(input["header"]["args"][0], "-c");
     for run in report["runs"].as_array().unwrap() {
         assert_eq!(u(run, "accesses_total"), trailer.totals.events.refs);
         assert_eq!(u(run, "forks"), trailer.totals.events.forks);

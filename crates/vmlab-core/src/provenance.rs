@@ -23,6 +23,41 @@ pub struct Provenance {
     pub machine_fingerprint: String,
     /// The seed of the workload's random numbers (and of host fragmentation).
     pub seed: u64,
+    /// The files the workload read (a recording), each identified by its contents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<Input>,
+}
+
+/// A file a workload read, identified by its contents.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Input {
+    /// The path as given.
+    pub path: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// A hash of its contents ([`file_fingerprint`]).
+    pub fingerprint: String,
+    /// What the file says of itself (a recording's header: program, host, recorder, date).
+    pub header: serde_json::Value,
+}
+
+/// FNV-1a (64 bits) of a file's contents, as `fnv1a64:HEX`, read in a stream.
+pub fn file_fingerprint(path: &std::path::Path) -> std::io::Result<(u64, String)> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 1 << 16];
+    let (mut hash, mut bytes) = (0xcbf2_9ce4_8422_2325u64, 0u64);
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        bytes += n as u64;
+        for &b in &buf[..n] {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    Ok((bytes, format!("fnv1a64:{hash:016x}")))
 }
 
 /// The version of this build of vmlab.
@@ -41,6 +76,7 @@ impl Provenance {
             machine: profile.name().to_string(),
             machine_fingerprint: profile.fingerprint_hex(),
             seed,
+            inputs: Vec::new(),
         }
     }
 }

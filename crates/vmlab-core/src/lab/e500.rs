@@ -175,6 +175,8 @@ pub fn run(
         machine: costs.name.clone(),
         machine_fingerprint: costs.fingerprint.clone(),
         seed: 0,
+        // The trace is named, with its provenance, in the report itself.
+        inputs: Vec::new(),
     };
     report(
         &r,

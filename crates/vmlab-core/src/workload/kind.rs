@@ -70,6 +70,11 @@ pub trait WorkloadKind: Clone + Debug + PartialEq + Eq + Hash {
         vec![self.program()]
     }
 
+    /// The files the workload reads, for the report's provenance (none for a generator).
+    fn inputs(&self) -> Vec<crate::provenance::Input> {
+        Vec::new()
+    }
+
     /// The generator for this config (which passed [`Self::validate`]); its stream is a
     /// function of (config, seed).
     fn build(&self, seed: u64) -> Result<Self::Generator, WorkloadError>;

@@ -127,6 +127,11 @@ macro_rules! registry {
                 match self {$(Self::$variant(c) => WorkloadKind::measured_accesses_total(c),)+}
             }
 
+            /// [`WorkloadKind::inputs`].
+            pub(crate) fn inputs(&self) -> Vec<crate::provenance::Input> {
+                match self {$(Self::$variant(c) => WorkloadKind::inputs(c),)+}
+            }
+
             /// [`WorkloadKind::program`].
             pub(crate) fn program(&self) -> &'static str {
                 match self {$(Self::$variant(c) => WorkloadKind::program(c),)+}

@@ -385,6 +385,11 @@ impl WorkloadSpec {
         self.config.footprint_bytes()
     }
 
+    /// The files the workload reads (a recording), for a report's provenance.
+    pub fn inputs(&self) -> Vec<crate::provenance::Input> {
+        self.config.inputs()
+    }
+
     /// Accesses of the full measured phase (what the built workload reports too).
     pub fn measured_accesses_total(&self) -> u64 {
         self.config.measured_accesses_total()

@@ -88,6 +88,22 @@ impl WorkloadKind for TraceConfig {
         vec![PROGRAM, RECORDED_EXEC.name]
     }
 
+    /// The recording: its size, content hash and header.
+    fn inputs(&self) -> Vec<crate::provenance::Input> {
+        let (bytes, fingerprint) =
+            crate::provenance::file_fingerprint(&self.file).unwrap_or((0, "unreadable".to_owned()));
+        let header = open(&self.file)
+            .ok()
+            .and_then(|r| serde_json::to_value(r.header()).ok())
+            .unwrap_or(serde_json::Value::Null);
+        vec![crate::provenance::Input {
+            path: self.file.display().to_string(),
+            bytes,
+            fingerprint,
+            header,
+        }]
+    }
+
     fn build(&self, _seed: u64) -> Result<TraceWorkload, WorkloadError> {
         let reader = open(&self.file)
             .map_err(|e| WorkloadError::unreadable(Self::NAME, "file", &self.file, e))?;
