@@ -95,22 +95,20 @@ fn put_signed(out: &mut Vec<u8>, v: i64) {
     put_varint(out, zigzag(v));
 }
 
-/// Writes a Ref's address delta for a size of `1 << size_log2` bytes: plain zigzag for 1
-/// byte; for larger sizes bit 0 clear means the rest is the delta in units of the size (a
-/// stack frame's slots, an array's elements stay within a byte), bit 0 set the delta in bytes,
-/// or, as the value 1 alone, that a full zigzag varint follows (an unaligned delta of 2^62 or
-/// more, which 63 bits cannot hold).
+/// Writes a Ref's address delta for a size of `1 << size_log2` bytes as a varint `v`: bit 0
+/// clear, the rest is the delta in units of the size (a stack frame's slots, an array's
+/// elements stay within a byte); bit 0 set, the delta in bytes; `v == 1` alone, a full zigzag
+/// varint follows (a delta 63 bits cannot hold, beyond 2^62 units or bytes).
 fn put_ref_delta(out: &mut Vec<u8>, delta: i64, size_log2: u8) {
-    let z = zigzag(delta);
-    if size_log2 == 0 {
-        put_varint(out, z);
-    } else if delta & ((1 << size_log2) - 1) == 0 {
-        put_varint(out, zigzag(delta >> size_log2) << 1);
-    } else if z < 1 << 63 {
-        put_varint(out, z << 1 | 1);
+    let units = zigzag(delta >> size_log2);
+    let bytes = zigzag(delta);
+    if delta & ((1 << size_log2) - 1) == 0 && units < 1 << 63 {
+        put_varint(out, units << 1);
+    } else if bytes < 1 << 63 {
+        put_varint(out, bytes << 1 | 1);
     } else {
         put_varint(out, 1);
-        put_varint(out, z);
+        put_varint(out, bytes);
     }
 }
 
@@ -256,27 +254,42 @@ impl Decoder<'_> {
         Ok(b)
     }
 
+    /// A varint; up to 8 bytes are read as one word and unpacked without a branch per byte,
+    /// since how long the next varint is cannot be predicted.
     #[inline(always)]
     fn varint(&mut self) -> Result<u64, &'static str> {
-        let b = *self.buf.get(self.pos).ok_or(PAST_END)?;
-        self.pos += 1;
-        if b < 0x80 {
-            return Ok(u64::from(b));
+        if let Some(word) = self.buf.get(self.pos..self.pos + 8) {
+            let w = u64::from_le_bytes([
+                word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
+            ]);
+            let ends = !w & 0x8080_8080_8080_8080;
+            if ends != 0 {
+                let len = (ends.trailing_zeros() + 1) / 8;
+                self.pos += len as usize;
+                let x = (w & (u64::MAX >> (64 - 8 * len))) & 0x7F7F_7F7F_7F7F_7F7F;
+                let x = (x & 0x007F_007F_007F_007F) | (x & 0x7F00_7F00_7F00_7F00) >> 1;
+                let x = (x & 0x0000_3FFF_0000_3FFF) | (x & 0x3FFF_0000_3FFF_0000) >> 2;
+                return Ok((x & 0x0FFF_FFFF) | (x & 0x0FFF_FFFF_0000_0000) >> 4);
+            }
         }
-        let mut v = u64::from(b & 0x7F);
-        let mut shift = 7;
-        loop {
+        self.varint_bytewise()
+    }
+
+    /// A varint byte by byte: near a chunk's end, or longer than 8 bytes.
+    fn varint_bytewise(&mut self) -> Result<u64, &'static str> {
+        let mut v = 0;
+        for shift in (0..64).step_by(7) {
             let b = *self.buf.get(self.pos).ok_or(PAST_END)?;
             self.pos += 1;
             if shift == 63 && b > 1 {
-                return Err("a varint longer than 64 bits");
+                break;
             }
             v |= u64::from(b & 0x7F) << shift;
             if b < 0x80 {
                 return Ok(v);
             }
-            shift += 7;
         }
+        Err("a varint longer than 64 bits")
     }
 
     #[inline(always)]
@@ -284,19 +297,17 @@ impl Decoder<'_> {
         Ok(unzigzag(self.varint()?))
     }
 
-    /// The inverse of `put_ref_delta`.
+    /// The inverse of `put_ref_delta`, without a branch on the form in the common cases
+    /// (which one a Ref takes is data, so a branch would be mispredicted).
     #[inline(always)]
     fn ref_delta(&mut self, size_log2: u8) -> Result<i64, &'static str> {
         let v = self.varint()?;
-        Ok(if size_log2 == 0 {
-            unzigzag(v)
-        } else if v & 1 == 0 {
-            unzigzag(v >> 1).wrapping_shl(u32::from(size_log2))
-        } else if v == 1 {
-            self.signed()?
-        } else {
-            unzigzag(v >> 1)
-        })
+        if v == 1 {
+            return self.signed();
+        }
+        // All ones when bit 0 is clear (in units), zero when set (in bytes).
+        let scaled = (v & 1).wrapping_sub(1) as u32;
+        Ok(unzigzag(v >> 1).wrapping_shl(u32::from(size_log2) & scaled))
     }
 
     fn u32(&mut self, what: &'static str) -> Result<u32, &'static str> {
