@@ -296,7 +296,9 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
     uint64_t insns = pos - t->last_pos;
     t->last_pos = pos;
     uint8_t *p = reserve(t);
-    uint8_t tag = (uint8_t)(qemu_plugin_mem_size_shift(info) & 3);
+    unsigned shift = qemu_plugin_mem_size_shift(info);
+    /* QEMU 7.2 splits accesses wider than 8 bytes; a wider one would be counted as 8. */
+    uint8_t tag = (uint8_t)(shift < 3 ? shift : 3);
     if (qemu_plugin_mem_is_store(info)) {
         tag |= 4;
     }

@@ -171,7 +171,10 @@ fn a_reference_outside_the_recorded_map_names_the_address_and_the_event() {
         err.contains(&format!("{:#x}", REGION + 7 * PAGE + 8)),
         "{err}"
     );
-    assert!(err.contains("near event 4 of the trace"), "{err}");
+    assert!(
+        err.contains("at reference 2 of the trace (process 0)"),
+        "{err}"
+    );
     std::fs::remove_file(path).unwrap();
 }
 

@@ -8,7 +8,10 @@
 //! into operations; [`address_space`] keeps each process's map as the program saw it.
 
 mod address_space;
+mod ahead;
 mod replay;
+
+use ahead::Ahead;
 
 pub use replay::{ReplayCounts, TraceReplay, RECORDED_EXEC};
 
@@ -108,16 +111,17 @@ impl WorkloadKind for TraceConfig {
         let reader = open(&self.file)
             .map_err(|e| WorkloadError::unreadable(Self::NAME, "file", &self.file, e))?;
         Ok(TraceWorkload {
-            replay: Box::new(TraceReplay::new(reader)),
+            replay: Box::new(Ahead::start(TraceReplay::new(reader))),
             refs: self.refs,
         })
     }
 }
 
-/// The generator of [`TraceConfig`]: a [`TraceReplay`] as a [`Workload`].
+/// The generator of [`TraceConfig`]: a [`TraceReplay`], run ahead on a thread of its own,
+/// as a [`Workload`].
 pub struct TraceWorkload {
-    /// Boxed: its buffers would make every [`super::AnyWorkload`] as large.
-    replay: Box<TraceReplay>,
+    /// Boxed: its batch would make every [`super::AnyWorkload`] as large.
+    replay: Box<Ahead>,
     refs: u64,
 }
 
@@ -125,15 +129,8 @@ impl std::fmt::Debug for TraceWorkload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TraceWorkload")
             .field("refs", &self.refs)
-            .field("counts", &self.replay.counts())
+            .field("replayed", &self.replay.refs())
             .finish()
-    }
-}
-
-impl TraceWorkload {
-    /// What the replay has done so far.
-    pub fn counts(&self) -> ReplayCounts {
-        self.replay.counts()
     }
 }
 
@@ -197,11 +194,11 @@ impl Workload for TraceWorkload {
     }
 
     fn instructions_retired(&self) -> Option<u64> {
-        Some(self.replay.counts().instructions)
+        Some(self.replay.retired())
     }
 
     fn take_failure(&mut self) -> Option<String> {
-        self.replay.take_error().map(|e| e.to_string())
+        self.replay.take_failure()
     }
 
     fn position(&self) -> Option<String> {
