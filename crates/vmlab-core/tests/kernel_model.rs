@@ -9,7 +9,7 @@ use vmlab_core::scheme::{Paging, SimError, System};
 
 mod common;
 
-use common::{check_same, system, system_with, va, PAGE, PAGES};
+use common::invariant::{check_same, system, system_with, va, PAGE, PAGES};
 
 fn frame_of(sys: &mut System, pid: u32, page: u64) -> Option<(u64, bool)> {
     sys.kernel_lookup(pid, va(page))

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{check_same, system_with, va, PAGE, PAGES, REGION};
+use common::invariant::{check_same, system_with, va, PAGE, PAGES, REGION};
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 use vmlab_core::addr::{PageSize, PAGE_SIZE};
