@@ -15,12 +15,9 @@ use vmlab_core::scheme::{Paging, System};
 use vmlab_core::trace::x86::{open, Event, Header, Writer};
 use vmlab_core::workload::{Op, TraceReplay, WorkloadSpec};
 
-const MMAP: u32 = 9;
-const MPROTECT: u32 = 10;
-const MUNMAP: u32 = 11;
-const MADVISE: u32 = 28;
+use vmlab_core::trace::x86::syscalls::{CLOCK_GETTIME, MADVISE, MMAP, MPROTECT, MUNMAP};
+
 const READ: u32 = 0;
-const CLOCK_GETTIME: u32 = 228;
 
 fn write_trace(name: &str, events: &[Event]) -> PathBuf {
     let path = std::env::temp_dir().join(format!("vmlab-{name}-{}.vmtrace", std::process::id()));
@@ -52,18 +49,7 @@ fn syscall(nr: u32, args: [u64; 6], ret: i64) -> Event {
 fn run(path: &Path, paging: Paging) -> vmlab_core::stats::RunReport {
     let config = RunConfig {
         workload: WorkloadSpec::parse(&format!("trace:file={}", path.display())).unwrap(),
-        paging,
-        profile: Profile::builtin("skylake").unwrap(),
-        guest_pages: PageSize::Size4K,
-        host_pages: PageSize::Size4K,
-        fragmentation: 0.0,
-        accesses: 0,
-        warmup: 0,
-        tolerance: 0.001,
-        fixed_warmup: false,
-        seed: 1,
-        pretouch: false,
-        pipeline: Pipeline::Staged,
+        ..engine_config(paging)
     };
     engine::run(&config, &mut |_| std::ops::ControlFlow::Continue(())).unwrap()
 }

@@ -9,9 +9,7 @@ use crate::trace::x86::{Event, Writer};
 use rustc_hash::FxHashMap;
 use std::path::Path;
 
-/// Linux x86-64 system call numbers the merge acts on.
-const NR_EXIT: u32 = 60;
-const NR_EXIT_GROUP: u32 = 231;
+use crate::trace::x86::syscalls::{EXIT as NR_EXIT, EXIT_GROUP as NR_EXIT_GROUP};
 /// User addresses end here; QEMU's layout also lists the vsyscall page above it.
 const USER_END: u64 = 1 << 47;
 /// Progress is reported every this many references.
@@ -230,15 +228,7 @@ impl<'w> Merger<'w> {
                     return Ok(false);
                 };
                 // The old image's execve did not return: it succeeded.
-                let pending: Vec<_> = self.state[before].pending.drain().collect();
-                for (host_tid, (nr, args)) in pending {
-                    self.switch(before, host_tid)?;
-                    self.emit(&Event::Syscall {
-                        nr,
-                        args,
-                        ret: None,
-                    })?;
-                }
+                self.unreturned(before)?;
                 self.state[before].exited = true;
                 self.state[image].pid = Some(pid);
                 // The thread that exec'd goes on (same host tid) in the new image.
@@ -373,6 +363,22 @@ impl<'w> Merger<'w> {
         }
     }
 
+    /// The calls the image's threads entered and never returned from (a successful execve, a
+    /// process killed in a call), as Syscall events without a result.
+    fn unreturned(&mut self, image: usize) -> Result<(), RecordError> {
+        let mut pending: Vec<_> = self.state[image].pending.drain().collect();
+        pending.sort_unstable_by_key(|&(host_tid, _)| host_tid);
+        for (host_tid, (nr, args)) in pending {
+            self.switch(image, host_tid)?;
+            self.emit(&Event::Syscall {
+                nr,
+                args,
+                ret: None,
+            })?;
+        }
+        Ok(())
+    }
+
     fn take_pending(&mut self, image: usize, host_tid: u32, nr: u32) -> [u64; 6] {
         match self.state[image].pending.remove(&host_tid) {
             Some((n, args)) if n == nr => args,
@@ -399,15 +405,7 @@ impl<'w> Merger<'w> {
             unfinished += 1;
             let tid = self.first_tid(image);
             self.switch(image, tid)?;
-            let pending: Vec<_> = self.state[image].pending.drain().collect();
-            for (host_tid, (nr, args)) in pending {
-                self.switch(image, host_tid)?;
-                self.emit(&Event::Syscall {
-                    nr,
-                    args,
-                    ret: None,
-                })?;
-            }
+            self.unreturned(image)?;
             let code = match (self.images[image].kind, root_end) {
                 (ImageKind::Root, Some(code)) => code,
                 _ => -1,

@@ -388,5 +388,27 @@ pub const BRK: u32 = 12;
 pub const MREMAP: u32 = 25;
 /// madvise.
 pub const MADVISE: u32 = 28;
+/// clone.
+pub const CLONE: u32 = 56;
+/// fork.
+pub const FORK: u32 = 57;
+/// vfork.
+pub const VFORK: u32 = 58;
+/// execve.
+pub const EXECVE: u32 = 59;
+/// exit (of one thread).
+pub const EXIT: u32 = 60;
+/// gettimeofday (a vDSO call on Linux).
+pub const GETTIMEOFDAY: u32 = 96;
+/// time (a vDSO call on Linux).
+pub const TIME: u32 = 201;
+/// clock_gettime (a vDSO call on Linux).
+pub const CLOCK_GETTIME: u32 = 228;
+/// exit_group.
+pub const EXIT_GROUP: u32 = 231;
+/// getcpu (a vDSO call on Linux).
+pub const GETCPU: u32 = 309;
+/// clone3.
+pub const CLONE3: u32 = 435;
 /// The system calls that change the address space's mappings.
 pub const MAPPING: [u32; 6] = [MMAP, MPROTECT, MUNMAP, BRK, MREMAP, MADVISE];

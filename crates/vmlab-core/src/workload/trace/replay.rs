@@ -18,26 +18,7 @@ pub static RECORDED_EXEC: Program = Program {
     image: &[],
 };
 
-/// Linux x86-64 system call numbers the replay acts on.
-mod nr {
-    pub const MMAP: u32 = 9;
-    pub const MPROTECT: u32 = 10;
-    pub const MUNMAP: u32 = 11;
-    pub const BRK: u32 = 12;
-    pub const MREMAP: u32 = 25;
-    pub const MADVISE: u32 = 28;
-    pub const CLONE: u32 = 56;
-    pub const FORK: u32 = 57;
-    pub const VFORK: u32 = 58;
-    pub const EXECVE: u32 = 59;
-    pub const EXIT: u32 = 60;
-    pub const GETTIMEOFDAY: u32 = 96;
-    pub const TIME: u32 = 201;
-    pub const CLOCK_GETTIME: u32 = 228;
-    pub const EXIT_GROUP: u32 = 231;
-    pub const GETCPU: u32 = 309;
-    pub const CLONE3: u32 = 435;
-}
+use crate::trace::x86::syscalls as nr;
 const MADV_DONTNEED: u64 = 4;
 
 /// Counts of what the replay did besides references, for the report.
