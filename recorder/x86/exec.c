@@ -7,7 +7,8 @@
  * posix_spawn(p) and system() so that the new program runs under a new qemu-x86_64 with the
  * recorder plugin (x86rec.c) instead: a new process image of the same recording. A `#!` script
  * is run as its interpreter would be (QEMU runs only ELF files). Statically linked programs,
- * and programs that make the execve system call themselves, are not followed.
+ * programs that make the execve system call themselves and the C library's own spawns (popen)
+ * are not followed.
  *
  * The recording's settings come from the environment, set by `vmlab record`:
  * VMLAB_REC_QEMU (the emulator), VMLAB_REC_PLUGIN (x86rec.so), VMLAB_REC_DIR (the raw files'

@@ -346,6 +346,13 @@ enum {
 };
 
 
+/* A clone that makes a process: without CLONE_VM, or with CLONE_VFORK, which QEMU turns into
+ * a fork (posix_spawn and popen clone with CLONE_VM | CLONE_VFORK). */
+static bool makes_process(uint64_t flags)
+{
+    return !(flags & CLONE_VM) || (flags & CLONE_VFORK);
+}
+
 static bool is_fork(int64_t nr, const uint64_t *a)
 {
     switch (nr) {
@@ -353,10 +360,10 @@ static bool is_fork(int64_t nr, const uint64_t *a)
     case NR_VFORK:
         return true;
     case NR_CLONE:
-        return !(a[0] & CLONE_VM);
+        return makes_process(a[0]);
     case NR_CLONE3:
         /* struct clone_args starts with its u64 flags; QEMU 7.2 refuses clone3 (ENOSYS). */
-        return a[0] && !(*(const uint64_t *)(uintptr_t)a[0] & CLONE_VM);
+        return a[0] && makes_process(*(const uint64_t *)(uintptr_t)a[0]);
     default:
         return false;
     }

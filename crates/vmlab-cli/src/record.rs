@@ -19,8 +19,8 @@ pub const AFTER_HELP: &str = "Examples:\n  \
     the code pages fetched from, every system call with its arguments and result, and the memory\n\
     the kernel writes for the program (read, recv, stat...). Forked children are recorded as\n\
     processes of their own; exec'd programs too, through a preloaded library that runs them\n\
-    under the recorder (statically linked programs that exec are not followed). Addresses are\n\
-    QEMU's: a fixed layout from 0x4000000000, no randomisation, kept as recorded.\n\n\
+    under the recorder (statically linked programs that exec, and popen's, are not followed).\n\
+    Addresses are QEMU's: a fixed layout from 0x4000000000, no randomisation, kept as recorded.\n\n\
     Recording runs the program about 20-100x slower than natively. Ctrl-C stops the program and\n\
     still writes a valid trace of what ran (its trailer says it was interrupted); so does a\n\
     program that crashes. The plugin is built from source with the system's C compiler (cc, or\n\
