@@ -34,23 +34,19 @@ fn require_tools() {
     }
 }
 
-/// touch_fork.c, compiled once per test binary.
-fn touch_fork() -> PathBuf {
-    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        require_tools();
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/touch_fork.c");
-        let bin = scratch("touch_fork");
-        let status = Command::new("cc")
-            .args(["-O2", "-o"])
-            .arg(&bin)
-            .arg(&src)
-            .status()
-            .expect("cc runs");
-        assert!(status.success(), "cc failed on {}", src.display());
-        bin
-    })
-    .clone()
+/// tests/programs/NAME.c, compiled.
+fn program(name: &str) -> PathBuf {
+    require_tools();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
+    let bin = scratch(name);
+    let status = Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .expect("cc runs");
+    assert!(status.success(), "cc failed on {}", src.display());
+    bin
 }
 
 /// Records `args` into `name`, expecting success; returns the trace's path.
@@ -112,7 +108,7 @@ fn u(run: &Value, key: &str) -> u64 {
 
 #[test]
 fn a_known_program_records_exactly_and_replays_with_its_own_faults() {
-    let bin = touch_fork();
+    let bin = program("touch_fork");
     let bin = bin.to_str().unwrap();
     let idle = record("touch_fork_00.vmtrace", &[bin, "00", "00"]);
     let busy = record("touch_fork_16.vmtrace", &[bin, "16", "04"]);
@@ -189,6 +185,35 @@ fn a_shell_pipeline_records_every_process_and_replays_under_every_scheme() {
     for run in report["runs"].as_array().unwrap() {
         assert_eq!(u(run, "accesses_total"), trailer.totals.events.refs);
         assert_eq!(u(run, "forks"), trailer.totals.events.forks);
+    }
+}
+
+#[test]
+fn a_posix_spawn_child_is_a_process_of_its_own_and_its_program_is_recorded() {
+    let bin = program("spawn");
+    let trace = record("spawn.vmtrace", &[bin.to_str().unwrap()]);
+    let trailer = read_trailer(&trace).unwrap();
+    let t = trailer.totals;
+    // The spawning program and echo, exec'd in the child; both exit.
+    assert_eq!(
+        (t.processes, t.events.forks, t.events.execs),
+        (2, 1, 1),
+        "{t:?}"
+    );
+    assert_eq!(t.events.exits, 2, "{t:?}");
+    let mut reader = open(&trace).unwrap();
+    let mut execs = Vec::new();
+    while let Some(e) = reader.next_event().unwrap() {
+        if let Event::Exec { path } = e {
+            execs.push(path);
+        }
+    }
+    assert_eq!(execs.len(), 1);
+    assert!(execs[0].ends_with("/echo"), "{execs:?}");
+    let report = replay_json(&trace, "native,shadow");
+    for run in report["runs"].as_array().unwrap() {
+        assert_eq!(u(run, "forks"), 1);
+        assert_eq!(u(&run["os"], "execs"), 1);
     }
 }
 
