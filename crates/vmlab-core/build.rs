@@ -36,7 +36,13 @@ fn main() {
         }
         if let Some(common) = git(&["rev-parse", "--git-common-dir"]) {
             println!("cargo:rerun-if-changed={}/refs/heads", common);
-            println!("cargo:rerun-if-changed={}/packed-refs", common);
+            // Only if it exists: cargo takes a missing file as changed, and would rerun this
+            // script, and so rebuild the crates, on every build of a fresh clone. Packing refs
+            // also rewrites refs/heads, which is watched.
+            let packed = Path::new(&common).join("packed-refs");
+            if packed.exists() {
+                println!("cargo:rerun-if-changed={}", packed.display());
+            }
         }
     }
     for tree in [
