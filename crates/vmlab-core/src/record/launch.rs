@@ -296,11 +296,12 @@ fn build_recorder() -> Result<(PathBuf, PathBuf), RecordError> {
         (PLUGIN_SOURCE, &plugin, "-lpthread"),
         (EXEC_SOURCE, &preload, "-ldl"),
     ] {
-        let src = out.with_extension("c");
+        // Source and library are written under names of this process's own and the library
+        // renamed into place, so concurrent recordings never read or load a half-written file.
+        let pid = std::process::id();
+        let src = out.with_extension(format!("{pid}.c"));
         std::fs::write(&src, source).map_err(|e| fail(format!("{}: {e}", src.display())))?;
-        // Built beside its final name and renamed, so a concurrent recording never loads a
-        // half-written library.
-        let partial = out.with_extension(format!("{}.so", std::process::id()));
+        let partial = out.with_extension(format!("{pid}.so"));
         let result = Command::new(&cc)
             .args(["-O2", "-shared", "-fPIC", "-o"])
             .arg(&partial)
@@ -313,6 +314,7 @@ fn build_recorder() -> Result<(PathBuf, PathBuf), RecordError> {
             let first = stderr.lines().next().unwrap_or("").to_owned();
             return Err(fail(format!("{cc} failed on {}: {first}", src.display())));
         }
+        let _ = std::fs::remove_file(&src);
         std::fs::rename(&partial, out).map_err(|e| fail(format!("{}: {e}", out.display())))?;
     }
     Ok((plugin, preload))
