@@ -217,6 +217,23 @@ fn a_posix_spawn_child_is_a_process_of_its_own_and_its_program_is_recorded() {
     }
 }
 
+#[test]
+fn a_script_records_under_its_interpreter() {
+    require_tools();
+    let script = scratch("count.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ni=0\nwhile [ $i -lt \"$1\" ]; do i=$((i + 1)); done\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let trace = record("script.vmtrace", &[script.to_str().unwrap(), "200"]);
+    let trailer = read_trailer(&trace).unwrap();
+    assert_eq!(trailer.totals.processes, 1, "{:?}", trailer.totals);
+    assert!(trailer.totals.events.refs > 10_000, "{:?}", trailer.totals);
+}
+
 /// One stderr line starting `error: `, status 2, containing `mentions`.
 fn expect_error(args: &[&str], env: &[(&str, &str)], mentions: &[&str]) {
     let output = assert_cmd::cargo::cargo_bin_cmd!("vmlab")

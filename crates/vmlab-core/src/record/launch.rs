@@ -6,6 +6,7 @@
 use super::merge::{merge, MergeSummary};
 use super::RecordError;
 use crate::trace::x86::{Header, Host, Trailer, Writer};
+use std::ffi::OsString;
 use std::hash::{Hash, Hasher};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -131,10 +132,12 @@ fn run_and_merge(
         pair.push(value);
         command.arg("-E").arg(pair);
     }
+    let (argv0, file, leading) = emulated(&spec.program, program);
     command
         .arg("-0")
-        .arg(&spec.program)
-        .arg(program)
+        .arg(argv0)
+        .arg(file)
+        .args(leading)
         .args(&spec.args)
         .env_remove("LD_PRELOAD")
         .stdin(Stdio::inherit());
@@ -183,6 +186,33 @@ fn run_and_merge(
         bytes,
         raw_bytes,
     })
+}
+
+/// What the emulator runs for `program`, as (argv[0], the file, the arguments before the
+/// user's): the program itself, or for a `#!` script its interpreter with the interpreter's
+/// argument and the script (QEMU runs only ELF files; exec.c does the same for exec'd scripts).
+fn emulated(name: &str, program: &Path) -> (OsString, PathBuf, Vec<OsString>) {
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .unwrap_or(0);
+    let line = head[..n]
+        .strip_prefix(b"#!")
+        .and_then(|rest| rest.split(|&b| b == b'\n').next())
+        .map(|l| String::from_utf8_lossy(l).into_owned());
+    let mut words = line.as_deref().unwrap_or("").split_whitespace();
+    match words.next() {
+        Some(interp) => {
+            let rest = words.collect::<Vec<_>>().join(" ");
+            let mut leading: Vec<OsString> = Vec::new();
+            if !rest.is_empty() {
+                leading.push(rest.into());
+            }
+            leading.push(program.as_os_str().to_owned());
+            (interp.into(), PathBuf::from(interp), leading)
+        }
+        None => (name.into(), program.to_owned(), Vec::new()),
+    }
 }
 
 /// Whether the recording covers the whole run, how it ended, and the program's exit code
