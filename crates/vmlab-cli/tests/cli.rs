@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{vmlab, vmlab_ok};
+use common::{expect_usage_error, vmlab, vmlab_ok};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -20,42 +20,6 @@ fn run_json(args: &[&str]) -> Value {
     let stdout = vmlab_ok(&all);
     serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("vmlab {all:?}: stdout is not one JSON value ({e}):\n{stdout}"))
-}
-
-/// Expects a usage error: status 2, nothing on stdout, and exactly one stderr line
-/// `error: ...` that contains every one of `mentions`. Returns that line.
-fn expect_usage_error(args: &[&str], mentions: &[&str]) -> String {
-    let out = vmlab(args);
-    assert_eq!(
-        out.code,
-        Some(2),
-        "vmlab {args:?}: want status 2; stderr:\n{}",
-        out.stderr
-    );
-    assert!(
-        out.stdout.is_empty(),
-        "vmlab {args:?}: want empty stdout, got:\n{}",
-        out.stdout
-    );
-    let lines: Vec<&str> = out.stderr.lines().collect();
-    assert_eq!(
-        lines.len(),
-        1,
-        "vmlab {args:?}: want one stderr line, got:\n{}",
-        out.stderr
-    );
-    let line = lines[0];
-    assert!(
-        line.starts_with("error: "),
-        "vmlab {args:?}: stderr line does not start with 'error: ': {line}"
-    );
-    for m in mentions {
-        assert!(
-            line.contains(m),
-            "vmlab {args:?}: error does not mention {m:?}: {line}"
-        );
-    }
-    line.to_string()
 }
 
 /// `run` arguments for a workload with the small sample and the given schemes.

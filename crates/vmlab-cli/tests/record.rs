@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::vmlab;
+use common::{expect_usage_error, expect_usage_error_env, vmlab};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -234,38 +234,21 @@ fn a_script_records_under_its_interpreter() {
     assert!(trailer.totals.events.refs > 10_000, "{:?}", trailer.totals);
 }
 
-/// One stderr line starting `error: `, status 2, containing `mentions`.
-fn expect_error(args: &[&str], env: &[(&str, &str)], mentions: &[&str]) {
-    let output = assert_cmd::cargo::cargo_bin_cmd!("vmlab")
-        .args(args)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(output.status.code(), Some(2), "vmlab {args:?}:\n{stderr}");
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "vmlab {args:?}: {stderr}");
-    assert!(lines[0].starts_with("error: "), "{stderr}");
-    for m in mentions {
-        assert!(lines[0].contains(m), "vmlab {args:?}: no {m:?} in {stderr}");
-    }
-}
-
 #[test]
 fn bad_input_is_one_line_and_status_2() {
     let out = scratch("never.vmtrace");
     let out = out.to_str().unwrap();
-    expect_error(
+    expect_usage_error_env(
         &["record", "-o", out, "--", "true"],
         &[("VMLAB_QEMU", "/nonexistent/qemu-x86_64")],
         &["not found", "apt-get install qemu-user"],
     );
-    expect_error(
+    expect_usage_error_env(
         &["record", "-o", out, "--", "/nonexistent/program"],
         &[],
         &["/nonexistent/program", "no such executable"],
     );
-    expect_error(
+    expect_usage_error_env(
         &["record", "-o", "/nonexistent/dir/x.vmtrace", "--", "true"],
         &[],
         &["cannot write /nonexistent/dir/x.vmtrace"],
@@ -307,7 +290,7 @@ fn bad_input_is_one_line_and_status_2() {
         let path = scratch(&format!("{name}.vmtrace"));
         std::fs::write(&path, content).unwrap();
         let file = format!("trace:file={}", path.display());
-        expect_error(&["run", "-w", &file, "-p", "native"], &[], &[mention]);
+        expect_usage_error(&["run", "-w", &file, "-p", "native"], &[mention]);
     }
 }
 

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{vmlab, vmlab_ok};
+use common::{expect_usage_error, vmlab_ok};
 use std::path::PathBuf;
 
 fn committed() -> PathBuf {
@@ -60,15 +60,7 @@ fn broken_traces_are_one_line_errors() {
         (foreign.clone(), "not a vmlab e500 trace"),
         (dir.join("missing"), "cannot read"),
     ] {
-        let out = vmlab(&["trace", "info", path.to_str().unwrap()]);
-        assert_eq!(out.code, Some(2), "{}: {}", path.display(), out.stderr);
-        assert!(out.stdout.is_empty());
-        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-        assert!(
-            out.stderr.starts_with("error: ") && out.stderr.contains(mention),
-            "{}",
-            out.stderr
-        );
+        expect_usage_error(&["trace", "info", path.to_str().unwrap()], &[mention]);
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

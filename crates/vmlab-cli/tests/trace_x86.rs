@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{vmlab, vmlab_ok};
+use common::{expect_usage_error, vmlab_ok};
 use std::path::{Path, PathBuf};
 use vmlab_core::trace::x86::{Event, Header, Writer};
 
@@ -151,15 +151,7 @@ fn damaged_x86_traces_are_one_line_errors() {
         (flipped, "chunk 0"),
         (version, "version 9 is not supported"),
     ] {
-        let out = vmlab(&["trace", "info", path.to_str().unwrap()]);
-        assert_eq!(out.code, Some(2), "{}: {}", path.display(), out.stderr);
-        assert!(out.stdout.is_empty());
-        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-        assert!(
-            out.stderr.starts_with("error: ") && out.stderr.contains(mention),
-            "{}",
-            out.stderr
-        );
+        expect_usage_error(&["trace", "info", path.to_str().unwrap()], &[mention]);
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
