@@ -66,7 +66,7 @@ fn default_pages() -> String {
 }
 
 fn default_accesses() -> u64 {
-    10_000_000
+    crate::workload::DEFAULT_SAMPLE
 }
 
 fn default_warmup() -> u64 {

@@ -51,8 +51,8 @@ struct Merger<'w> {
     state: Vec<ImageState>,
     /// (parent image, fork ordinal) -> child image.
     forks: FxHashMap<(usize, u64), usize>,
-    /// Image index -> the image that exec'd from it.
-    successor: FxHashMap<usize, usize>,
+    /// Exec'd image -> the image it replaced.
+    predecessor: FxHashMap<usize, usize>,
     writer: &'w mut Writer,
     current: Option<(u32, u32)>,
     next_pid: u32,
@@ -92,32 +92,28 @@ pub fn merge(
 
 impl<'w> Merger<'w> {
     fn new(images: Vec<RawImage>, writer: &'w mut Writer) -> Self {
-        let latest_before = |pid: u32, stamp: u64| {
+        // The image host process `pid` was running just before `stamp`: a fork child's
+        // parent image, an exec'd image's predecessor.
+        let running_before = |pid: u32, stamp: u64| {
             images
                 .iter()
                 .enumerate()
-                .filter(|(_, i)| i.host_pid == pid && i.stamp <= stamp)
+                .filter(|(_, i)| i.host_pid == pid && i.stamp < stamp)
                 .max_by_key(|(_, i)| i.stamp)
                 .map(|(n, _)| n)
         };
         let mut forks = FxHashMap::default();
-        let mut successor = FxHashMap::default();
+        let mut predecessor = FxHashMap::default();
         for (n, image) in images.iter().enumerate() {
             match image.kind {
                 ImageKind::Fork { parent, ordinal } => {
-                    if let Some(p) = latest_before(parent, image.stamp) {
+                    if let Some(p) = running_before(parent, image.stamp) {
                         forks.insert((p, u64::from(ordinal)), n);
                     }
                 }
                 ImageKind::Exec => {
-                    let before = images
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, i)| i.host_pid == image.host_pid && i.stamp < image.stamp)
-                        .max_by_key(|(_, i)| i.stamp)
-                        .map(|(m, _)| m);
-                    if let Some(p) = before {
-                        successor.insert(p, n);
+                    if let Some(p) = running_before(image.host_pid, image.stamp) {
+                        predecessor.insert(n, p);
                     }
                 }
                 ImageKind::Root => {}
@@ -128,7 +124,7 @@ impl<'w> Merger<'w> {
             images,
             state,
             forks,
-            successor,
+            predecessor,
             writer,
             current: None,
             next_pid: 0,
@@ -216,12 +212,7 @@ impl<'w> Merger<'w> {
                 self.initial_map(image)?;
             }
             ImageKind::Exec => {
-                let Some(before) = self
-                    .successor
-                    .iter()
-                    .find(|(_, &next)| next == image)
-                    .map(|(&b, _)| b)
-                else {
+                let Some(&before) = self.predecessor.get(&image) else {
                     return Ok(false);
                 };
                 let Some(pid) = self.state[before].pid else {
@@ -394,11 +385,8 @@ impl<'w> Merger<'w> {
             let Some(pid) = self.state[image].pid else {
                 continue;
             };
-            let replaced = self
-                .successor
-                .get(&image)
-                .is_some_and(|&n| self.state[n].pid.is_some());
-            if self.state[image].exited || replaced || ended.contains(&pid) {
+            // An image an exec replaced is marked exited when its successor goes live.
+            if self.state[image].exited || ended.contains(&pid) {
                 continue;
             }
             ended.push(pid);

@@ -6,6 +6,9 @@ use super::Workload;
 use std::fmt::Debug;
 use std::hash::Hash;
 
+/// The measured accesses `vmlab run` simulates by default: a sample of 10M, extrapolated.
+pub const DEFAULT_SAMPLE: u64 = 10_000_000;
+
 /// One workload, described by the type of its validated parameters (its config): its name
 /// and catalog entry, how its parameters parse from a spec and are checked, what a run of it
 /// maps and measures, and the generator it builds.
@@ -34,7 +37,7 @@ pub trait WorkloadKind: Clone + Debug + PartialEq + Eq + Hash {
     /// Measured accesses `vmlab run` simulates by default (`--accesses`): a sample of 10M,
     /// extrapolated; 0 simulates every access (a recording, whose phases a sample taken after
     /// a per-scheme warm-up would not compare).
-    const DEFAULT_ACCESSES: u64 = 10_000_000;
+    const DEFAULT_ACCESSES: u64 = DEFAULT_SAMPLE;
 
     /// A short valid spec, for error messages: by default the first parameter at its default.
     fn example() -> String {

@@ -39,14 +39,14 @@ pub use crate::units::{format_size, parse_size, SizeError};
 pub use fork_bench::{ChildTouches, ForkBench, ForkBenchConfig};
 pub use gups::{Gups, GupsConfig};
 pub use host_remap::{HostRemap, HostRemapConfig};
-pub use kind::WorkloadKind;
+pub use kind::{WorkloadKind, DEFAULT_SAMPLE};
 pub use lmbench::{Lmbench, LmbenchConfig, LmbenchOp, LmbenchTest};
 pub use registry::{default_accesses, AnyWorkload, WorkloadConfig, WorkloadVisitor};
 pub use spec::{catalog, ParamInfo, Values, WorkloadError, WorkloadInfo, WorkloadSpec};
 pub use sysbench::{AccessMode, MemOper, SysbenchMem, SysbenchMemConfig};
 pub use tlb_bench::{TlbBench, TlbBenchConfig};
 pub use tpt_probe::{TptIsolationProbe, TptIsolationProbeConfig};
-pub use trace::{ReplayCounts, TraceConfig, TraceReplay, TraceWorkload, RECORDED_EXEC};
+pub use trace::{TraceConfig, TraceReplay, TraceWorkload, RECORDED_EXEC};
 
 use crate::addr::Gva;
 use rand::{RngCore, SeedableRng};

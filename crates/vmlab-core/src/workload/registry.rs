@@ -63,7 +63,7 @@ pub(crate) fn find(name: &str) -> Option<&'static Entry> {
 /// parsing rejects later).
 pub fn default_accesses(spec: &str) -> u64 {
     let name = spec.split_once(':').map_or(spec, |(name, _)| name);
-    find(name).map_or(10_000_000, |kind| kind.default_accesses)
+    find(name).map_or(super::kind::DEFAULT_SAMPLE, |kind| kind.default_accesses)
 }
 
 /// Every workload name in catalog order, comma-separated (for error messages).

@@ -125,13 +125,13 @@ fn produce(mut replay: TraceReplay, tx: SyncSender<Batch>) {
             insns: Vec::with_capacity(BATCH),
             end: None,
         };
-        let mut retired = replay.counts().instructions;
+        let mut retired = replay.instructions();
         while batch.ops.len() < BATCH {
             let Some(op) = replay.next_op() else {
                 batch.end = Some(replay.take_error().map(|e| e.to_string()));
                 break;
             };
-            let now = replay.counts().instructions;
+            let now = replay.instructions();
             batch.ops.push(op);
             batch
                 .insns

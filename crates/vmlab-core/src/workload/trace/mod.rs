@@ -13,7 +13,7 @@ mod replay;
 
 use ahead::Ahead;
 
-pub use replay::{ReplayCounts, TraceReplay, RECORDED_EXEC};
+pub use replay::{TraceReplay, RECORDED_EXEC};
 
 use super::spec::{ParamInfo, Values, WorkloadError};
 use super::{Op, Workload, WorkloadKind};

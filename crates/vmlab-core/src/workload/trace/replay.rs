@@ -21,26 +21,6 @@ pub static RECORDED_EXEC: Program = Program {
 use crate::trace::x86::syscalls as nr;
 const MADV_DONTNEED: u64 = 4;
 
-/// Counts of what the replay did besides references, for the report.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReplayCounts {
-    /// References replayed.
-    pub refs: u64,
-    /// Instructions retired (the references' recorded counts).
-    pub instructions: u64,
-    /// System calls replayed as a kernel entry and return (no modeled work).
-    pub plain_syscalls: u64,
-    /// Time calls left out: on Linux they run in the vDSO, without entering the kernel; QEMU
-    /// has no vDSO and makes them real calls.
-    pub vdso_calls: u64,
-    /// Kernel writes into user memory (read, stat...) replayed as page touches.
-    pub kernel_writes: u64,
-    /// Code pages touched on first fetch.
-    pub code_pages: u64,
-    /// Events of a process after its exit (another thread's last block), left out.
-    pub dropped: u64,
-}
-
 /// Per process: its address space, brk, the code pages it has fetched from.
 #[derive(Clone, Debug, Default)]
 struct Process {
@@ -66,9 +46,8 @@ pub struct TraceReplay {
     ended: bool,
     /// The first read error, which ends the stream.
     error: Option<TraceError>,
-    counts: ReplayCounts,
-    /// Events read so far (for error messages).
-    events: u64,
+    /// Instructions retired by the references handed out (their recorded counts).
+    instructions: u64,
 }
 
 impl TraceReplay {
@@ -84,27 +63,18 @@ impl TraceReplay {
             started: false,
             ended: false,
             error: None,
-            counts: ReplayCounts::default(),
-            events: 0,
+            instructions: 0,
         }
     }
 
-    /// What the replay has done so far.
-    pub fn counts(&self) -> ReplayCounts {
-        self.counts
+    /// Instructions retired by the references handed out so far.
+    pub fn instructions(&self) -> u64 {
+        self.instructions
     }
 
     /// The read error that ended the stream early, if any (taken once).
     pub fn take_error(&mut self) -> Option<TraceError> {
         self.error.take()
-    }
-
-    /// Where the replay is, for error messages.
-    pub fn position(&self) -> String {
-        format!(
-            "near event {} of the trace (process {}, reference {})",
-            self.events, self.current, self.counts.refs
-        )
     }
 
     fn read(&mut self) -> Option<Event> {
@@ -115,10 +85,7 @@ impl TraceReplay {
             return None;
         }
         match self.reader.next_event() {
-            Ok(Some(e)) => {
-                self.events += 1;
-                Some(e)
-            }
+            Ok(Some(e)) => Some(e),
             Ok(None) => {
                 self.ended = true;
                 None
@@ -145,12 +112,10 @@ impl TraceReplay {
             } = event
             {
                 if self.procs[self.recorded as usize].exited {
-                    self.counts.dropped += 1;
                     continue;
                 }
                 if self.started {
-                    self.counts.refs += 1;
-                    self.counts.instructions += u64::from(insns);
+                    self.instructions += u64::from(insns);
                     return Some(Op::Access {
                         va: Gva::new(addr),
                         write,
@@ -187,7 +152,7 @@ impl TraceReplay {
             return;
         }
         if self.procs[self.recorded as usize].exited {
-            self.counts.dropped += 1;
+            // Another thread's last block, written out after its process exited.
             return;
         }
         match event {
@@ -211,7 +176,6 @@ impl TraceReplay {
                     && p.space.prot_at(va).is_some_and(|x| x != 0)
                     && p.code.insert(page)
                 {
-                    self.counts.code_pages += 1;
                     self.queue.push_back(Op::TouchPages {
                         start: Gva::new(va),
                         len: PAGE_SIZE,
@@ -222,7 +186,6 @@ impl TraceReplay {
             Event::KernelWrite { addr, len } => {
                 let (start, end) = (page_down(addr), page_up(addr.saturating_add(len)));
                 if end <= USER_END && self.proc().space.writable(start, end) {
-                    self.counts.kernel_writes += 1;
                     self.queue.push_back(Op::TouchPages {
                         start: Gva::new(start),
                         len: end - start,
@@ -310,13 +273,11 @@ impl TraceReplay {
             // Fork, exec and exit are their own events; these calls only record them.
             (nr::CLONE | nr::CLONE3 | nr::FORK | nr::VFORK | nr::EXECVE, _) => {}
             (nr::EXIT | nr::EXIT_GROUP, _) => {}
-            (nr::CLOCK_GETTIME | nr::GETTIMEOFDAY | nr::TIME | nr::GETCPU, _) => {
-                self.counts.vdso_calls += 1;
-            }
+            // Linux runs these in the vDSO, without entering the kernel; QEMU has none.
+            (nr::CLOCK_GETTIME | nr::GETTIMEOFDAY | nr::TIME | nr::GETCPU, _) => {}
             // Failed mapping calls and every other call: an entry and a return.
             _ => {
                 if ret.is_some() {
-                    self.counts.plain_syscalls += 1;
                     ops.push_back(Op::Syscall);
                 }
             }
