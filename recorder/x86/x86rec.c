@@ -20,7 +20,18 @@
  * iovecs and clone3 arguments directly.
  *
  * Plugin arguments: dir=DIR (where raw files go), maps=PATH (the -d page log QEMU writes for
- * this image, named in the raw header), root=1 (the recording's first program).
+ * this image, named in the raw header), root=1 (the recording's first program). A sampled
+ * recording's settings are in DIR/sampling ("PERIOD:WINDOW:WARM"), which every image reads: the
+ * program's environment stays as in a full recording, so both record the same run.
+ *
+ * Sampling: each thread's references are numbered; the last WINDOW of every PERIOD form a
+ * window, recorded in full between REC_WINDOW records. Outside windows only what shapes the
+ * page tables is written: the first reference to each 4 KiB page and the first store to it
+ * (store marks are cleared at fork and mprotect, touch marks where the kernel drops pages:
+ * munmap, madvise, mremap, brk, a new mapping), and the first fetch from each code page.
+ * System calls, kernel writes, forks and exits are always written. Before each window the
+ * thread's last WARM references are summarized as the distinct cache lines they used, in
+ * order of last use (REC_WARM), from which the replay rebuilds TLB and cache state.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -94,7 +105,11 @@ enum {
     REC_FORK_POINT = 0x84, /* varint ordinal: this image's n-th fork starts here */
     REC_EXIT_GROUP = 0x85, /* zigzag status */
     REC_THREAD_EXIT = 0x86,
+    REC_WINDOW = 0x87,     /* open byte (0/1), varint references not written since the last,
+                            * varint instructions since the last written reference */
+    REC_WARM = 0x88,       /* count byte (1-8), varint first line, zigzag line deltas */
 };
+#define WARM_PER_RECORD 8
 #define BUF_BYTES (256u << 10)
 #define BUF_SLACK 128u /* the longest record */
 
@@ -108,6 +123,17 @@ struct thread {
     uint64_t stamp;    /* when the block's first record was made */
     uint64_t sc_args[6];
     int64_t sc_nr;
+    /* Sampling: references made, whether in a window, references not written since the last
+     * REC_WINDOW, the ring of the last WARM references' lines, and the page last checked. */
+    uint64_t refs;
+    bool in_window;
+    uint64_t skipped;
+    uint64_t *ring;
+    uint64_t *seen;   /* the summary's set of lines (open addressing, 2 * WARM slots) */
+    uint64_t *order;  /* the summary's lines, newest first */
+    uint64_t checked_page;
+    uint8_t checked_flags;
+    uint64_t checked_epoch;
     uint32_t len;
     struct thread *next;
     uint8_t buf[BUF_BYTES];
@@ -122,6 +148,19 @@ static uint32_t forks; /* fork points of this image so far */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct thread *threads;
 static __thread struct thread *self;
+
+/* ---- sampling state: the period, window and warm-up summary, and page marks ---- */
+static uint64_t period, window_len, warm_len, seen_slots;
+static uint64_t brk_now; /* the program break after the last brk call (0: not known yet) */
+static bool sampling;
+enum { PAGE_TOUCHED = 1, PAGE_STORED = 2, PAGE_CODE = 4 };
+/* Page marks of this process: a two-level table over the 47-bit user space, leaves of
+ * 2^16 pages made on demand; each mark byte is set atomically (threads share it). */
+#define LEAF_BITS 16
+#define TOP_BITS (47 - 12 - LEAF_BITS)
+static uint8_t **marks;
+/* Bumped whenever marks are cleared, so a thread re-reads its cached page. */
+static uint64_t marks_epoch;
 
 static uint64_t now_ns(void)
 {
@@ -272,6 +311,178 @@ static void record_kwrite(struct thread *t, uint64_t addr, uint64_t len)
     commit(t, varint(p, len));
 }
 
+
+/* ---- sampling ---- */
+
+static uint8_t *mark_of(uint64_t page, bool make)
+{
+    uint64_t top = page >> LEAF_BITS;
+    if (top >= (1ull << TOP_BITS)) {
+        return NULL;
+    }
+    uint8_t *leaf = __atomic_load_n(&marks[top], __ATOMIC_ACQUIRE);
+    if (!leaf && make) {
+        uint8_t *fresh = calloc(1ull << LEAF_BITS, 1);
+        if (!fresh) {
+            die("out of memory");
+        }
+        uint8_t *expected = NULL;
+        if (__atomic_compare_exchange_n(&marks[top], &expected, fresh, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            leaf = fresh;
+        } else {
+            free(fresh);
+            leaf = expected;
+        }
+    }
+    return leaf ? &leaf[page & ((1ull << LEAF_BITS) - 1)] : NULL;
+}
+
+/* Clears `bits` of the marks of [start, start + len). */
+static void clear_marks(uint64_t start, uint64_t len, uint8_t bits)
+{
+    if (!sampling || len == 0) {
+        return;
+    }
+    uint64_t first = start >> 12, end = (start + len + 4095) >> 12;
+    for (uint64_t page = first; page < end; page++) {
+        uint8_t *m = mark_of(page, false);
+        if (m) {
+            __atomic_fetch_and(m, (uint8_t)~bits, __ATOMIC_RELAXED);
+        } else {
+            /* A whole leaf not made: skip to the next. */
+            page |= (1ull << LEAF_BITS) - 1;
+        }
+    }
+    __atomic_fetch_add(&marks_epoch, 1, __ATOMIC_RELEASE);
+}
+
+/* Clears `bits` of every page's marks. */
+static void clear_all_marks(uint8_t bits)
+{
+    for (uint64_t top = 0; top < (1ull << TOP_BITS); top++) {
+        uint8_t *leaf = marks[top];
+        for (uint64_t i = 0; leaf && i < (1ull << LEAF_BITS); i++) {
+            leaf[i] &= (uint8_t)~bits;
+        }
+    }
+    __atomic_fetch_add(&marks_epoch, 1, __ATOMIC_RELEASE);
+}
+
+/* Sets `want` on the page's marks; true if any of it was not set (the reference must be
+ * written, so the replay sees the fault it causes). */
+static bool first_use(struct thread *t, uint64_t page, uint8_t want)
+{
+    uint64_t epoch = __atomic_load_n(&marks_epoch, __ATOMIC_ACQUIRE);
+    if (t->checked_page == page && t->checked_epoch == epoch && (t->checked_flags & want) == want) {
+        return false;
+    }
+    uint8_t *m = mark_of(page, true);
+    if (!m) {
+        return true;
+    }
+    uint8_t was = __atomic_fetch_or(m, want, __ATOMIC_RELAXED);
+    t->checked_page = page;
+    t->checked_epoch = epoch;
+    t->checked_flags = was | want;
+    return (was & want) != want;
+}
+
+/* A window opens or closes at instruction `pos` of the thread: the instructions since the
+ * last written reference go with it, so a window's first reference carries only its own. */
+static void record_window(struct thread *t, bool open, uint64_t pos)
+{
+    uint8_t *p = reserve(t);
+    *p++ = REC_WINDOW;
+    *p++ = open ? 1 : 0;
+    p = varint(p, t->skipped);
+    commit(t, varint(p, pos > t->last_pos ? pos - t->last_pos : 0));
+    if (pos > t->last_pos) {
+        t->last_pos = pos;
+    }
+    t->skipped = 0;
+}
+
+/* The thread's last WARM references as distinct lines of touched pages, oldest last use
+ * first: replayed in this order they leave LRU structures as the references did. */
+static void record_warm(struct thread *t)
+{
+    uint64_t have = t->refs < warm_len ? t->refs : warm_len;
+    uint64_t slots = seen_slots;
+    memset(t->seen, 0, slots * sizeof *t->seen);
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < have; i++) {
+        uint64_t line = t->ring[(t->refs - 1 - i) % warm_len];
+        uint64_t key = line + 1; /* 0 marks an empty slot */
+        uint64_t h = (line * 0x9e3779b97f4a7c15ull) >> 20;
+        for (;; h++) {
+            uint64_t *slot = &t->seen[h & (slots - 1)];
+            if (*slot == key) {
+                break;
+            }
+            if (*slot == 0) {
+                *slot = key;
+                uint8_t *m = mark_of(line >> 6, false);
+                if (m && (*m & PAGE_TOUCHED)) {
+                    t->order[n++] = line;
+                }
+                break;
+            }
+        }
+    }
+    for (uint64_t i = n; i > 0;) {
+        uint64_t count = i < WARM_PER_RECORD ? i : WARM_PER_RECORD;
+        uint8_t *p = reserve(t);
+        *p++ = REC_WARM;
+        *p++ = (uint8_t)count;
+        uint64_t prev = t->order[--i];
+        p = varint(p, prev);
+        for (uint64_t k = 1; k < count; k++) {
+            uint64_t line = t->order[--i];
+            p = zigzag(p, (int64_t)(line - prev));
+            prev = line;
+        }
+        commit(t, p);
+    }
+}
+
+/* Counts the reference and says whether to write it: always in a window, outside only a
+ * first touch or first store of its page. Opens and closes windows. */
+static bool sampled(struct thread *t, uint64_t vaddr, bool store, uint64_t pos)
+{
+    if (!t->ring) {
+        t->ring = malloc(warm_len * sizeof *t->ring);
+        t->seen = malloc(seen_slots * sizeof *t->seen);
+        t->order = malloc(warm_len * sizeof *t->order);
+        if (!t->ring || !t->seen || !t->order) {
+            die("out of memory for the warm-up summary");
+        }
+    }
+    uint64_t phase = t->refs % period;
+    if (phase == period - window_len) {
+        record_warm(t);
+        record_window(t, true, pos - 1);
+        t->in_window = true;
+    }
+    t->ring[t->refs % warm_len] = vaddr >> 6;
+    t->refs++;
+    bool first = first_use(t, vaddr >> 12, store ? PAGE_TOUCHED | PAGE_STORED : PAGE_TOUCHED);
+    if (t->in_window || first) {
+        return true;
+    }
+    t->skipped++;
+    return false;
+}
+
+/* After a reference in a window: the window closes with the period. */
+static void window_step(struct thread *t)
+{
+    if (t->in_window && t->refs % period == 0) {
+        record_window(t, false, t->last_pos);
+        t->in_window = false;
+    }
+}
+
 /* ---- callbacks ---- */
 
 static void tb_exec(unsigned int vcpu, void *udata)
@@ -283,6 +494,9 @@ static void tb_exec(unsigned int vcpu, void *udata)
     t->icount += n_insns;
     if (page != t->code_page) {
         t->code_page = page;
+        if (sampling && !t->in_window && !first_use(t, page, PAGE_CODE)) {
+            return;
+        }
         uint8_t *p = reserve(t);
         *p++ = REC_CODE_PAGE;
         commit(t, varint(p, page));
@@ -293,6 +507,9 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
 {
     struct thread *t = thread_self();
     uint64_t pos = t->tb_base + (uint64_t)(uintptr_t)udata + 1;
+    if (sampling && !sampled(t, vaddr, qemu_plugin_mem_is_store(info), pos)) {
+        return;
+    }
     uint64_t insns = pos - t->last_pos;
     t->last_pos = pos;
     uint8_t *p = reserve(t);
@@ -311,6 +528,9 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
     p = zigzag(p, (int64_t)(vaddr - t->last_addr));
     t->last_addr = vaddr;
     commit(t, p);
+    if (sampling) {
+        window_step(t);
+    }
 }
 
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
@@ -343,7 +563,44 @@ enum {
     NR_EPOLL_WAIT = 232, NR_NEWFSTATAT = 262, NR_READLINKAT = 267, NR_PPOLL = 271,
     NR_EPOLL_PWAIT = 281, NR_ACCEPT4 = 288, NR_PIPE2 = 293, NR_PREADV = 295, NR_PRLIMIT64 = 302,
     NR_GETRANDOM = 318, NR_PREADV2 = 327, NR_STATX = 332, NR_CLONE3 = 435,
+    NR_MMAP = 9, NR_MPROTECT = 10, NR_MUNMAP = 11, NR_BRK = 12, NR_MREMAP = 25, NR_MADVISE = 28,
 };
+enum { MADV_DONTNEED = 4, MADV_REMOVE = 9 };
+
+/* A successful call that drops pages or makes new ones clears their marks: the next touch
+ * faults again. Stores after mprotect are written again (the protection may have changed). */
+static void update_marks(int64_t nr, const uint64_t *a, int64_t ret)
+{
+    const uint8_t all = PAGE_TOUCHED | PAGE_STORED;
+    switch (nr) {
+    case NR_MMAP:
+        clear_marks((uint64_t)ret, a[1], all);
+        break;
+    case NR_MUNMAP:
+        clear_marks(a[0], a[1], all);
+        break;
+    case NR_MREMAP:
+        clear_marks(a[0], a[1], all);
+        clear_marks((uint64_t)ret, a[2], all);
+        break;
+    case NR_MADVISE:
+        if (a[2] == MADV_DONTNEED || a[2] == MADV_REMOVE) {
+            clear_marks(a[0], a[1], all);
+        }
+        break;
+    case NR_MPROTECT:
+        clear_marks(a[0], a[1], PAGE_STORED);
+        break;
+    case NR_BRK:
+        if (brk_now && (uint64_t)ret < brk_now) {
+            clear_marks((uint64_t)ret, brk_now - (uint64_t)ret, all);
+        }
+        brk_now = (uint64_t)ret;
+        break;
+    default:
+        break;
+    }
+}
 
 
 /* A clone that makes a process: without CLONE_VM, or with CLONE_VFORK, which QEMU turns into
@@ -377,6 +634,10 @@ static void syscall_entry(qemu_plugin_id_t id, unsigned int vcpu, int64_t nr, ui
     struct thread *t = thread_self();
     uint64_t a[6] = { a1, a2, a3, a4, a5, a6 };
     memcpy(t->sc_args, a, sizeof a);
+    if (sampling && !t->in_window && t->skipped > 0) {
+        /* The references not written so far are counted here: the thread may not return. */
+        record_window(t, false, t->icount);
+    }
     t->sc_nr = nr;
     uint8_t *p = reserve(t);
     *p++ = REC_SYSCALL;
@@ -527,20 +788,62 @@ static void syscall_return(qemu_plugin_id_t id, unsigned int vcpu, int64_t nr, i
         forks = 0;
         open_raw(IMAGE_FORK, (uint32_t)parent, ordinal);
     }
+    if (sampling && ret > 0 && is_fork(nr, t->sc_args) && getpid() == proc_pid) {
+        /* Parent and child pages are now copy-on-write: each one's first store faults. */
+        clear_all_marks(PAGE_STORED);
+    } else if (sampling && ret == 0 && is_fork(nr, t->sc_args)) {
+        clear_all_marks(PAGE_STORED);
+    }
     uint8_t *p = reserve(t);
     *p++ = REC_SYSRET;
     p = varint(p, (uint64_t)nr);
     commit(t, zigzag(p, ret));
     if (ret >= 0 && nr == t->sc_nr) {
         kernel_writes(t, nr, t->sc_args, ret);
+        if (sampling) {
+            update_marks(nr, t->sc_args, ret);
+        }
     }
 }
 
 static void at_exit(qemu_plugin_id_t id, void *udata)
 {
     for (struct thread *t = threads; t; t = t->next) {
+        if (sampling && !t->in_window && t->skipped > 0) {
+            record_window(t, false, t->icount);
+        }
         flush(t);
     }
+}
+
+/* Reads DIR/sampling if the recording is sampled; nonzero if it is malformed. */
+static int read_sampling(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/sampling", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        return 0;
+    }
+    unsigned long long p, w, n;
+    int got = fscanf(f, "%llu:%llu:%llu", &p, &w, &n);
+    fclose(f);
+    if (got != 3 || w == 0 || w > p || n == 0) {
+        fprintf(stderr, "x86rec: %s must be PERIOD:WINDOW:WARM with 0 < WINDOW <= PERIOD and "
+                        "WARM > 0\n", path);
+        return -1;
+    }
+    period = p;
+    window_len = w;
+    warm_len = n;
+    for (seen_slots = 1; seen_slots < 2 * warm_len; seen_slots <<= 1) {
+    }
+    marks = calloc(1ull << TOP_BITS, sizeof *marks);
+    if (!marks) {
+        die("out of memory");
+    }
+    sampling = true;
+    return 0;
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
@@ -557,6 +860,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             maps_path = argv[i] + 5;
         } else if (strcmp(argv[i], "root=1") == 0) {
             root = true;
+
         } else {
             fprintf(stderr, "x86rec: unknown argument %s\n", argv[i]);
             return -1;
@@ -564,6 +868,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     }
     if (!dir) {
         fprintf(stderr, "x86rec: dir=DIR is required\n");
+        return -1;
+    }
+    if (read_sampling() != 0) {
         return -1;
     }
     qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);

@@ -10,6 +10,7 @@
 //! the workload, every access is simulated from cold and measured, with no warm-up. A run is
 //! a function of (workload, scheme, profile, page sizes, seed, sample).
 
+mod recorded;
 pub mod sampling;
 
 use crate::addr::{Gva, PageSize, PAGE_SIZE};
@@ -318,6 +319,18 @@ fn drive<W: Workload>(
         retired(w),
     );
     let ticks = &mut ticker;
+    if let Some(stream) = w.sampled() {
+        return sampled_recording(
+            w,
+            sys,
+            config,
+            &cost,
+            ticks,
+            (start, after_setup),
+            stream,
+            progress,
+        );
+    }
     let (before, simulated, sampled) = match plan {
         SamplePlan::Whole => {
             // The whole measured phase is simulated: its OS operations too, to the end.
@@ -393,6 +406,50 @@ fn drive<W: Workload>(
         simulated,
         total,
     ))
+}
+
+/// [`drive`] for a workload that samples itself ([`recorded`]): every op runs, the windows
+/// are measured, and the report is made from the estimate of the whole run.
+#[allow(clippy::too_many_arguments)]
+fn sampled_recording<W: Workload>(
+    w: &mut W,
+    sys: &mut System,
+    config: &RunConfig,
+    cost: &WindowCost<'_>,
+    ticks: &mut Ticker<'_>,
+    (start, after_setup): (Snapshot, Snapshot),
+    stream: u64,
+    progress: &mut ProgressFn<'_>,
+) -> Result<RunReport, EngineError> {
+    if config.accesses != 0 {
+        return Err(EngineError::Config(
+            "a sampled recording is measured in the windows it was recorded with: leave out --accesses".to_owned(),
+        ));
+    }
+    let total = w.measured_accesses_total();
+    let sample = recorded::run(w, sys, cost, ticks, total, stream, progress)?;
+    // The estimate's translation and memory counts are the windows' extrapolated; the rest
+    // counts from the end of set-up.
+    let before = Snapshot {
+        mmu: Default::default(),
+        memory: Default::default(),
+        ..after_setup
+    };
+    let iv = Interval {
+        start,
+        after_setup,
+        before,
+        after: sample.estimate,
+    };
+    let mut run = report(sys, config, &*w, iv, &Sampled::whole(), total, total);
+    let ghz = config.profile.machine.frequency_ghz;
+    let (method, sample_report) =
+        recorded::sample_report(&sample, total, total as f64 / (ghz * 1e9), ghz);
+    run.accesses_simulated = sample.window_accesses;
+    run.extrapolated = true;
+    run.sample_method = method;
+    run.sample = sample_report;
+    Ok(run)
 }
 
 /// The cost model applied to one window's counter deltas.
@@ -639,7 +696,7 @@ fn os_op(sys: &mut System, op: Op, progress: &mut ProgressFn<'_>) -> Result<(), 
         Op::Access { va, write } => {
             sys.access(va, write)?;
         }
-        Op::StartMeasurement => {}
+        Op::StartMeasurement | Op::Window { .. } => {}
     }
     Ok(())
 }

@@ -640,6 +640,17 @@ impl MemoryStats {
         }
     }
 
+    /// Every count multiplied by `factor`, rounded (an estimate from a sample).
+    pub fn scaled(&self, factor: f64) -> MemoryStats {
+        let mut out = *self;
+        for row in &mut out.served {
+            for x in row {
+                *x = (*x as f64 * factor).round() as u64;
+            }
+        }
+        out
+    }
+
     /// Counts accumulated since the snapshot `earlier` of the same counters (clamped at 0
     /// should `earlier` not be earlier).
     pub fn since(&self, earlier: &MemoryStats) -> MemoryStats {

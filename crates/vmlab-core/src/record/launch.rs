@@ -33,6 +33,8 @@ pub struct RecordSpec {
     pub output: PathBuf,
     /// Keep the raw files (next to the output, `OUTPUT.raw/`) instead of deleting them.
     pub keep_raw: bool,
+    /// Record only windows of each thread's references in full (`--sample`); None: all.
+    pub sample: Option<crate::trace::x86::Sampling>,
 }
 
 /// How far a recording is.
@@ -114,6 +116,17 @@ fn run_and_merge(
         ("VMLAB_REC_DIR", raw.as_os_str()),
         ("VMLAB_REC_PRELOAD", preload.as_os_str()),
     ];
+    if let Some(s) = spec.sample {
+        // Every image's plugin reads it there: the program's environment stays untouched.
+        std::fs::write(
+            raw.join("sampling"),
+            format!("{}:{}:{}", s.period, s.window, s.warm),
+        )
+        .map_err(|e| RecordError::Output {
+            path: raw.join("sampling").display().to_string(),
+            reason: e.to_string(),
+        })?;
+    }
     let mut command = Command::new(qemu);
     command
         .arg("-d")
@@ -388,6 +401,7 @@ fn header(spec: &RecordSpec, program: &Path, qemu: &Path) -> Header {
         qemu: qemu_version,
         date: utc_now(),
         interleaving: INTERLEAVING.to_owned(),
+        sample: spec.sample,
     }
 }
 

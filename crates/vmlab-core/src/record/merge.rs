@@ -298,6 +298,23 @@ impl<'w> Merger<'w> {
                 })
             }
             RawRecord::CodePage(page) => self.emit(&Event::CodePage { page }),
+            RawRecord::Window {
+                open,
+                skipped,
+                insns,
+            } => self.emit(&Event::Window {
+                open,
+                skipped,
+                insns,
+            }),
+            RawRecord::Warm { lines, count } => {
+                for line in &lines[..usize::from(count)] {
+                    self.emit(&Event::Warm {
+                        addr: line.wrapping_mul(64),
+                    })?;
+                }
+                Ok(())
+            }
             RawRecord::Syscall { nr, args } => {
                 let nr = u32::try_from(nr).unwrap_or(u32::MAX);
                 self.state[image].pending.insert(host_tid, (nr, args));

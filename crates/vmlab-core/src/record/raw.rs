@@ -202,7 +202,27 @@ pub enum RawRecord {
     ExitGroup(i64),
     /// The thread exits.
     ThreadExit,
+    /// A sampled recording's window of the thread opens or closes; `skipped` references were
+    /// made and not written since the thread's previous Window record.
+    Window {
+        /// Opens (true) or closes.
+        open: bool,
+        /// References not written.
+        skipped: u64,
+        /// Instructions since the thread's last written reference.
+        insns: u64,
+    },
+    /// Up to [`WARM_PER_RECORD`] lines of the warm-up summary before a window, in order.
+    Warm {
+        /// Line numbers (address / 64); the first `count` are valid.
+        lines: [u64; WARM_PER_RECORD],
+        /// How many.
+        count: u8,
+    },
 }
+
+/// The most lines one Warm record holds.
+pub const WARM_PER_RECORD: usize = 8;
 
 /// Decodes one block's records in order, with the block's fresh delta state.
 pub struct BlockDecoder<'a> {
@@ -289,6 +309,24 @@ impl<'a> BlockDecoder<'a> {
                 0x84 => RawRecord::ForkPoint(self.varint().ok_or_else(cut)?),
                 0x85 => RawRecord::ExitGroup(self.zigzag().ok_or_else(cut)?),
                 0x86 => RawRecord::ThreadExit,
+                0x87 => RawRecord::Window {
+                    open: self.byte().ok_or_else(cut)? != 0,
+                    skipped: self.varint().ok_or_else(cut)?,
+                    insns: self.varint().ok_or_else(cut)?,
+                },
+                0x88 => {
+                    let count = self.byte().ok_or_else(cut)?;
+                    if count == 0 || usize::from(count) > WARM_PER_RECORD {
+                        return Err(format!("a warm record of {count} lines at byte {start}"));
+                    }
+                    let mut lines = [0u64; WARM_PER_RECORD];
+                    lines[0] = self.varint().ok_or_else(cut)?;
+                    for i in 1..usize::from(count) {
+                        let delta = self.zigzag().ok_or_else(cut)?;
+                        lines[i] = lines[i - 1].wrapping_add(delta as u64);
+                    }
+                    RawRecord::Warm { lines, count }
+                }
                 other => return Err(format!("unknown record tag {other:#04x} at byte {start}")),
             }
         };

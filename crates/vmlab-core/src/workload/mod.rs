@@ -159,6 +159,14 @@ pub enum Op {
         /// The access through it is a store; otherwise a load.
         write: bool,
     },
+    /// A sampled recording's windows: the accesses that follow belong to window `id` (each
+    /// recorded window has its own), or to none. Accesses outside windows are run (they fault
+    /// pages in and warm the TLBs and caches) but are not the program's measured references.
+    /// Only workloads that say [`Workload::sampled`] emit it.
+    Window {
+        /// The window, or None between windows.
+        id: Option<u32>,
+    },
 }
 
 /// A program, as the stream of operations it performs.
@@ -178,6 +186,13 @@ pub trait Workload {
     /// True when each access depends on the previous one (a pointer chase): no
     /// memory-level parallelism.
     fn dependent_accesses(&self) -> bool;
+
+    /// For a workload that samples itself (a sampled recording): the accesses its stream
+    /// holds, windows and all. Its accesses are measured only inside [`Op::Window`]s, and
+    /// [`Workload::measured_accesses_total`] counts every reference the program made.
+    fn sampled(&self) -> Option<u64> {
+        None
+    }
 
     /// Instructions the program has retired so far, for a workload that knows them (a
     /// recorded program); the engine then charges these instead of

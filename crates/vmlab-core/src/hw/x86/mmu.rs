@@ -191,6 +191,45 @@ impl MmuCounters {
             tag_violations: self.tag_violations - earlier.tag_violations,
         }
     }
+
+    /// These counts and `other`'s together.
+    pub fn plus(&self, other: &MmuCounters) -> MmuCounters {
+        MmuCounters {
+            accesses: self.accesses + other.accesses,
+            l1_tlb_misses: self.l1_tlb_misses + other.l1_tlb_misses,
+            stlb_hits: self.stlb_hits + other.stlb_hits,
+            tlb_misses: self.tlb_misses + other.tlb_misses,
+            walks: self.walks + other.walks,
+            guest_refs: self.guest_refs + other.guest_refs,
+            ept_refs: self.ept_refs + other.ept_refs,
+            nested_tlb_hits: self.nested_tlb_hits + other.nested_tlb_hits,
+            nested_tlb_misses: self.nested_tlb_misses + other.nested_tlb_misses,
+            faults: self.faults + other.faults,
+            tag_fills: self.tag_fills + other.tag_fills,
+            tag_checks: self.tag_checks + other.tag_checks,
+            tag_violations: self.tag_violations + other.tag_violations,
+        }
+    }
+
+    /// Every count multiplied by `factor`, rounded (an estimate from a sample).
+    pub fn scaled(&self, factor: f64) -> MmuCounters {
+        let scale = |x: u64| (x as f64 * factor).round() as u64;
+        MmuCounters {
+            accesses: scale(self.accesses),
+            l1_tlb_misses: scale(self.l1_tlb_misses),
+            stlb_hits: scale(self.stlb_hits),
+            tlb_misses: scale(self.tlb_misses),
+            walks: scale(self.walks),
+            guest_refs: scale(self.guest_refs),
+            ept_refs: scale(self.ept_refs),
+            nested_tlb_hits: scale(self.nested_tlb_hits),
+            nested_tlb_misses: scale(self.nested_tlb_misses),
+            faults: scale(self.faults),
+            tag_fills: scale(self.tag_fills),
+            tag_checks: scale(self.tag_checks),
+            tag_violations: scale(self.tag_violations),
+        }
+    }
 }
 
 // Layout of a cached translation value: output page base in bits 12..=51, permissions in

@@ -25,12 +25,17 @@ pub(crate) const TAG_KERNEL_WRITE: u8 = 0xE5;
 pub(crate) const TAG_FORK: u8 = 0xE6;
 pub(crate) const TAG_EXEC: u8 = 0xE7;
 pub(crate) const TAG_EXIT: u8 = 0xE8;
+pub(crate) const TAG_WINDOW_OPEN: u8 = 0xE9;
+pub(crate) const TAG_WINDOW_CLOSE: u8 = 0xEA;
+pub(crate) const TAG_WARM: u8 = 0xEB;
 
 /// The delta bases of one thread.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Bases {
     pub slots: [u64; SLOTS],
     pub code_page: u64,
+    /// The previous Warm line's address.
+    pub warm: u64,
 }
 
 /// Per-thread state, the current thread's held outside the map so a Ref touches no hash.
@@ -231,6 +236,25 @@ pub(crate) fn encode(
             tags.push(TAG_EXIT);
             put_signed(out, i64::from(*code));
         }
+        Event::Window {
+            open,
+            skipped,
+            insns,
+        } => {
+            tags.push(if *open {
+                TAG_WINDOW_OPEN
+            } else {
+                TAG_WINDOW_CLOSE
+            });
+            put_varint(out, *skipped);
+            put_varint(out, *insns);
+        }
+        Event::Warm { addr } => {
+            tags.push(TAG_WARM);
+            let t = &mut threads.current.bases;
+            put_signed(out, addr.wrapping_sub(t.warm) as i64);
+            t.warm = *addr;
+        }
     }
     Ok(())
 }
@@ -407,6 +431,16 @@ impl Decoder<'_> {
             TAG_EXIT => Event::Exit {
                 code: i32::try_from(self.signed()?).map_err(|_| "an Exit code exceeds 32 bits")?,
             },
+            TAG_WINDOW_OPEN | TAG_WINDOW_CLOSE => Event::Window {
+                open: tag == TAG_WINDOW_OPEN,
+                skipped: self.varint()?,
+                insns: self.varint()?,
+            },
+            TAG_WARM => {
+                let base = &mut threads.current.warm;
+                *base = base.wrapping_add(self.signed()? as u64);
+                Event::Warm { addr: *base }
+            }
             _ => return Err("an unknown event tag"),
         };
         counter.count(&event);

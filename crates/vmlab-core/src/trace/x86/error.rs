@@ -1,6 +1,6 @@
 //! Why an x86 trace cannot be read or written: one line each, naming the problem.
 
-use super::format::VERSION;
+use super::format::{OLDEST_VERSION, VERSION};
 use std::io;
 
 /// Why an x86 trace cannot be read or written.
@@ -24,7 +24,7 @@ pub enum TraceError {
     #[error("not an x86 trace: this is a vmlab e500 trace (docs/e500-trace.md)")]
     E500,
     /// A version this reader does not know.
-    #[error("x86 trace version {0} is not supported (this vmlab reads version {VERSION})")]
+    #[error("x86 trace version {0} is not supported (this vmlab reads versions {OLDEST_VERSION} to {VERSION})")]
     Version(u32),
     /// The file ends inside the header or a chunk, or has no trailer.
     #[error("x86 trace is truncated at byte {0}")]

@@ -74,6 +74,26 @@ pub enum Event {
         /// A wait status-like code.
         code: i32,
     },
+    /// A sampled recording's window of the current thread opens (`open`) or closes: the
+    /// thread's references between an open and the next close are every reference it made;
+    /// outside windows only the first touch and first store of each page are written.
+    Window {
+        /// The window opens (true) or closes.
+        open: bool,
+        /// References the thread made since its previous Window event that are not in the
+        /// trace.
+        skipped: u64,
+        /// Instructions the thread retired since its previous Ref (the next Ref counts from
+        /// here).
+        insns: u64,
+    },
+    /// A sampled recording's summary of the current thread's recent past before a window: a
+    /// cache line it used (line-aligned address), in order of last use. Not a reference the
+    /// program made: the replay runs it to rebuild TLB and cache state.
+    Warm {
+        /// The line's first byte.
+        addr: u64,
+    },
 }
 
 /// [`Event::Map`] protection bit: readable.
@@ -96,6 +116,8 @@ impl Event {
             Event::Fork { .. } => "fork",
             Event::Exec { .. } => "exec",
             Event::Exit { .. } => "exit",
+            Event::Window { .. } => "window",
+            Event::Warm { .. } => "warm",
         }
     }
 }

@@ -6,8 +6,11 @@ use serde::{Deserialize, Serialize};
 
 /// The first eight bytes of the file (not compressed).
 pub const MAGIC: &[u8; 8] = b"VMLX86T\n";
-/// The version this crate writes and the only one it reads.
-pub const VERSION: u32 = 1;
+/// The version this crate writes. Version 2 added the sampled recording's events (Window,
+/// Warm); a version 1 file, which has none, reads the same.
+pub const VERSION: u32 = 2;
+/// The oldest version this crate reads.
+pub const OLDEST_VERSION: u32 = 1;
 /// The last eight bytes of a finished file.
 pub const FOOTER_MAGIC: &[u8; 8] = b"VMLX86E\n";
 
@@ -71,6 +74,20 @@ pub struct Header {
     pub date: String,
     /// How the threads' events were interleaved into one stream (free-form).
     pub interleaving: String,
+    /// The sampling of a sampled recording (`vmlab record --sample`); None: every reference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample: Option<Sampling>,
+}
+
+/// How a sampled recording sampled each thread's references.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sampling {
+    /// References per period.
+    pub period: u64,
+    /// The last `window` references of every period are recorded in full.
+    pub window: u64,
+    /// References summarized (as their distinct lines) before each window.
+    pub warm: u64,
 }
 
 /// Events of each kind.
@@ -95,6 +112,10 @@ pub struct EventCounts {
     pub execs: u64,
     /// [`Event::Exit`](super::Event::Exit).
     pub exits: u64,
+    /// [`Event::Window`](super::Event::Window).
+    pub windows: u64,
+    /// [`Event::Warm`](super::Event::Warm).
+    pub warms: u64,
 }
 
 impl EventCounts {
@@ -109,6 +130,8 @@ impl EventCounts {
             + self.forks
             + self.execs
             + self.exits
+            + self.windows
+            + self.warms
     }
 }
 
@@ -122,7 +145,7 @@ pub struct Totals {
     pub loads: u64,
     /// References that write.
     pub stores: u64,
-    /// Instructions: the sum of the references' `insns`.
+    /// Instructions: the sum of the references' and Window events' `insns`.
     pub instructions: u64,
     /// Distinct processes: pids of Switch events and of Fork children.
     pub processes: u64,
@@ -130,6 +153,16 @@ pub struct Totals {
     pub threads: u64,
     /// Chunks.
     pub chunks: u64,
+    /// References the program made that a sampled recording did not write: the sum of the
+    /// Window events' `skipped`. The program made `events.refs + unrecorded_refs`.
+    pub unrecorded_refs: u64,
+}
+
+impl Totals {
+    /// Every reference the program made, written or not.
+    pub fn program_refs(&self) -> u64 {
+        self.events.refs + self.unrecorded_refs
+    }
 }
 
 /// The end of a finished trace: how the recording ended and the totals.

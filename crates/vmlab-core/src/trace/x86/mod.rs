@@ -23,7 +23,7 @@ mod tests;
 
 pub use error::TraceError;
 pub use event::{Event, PROT_EXEC, PROT_READ, PROT_WRITE};
-pub use format::{EventCounts, Header, Host, Totals, Trailer};
+pub use format::{EventCounts, Header, Host, Sampling, Totals, Trailer};
 pub use reader::{open, open_unfinished, read_trailer, Reader};
 pub use summary::Summary;
 pub use writer::Writer;

@@ -105,7 +105,7 @@ impl Reader {
             return Err(TraceError::Truncated(len));
         }
         let version = u32_at(&prefix, 8);
-        if version != VERSION {
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(TraceError::Version(version));
         }
         if have < PREFIX_LEN as usize {

@@ -152,6 +152,7 @@ impl Summary {
                 Event::CodePage { page } => {
                     code.insert((pid, page));
                 }
+                Event::Window { .. } | Event::Warm { .. } => {}
                 Event::Switch { pid: p, .. } => pid = p,
                 Event::Map { start, end, .. } => {
                     mapping.map_events += 1;

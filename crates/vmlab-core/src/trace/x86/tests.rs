@@ -46,6 +46,7 @@ fn header() -> Header {
         qemu: "none".into(),
         date: "2025-01-01T00:00:00Z".into(),
         interleaving: "round robin".into(),
+        sample: None,
     }
 }
 
@@ -174,6 +175,19 @@ fn every_kind() -> Vec<Event> {
         },
         Event::Exit { code: i32::MIN },
         Event::Exit { code: 139 },
+        Event::Window {
+            open: true,
+            skipped: 1 << 40,
+            insns: 0,
+        },
+        Event::Warm { addr: 0x40 },
+        Event::Warm { addr: u64::MAX - 63 },
+        Event::Warm { addr: 0 },
+        Event::Window {
+            open: false,
+            skipped: 3,
+            insns: 1 << 33,
+        },
     ]
 }
 
@@ -189,8 +203,11 @@ fn every_event_kind_round_trips_with_its_totals() {
         let t = trailer.totals;
         assert_eq!(t.events.total(), events.len() as u64);
         assert_eq!((t.events.refs, t.loads, t.stores), (6, 4, 2));
-        assert_eq!(t.instructions, 3 + u64::from(u32::MAX) + 6 + 5 + 2);
+        assert_eq!(t.instructions, 3 + u64::from(u32::MAX) + 6 + 5 + 2 + (1 << 33));
         assert_eq!((t.events.syscalls, t.events.switches), (4, 3));
+        assert_eq!((t.events.windows, t.events.warms), (2, 3));
+        assert_eq!(t.unrecorded_refs, (1 << 40) + 3);
+        assert_eq!(t.program_refs(), 6 + (1 << 40) + 3);
         assert_eq!((t.processes, t.threads), (2, 2));
         let reader = open(&path).unwrap();
         assert_eq!(reader.header(), &header());
@@ -339,9 +356,16 @@ fn foreign_files_and_other_versions_are_named() {
     write(&path, &every_kind(), CHUNK_TARGET);
     let mut bytes = std::fs::read(&path).unwrap();
     let other = dir.path("other");
-    bytes[8] = 2;
+    bytes[8] = 3;
     std::fs::write(&other, &bytes).unwrap();
-    assert!(matches!(open(&other), Err(TraceError::Version(2))));
+    assert!(matches!(open(&other), Err(TraceError::Version(3))));
+    bytes[8] = 0;
+    std::fs::write(&other, &bytes).unwrap();
+    assert!(matches!(open(&other), Err(TraceError::Version(0))));
+    // Version 1 had no sampling events; its files read as they did.
+    bytes[8] = 1;
+    std::fs::write(&other, &bytes).unwrap();
+    assert_eq!(read_all(open(&other).unwrap()).unwrap(), every_kind());
     std::fs::write(&other, b"hello, world").unwrap();
     assert!(matches!(open(&other), Err(TraceError::NotX86)));
     std::fs::write(&other, [0x28, 0xB5, 0x2F, 0xFD, 0, 0, 0, 0, 0, 0]).unwrap();
@@ -396,6 +420,9 @@ fn event_strategy() -> impl Strategy<Value = Event> {
         1 => any::<u32>().prop_map(|child| Event::Fork { child }),
         1 => ".{0,20}".prop_map(|path| Event::Exec { path }),
         1 => any::<i32>().prop_map(|code| Event::Exit { code }),
+        1 => (any::<bool>(), any::<u64>(), any::<u64>())
+            .prop_map(|(open, skipped, insns)| Event::Window { open, skipped, insns }),
+        1 => any::<u64>().prop_map(|addr| Event::Warm { addr }),
     ]
 }
 

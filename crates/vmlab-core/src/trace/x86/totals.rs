@@ -52,6 +52,12 @@ impl Counter {
             }
             Event::Exec { .. } => t.events.execs += 1,
             Event::Exit { .. } => t.events.exits += 1,
+            Event::Window { skipped, insns, .. } => {
+                t.events.windows += 1;
+                t.unrecorded_refs = t.unrecorded_refs.saturating_add(*skipped);
+                t.instructions = t.instructions.saturating_add(*insns);
+            }
+            Event::Warm { .. } => t.events.warms += 1,
         }
     }
 }
@@ -69,12 +75,15 @@ pub(crate) fn differences(a: &Totals, b: &Totals) -> String {
         ("forks", e.forks, f.forks),
         ("execs", e.execs, f.execs),
         ("exits", e.exits, f.exits),
+        ("windows", e.windows, f.windows),
+        ("warms", e.warms, f.warms),
         ("loads", a.loads, b.loads),
         ("stores", a.stores, b.stores),
         ("instructions", a.instructions, b.instructions),
         ("processes", a.processes, b.processes),
         ("threads", a.threads, b.threads),
         ("chunks", a.chunks, b.chunks),
+        ("unrecorded_refs", a.unrecorded_refs, b.unrecorded_refs),
     ];
     fields
         .iter()

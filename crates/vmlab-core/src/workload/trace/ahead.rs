@@ -14,7 +14,8 @@ const IN_FLIGHT: usize = 8;
 /// A batch of operations, each with the instructions retired with it.
 struct Batch {
     ops: Vec<Op>,
-    insns: Vec<u32>,
+    /// Wide: a sampled recording's gap between windows can retire billions.
+    insns: Vec<u64>,
     /// Set on the last batch: why the stream ended early, if it did.
     end: Option<Option<String>>,
 }
@@ -63,7 +64,7 @@ impl Ahead {
                 (self.batch.ops.get(self.at), self.batch.insns.get(self.at))
             {
                 self.at += 1;
-                self.retired += u64::from(insns);
+                self.retired += insns;
                 match op {
                     Op::Access { .. } => self.refs += 1,
                     Op::Switch { pid } | Op::Exit { next: pid } => self.pid = pid,
@@ -133,9 +134,7 @@ fn produce(mut replay: TraceReplay, tx: SyncSender<Batch>) {
             };
             let now = replay.instructions();
             batch.ops.push(op);
-            batch
-                .insns
-                .push(u32::try_from(now - retired).unwrap_or(u32::MAX));
+            batch.insns.push(now - retired);
             retired = now;
         }
         let last = batch.end.is_some();

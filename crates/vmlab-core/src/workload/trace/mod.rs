@@ -25,8 +25,12 @@ use std::path::PathBuf;
 pub struct TraceConfig {
     /// The recording.
     pub file: PathBuf,
-    /// Its references (the trailer's count).
+    /// The references the program made (the trailer's count, with those a sampled
+    /// recording did not write).
     pub refs: u64,
+    /// For a sampled recording (`vmlab record --sample`), whose windows only are measured:
+    /// the accesses its replay runs (written references and warm-up lines).
+    pub sampled: Option<u64>,
 }
 
 /// What the workload's first process is called, for TPT's mark (`tpt_task`).
@@ -58,11 +62,18 @@ impl WorkloadKind for TraceConfig {
             });
         }
         let file = PathBuf::from(values.text("file"));
-        let trailer = read_trailer(&file)
-            .map_err(|e| WorkloadError::unreadable(Self::NAME, "file", &file, e))?;
+        let unreadable = |e| WorkloadError::unreadable(Self::NAME, "file", &file, e);
+        let trailer = read_trailer(&file).map_err(unreadable)?;
+        let totals = trailer.totals;
+        let sampled = open(&file)
+            .map_err(unreadable)?
+            .header()
+            .sample
+            .map(|_| totals.events.refs + totals.events.warms);
         Ok(TraceConfig {
+            refs: trailer.totals.program_refs(),
+            sampled,
             file,
-            refs: trailer.totals.events.refs,
         })
     }
 
@@ -113,6 +124,7 @@ impl WorkloadKind for TraceConfig {
         Ok(TraceWorkload {
             replay: Box::new(Ahead::start(TraceReplay::new(reader))),
             refs: self.refs,
+            sampled: self.sampled,
         })
     }
 }
@@ -123,6 +135,7 @@ pub struct TraceWorkload {
     /// Boxed: its batch would make every [`super::AnyWorkload`] as large.
     replay: Box<Ahead>,
     refs: u64,
+    sampled: Option<u64>,
 }
 
 impl std::fmt::Debug for TraceWorkload {
@@ -191,6 +204,10 @@ impl Workload for TraceWorkload {
     /// chases pointers, which the recording does not say.
     fn dependent_accesses(&self) -> bool {
         false
+    }
+
+    fn sampled(&self) -> Option<u64> {
+        self.sampled
     }
 
     fn instructions_retired(&self) -> Option<u64> {

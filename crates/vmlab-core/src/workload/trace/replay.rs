@@ -7,9 +7,9 @@
 use super::address_space::{page_down, page_up, AddressSpace, USER_END};
 use crate::addr::{Gva, PAGE_SIZE};
 use crate::os::Program;
-use crate::trace::x86::{Event, Reader, TraceError};
+use crate::trace::x86::{Event, Reader, TraceError, PROT_READ};
 use crate::workload::Op;
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 
 /// What an exec'd program maps before it runs: nothing; the recording's Map events follow.
@@ -48,6 +48,12 @@ pub struct TraceReplay {
     error: Option<TraceError>,
     /// Instructions retired by the references handed out (their recorded counts).
     instructions: u64,
+    /// A sampled recording's windows: the thread the events are about, the window each
+    /// thread is in, the window the accesses handed out belong to, and the next window's id.
+    thread: (u32, u32),
+    windows: FxHashMap<(u32, u32), u32>,
+    measuring: Option<u32>,
+    next_window: u32,
 }
 
 impl TraceReplay {
@@ -64,6 +70,20 @@ impl TraceReplay {
             ended: false,
             error: None,
             instructions: 0,
+            thread: (0, 0),
+            windows: FxHashMap::default(),
+            measuring: None,
+            next_window: 0,
+        }
+    }
+
+    /// Hands out an [`Op::Window`] when the window the current thread's accesses belong to
+    /// is not the one handed out last.
+    fn follow_window(&mut self) {
+        let now = self.windows.get(&self.thread).copied();
+        if now != self.measuring {
+            self.measuring = now;
+            self.queue.push_back(Op::Window { id: now });
         }
     }
 
@@ -140,14 +160,18 @@ impl TraceReplay {
             self.ahead.push_front(event);
             return;
         }
-        if let Event::Switch { pid, .. } = event {
+        if let Event::Switch { pid, tid } = event {
             if pid as usize >= self.procs.len() {
                 self.procs.resize(pid as usize + 1, Process::default());
             }
             self.recorded = pid;
+            self.thread = (pid, tid);
             if pid != self.current && !self.procs[pid as usize].exited {
                 self.current = pid;
                 self.queue.push_back(Op::Switch { pid });
+            }
+            if !self.windows.is_empty() || self.measuring.is_some() {
+                self.follow_window();
             }
             return;
         }
@@ -212,6 +236,30 @@ impl TraceReplay {
                 });
             }
             Event::Exit { .. } => self.exit(),
+            Event::Window { open, insns, .. } => {
+                self.instructions += insns;
+                if open {
+                    self.windows.insert(self.thread, self.next_window);
+                    self.next_window += 1;
+                } else {
+                    self.windows.remove(&self.thread);
+                }
+                self.follow_window();
+            }
+            Event::Warm { addr } => {
+                // Only lines of readable pages: the summary's pages were touched, but one
+                // may have been protected since.
+                let readable = self.procs[self.recorded as usize]
+                    .space
+                    .prot_at(addr)
+                    .is_some_and(|p| p & PROT_READ != 0);
+                if readable && addr < USER_END {
+                    self.queue.push_back(Op::Access {
+                        va: Gva::new(addr),
+                        write: false,
+                    });
+                }
+            }
         }
     }
 
@@ -289,6 +337,8 @@ impl TraceReplay {
     /// one process, and nothing of the recording follows it.
     fn exit(&mut self) {
         self.proc().exited = true;
+        let pid = self.recorded;
+        self.windows.retain(|&(p, _), _| p != pid);
         let mut next = None;
         while next.is_none() {
             let Some(e) = self.read() else { break };
