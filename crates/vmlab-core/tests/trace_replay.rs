@@ -12,7 +12,7 @@ use vmlab_core::cost::Profile;
 use vmlab_core::engine::{self, Pipeline, RunConfig};
 use vmlab_core::hv::x86::shadow::ShadowConfig;
 use vmlab_core::scheme::{Paging, System};
-use vmlab_core::trace::x86::{open, Event, Header, Writer};
+use vmlab_core::trace::x86::{open, Event, Header, Sampling, Writer};
 use vmlab_core::workload::{Op, TraceReplay, WorkloadSpec};
 
 use vmlab_core::trace::x86::syscalls::{CLOCK_GETTIME, MADVISE, MMAP, MPROTECT, MUNMAP};
@@ -128,6 +128,86 @@ fn a_hand_built_recording_replays_with_exact_counts_under_every_scheme() {
     }
     // Every scheme sees the same guest: the same faults and kernel entries.
     assert!(counts.windows(2).all(|w| w[0] == w[1]), "{counts:?}");
+    std::fs::remove_file(path).unwrap();
+}
+
+/// A sampled recording: references outside windows run but are not the sample, warm-up lines
+/// run as loads (one outside every mapping is dropped), a window's first touch faults inside
+/// it, and the references and instructions the recorder did not write count in the totals.
+#[test]
+fn a_sampled_recording_measures_its_windows_and_counts_what_it_skipped() {
+    let base = REGION;
+    let window = |open, skipped, insns| Event::Window {
+        open,
+        skipped,
+        insns,
+    };
+    let events = vec![
+        Event::Switch { pid: 0, tid: 0 },
+        Event::Map {
+            start: 0x1000,
+            end: 0x2000,
+            prot: 5,
+        },
+        Event::CodePage { page: 1 },
+        syscall(MMAP, [0, 16 * PAGE, 3, 0x22, u64::MAX, 0], base as i64),
+        r(0, true, 10),
+        Event::Warm { addr: base },
+        Event::Warm {
+            addr: base + 20 * PAGE,
+        },
+        window(true, 100, 400),
+        r(0, false, 2),
+        r(0, true, 1),
+        r(1, true, 3),
+        window(false, 0, 0),
+        r(2, true, 5),
+        window(false, 50, 200),
+        Event::Exit { code: 0 },
+    ];
+    let path = std::env::temp_dir().join(format!("vmlab-sampled-{}.vmtrace", std::process::id()));
+    let header = Header {
+        sample: Some(Sampling {
+            period: 100,
+            window: 3,
+            warm: 10,
+        }),
+        ..Header::default()
+    };
+    let mut w = Writer::create(&path, &header).unwrap();
+    for e in &events {
+        w.push(e).unwrap();
+    }
+    w.finish(true, "exited with status 0".to_owned()).unwrap();
+    let instructions = 10 + 400 + 2 + 1 + 3 + 5 + 200;
+    let ipc = Profile::builtin("skylake").unwrap().core.ipc;
+    for &paging in Paging::ALL.iter() {
+        let report = run(&path, paging);
+        assert_eq!(report.accesses_total, 5 + 150, "{paging:?}");
+        assert_eq!(report.accesses_simulated, 3, "{paging:?}");
+        assert!(report.extrapolated, "{paging:?}");
+        assert_eq!(report.sample.windows, 1, "{paging:?}");
+        assert_eq!(report.sample.warmup_end, "recorded", "{paging:?}");
+        // The code page and pages 0, 1 (inside the window) and 2.
+        assert_eq!(report.page_faults, 4, "{paging:?}");
+        let compute = report.cycles_breakdown.compute;
+        assert!(
+            (compute * ipc - instructions as f64).abs() < 1e-6,
+            "{paging:?}: {compute} cycles of compute for {instructions} instructions"
+        );
+    }
+    // --accesses would cut the windows the recording chose: refused.
+    let config = RunConfig {
+        workload: WorkloadSpec::parse(&format!("trace:file={}", path.display())).unwrap(),
+        accesses: 2,
+        ..engine_config(Paging::Native)
+    };
+    let refused = engine::run(&config, &mut |_| std::ops::ControlFlow::Continue(()));
+    assert!(
+        matches!(&refused, Err(engine::EngineError::Config(m)) if m.contains("--accesses")),
+        "{:?}",
+        refused.err()
+    );
     std::fs::remove_file(path).unwrap();
 }
 

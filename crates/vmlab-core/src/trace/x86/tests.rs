@@ -181,7 +181,9 @@ fn every_kind() -> Vec<Event> {
             insns: 0,
         },
         Event::Warm { addr: 0x40 },
-        Event::Warm { addr: u64::MAX - 63 },
+        Event::Warm {
+            addr: u64::MAX - 63,
+        },
         Event::Warm { addr: 0 },
         Event::Window {
             open: false,
@@ -203,7 +205,10 @@ fn every_event_kind_round_trips_with_its_totals() {
         let t = trailer.totals;
         assert_eq!(t.events.total(), events.len() as u64);
         assert_eq!((t.events.refs, t.loads, t.stores), (6, 4, 2));
-        assert_eq!(t.instructions, 3 + u64::from(u32::MAX) + 6 + 5 + 2 + (1 << 33));
+        assert_eq!(
+            t.instructions,
+            3 + u64::from(u32::MAX) + 6 + 5 + 2 + (1 << 33)
+        );
         assert_eq!((t.events.syscalls, t.events.switches), (4, 3));
         assert_eq!((t.events.windows, t.events.warms), (2, 3));
         assert_eq!(t.unrecorded_refs, (1 << 40) + 3);

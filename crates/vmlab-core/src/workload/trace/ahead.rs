@@ -18,6 +18,9 @@ struct Batch {
     insns: Vec<u64>,
     /// Set on the last batch: why the stream ended early, if it did.
     end: Option<Option<String>>,
+    /// On the last batch: instructions retired after its last operation (a sampled
+    /// recording's final Window event carries the instructions after the last reference).
+    tail: u64,
 }
 
 /// The consuming end: operations in the replay's order.
@@ -46,6 +49,7 @@ impl Ahead {
                 ops: Vec::new(),
                 insns: Vec::new(),
                 end: None,
+                tail: 0,
             },
             at: 0,
             finished: false,
@@ -76,6 +80,7 @@ impl Ahead {
                 return None;
             }
             if let Some(end) = self.batch.end.take() {
+                self.retired += self.batch.tail;
                 self.failure = end;
                 self.finished = true;
                 return None;
@@ -125,11 +130,13 @@ fn produce(mut replay: TraceReplay, tx: SyncSender<Batch>) {
             ops: Vec::with_capacity(BATCH),
             insns: Vec::with_capacity(BATCH),
             end: None,
+            tail: 0,
         };
         let mut retired = replay.instructions();
         while batch.ops.len() < BATCH {
             let Some(op) = replay.next_op() else {
                 batch.end = Some(replay.take_error().map(|e| e.to_string()));
+                batch.tail = replay.instructions() - retired;
                 break;
             };
             let now = replay.instructions();
