@@ -158,10 +158,14 @@ impl Records {
                 Ok(n) => len += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
+                    let what = match self.compression {
+                        Compression::None => "read failed".to_owned(),
+                        c => format!("{} stream broken", c.name()),
+                    };
                     return Err(io::Error::new(
                         e.kind(),
-                        format!("record {}: {e}", self.read),
-                    ))
+                        format!("{what} at record {}: {e}", self.read),
+                    ));
                 }
             }
         }
