@@ -23,6 +23,7 @@
 //! `Xoshiro256PlusPlus::seed_from_u64(seed)`, so a stream is a function of (spec, seed)
 //! alone.
 
+mod champsim;
 mod fork_bench;
 mod gups;
 mod host_remap;
@@ -36,6 +37,7 @@ mod tpt_probe;
 mod trace;
 
 pub use crate::units::{format_size, parse_size, SizeError};
+pub use champsim::{ChampSim, ChampSimConfig, Compression as ChampSimCompression};
 pub use fork_bench::{ChildTouches, ForkBench, ForkBenchConfig};
 pub use gups::{Gups, GupsConfig};
 pub use host_remap::{HostRemap, HostRemapConfig};

@@ -3,6 +3,7 @@
 //! ([`AnyWorkload`]) are generated. Adding a workload is one module implementing
 //! [`WorkloadKind`] on its config and one line in the `registry!` list below.
 
+use super::champsim::ChampSimConfig;
 use super::fork_bench::ForkBenchConfig;
 use super::gups::GupsConfig;
 use super::host_remap::HostRemapConfig;
@@ -24,6 +25,7 @@ registry! {
     TptIsolationProbe(TptIsolationProbeConfig),
     HostRemap(HostRemapConfig),
     Trace(TraceConfig),
+    ChampSim(ChampSimConfig),
 }
 
 /// Something to do with a built generator, generic over its type: [`AnyWorkload::visit`]
@@ -214,6 +216,10 @@ mod tests {
                 "trace" => format!(
                     "trace:file={}",
                     crate::workload::trace::tiny_trace().display()
+                ),
+                "champsim" => format!(
+                    "champsim:file={}",
+                    crate::workload::champsim::testing::tiny_champsim().display()
                 ),
                 _ => (kind.example)(),
             };

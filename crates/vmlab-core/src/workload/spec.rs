@@ -803,6 +803,11 @@ mod tests {
                 "trace:file={}",
                 crate::workload::trace::tiny_trace().display()
             )]
+        } else if name == "champsim" {
+            vec![format!(
+                "champsim:file={}",
+                crate::workload::champsim::testing::tiny_champsim().display()
+            )]
         } else if name == "lmbench" {
             LmbenchOp::ALL
                 .iter()
@@ -929,10 +934,10 @@ mod tests {
     fn unknown_workload_lists_the_valid_names() {
         assert_eq!(
             err("stream"),
-            r#"unknown workload "stream"; valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench, tpt-isolation-probe, host-remap, trace"#
+            r#"unknown workload "stream"; valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench, tpt-isolation-probe, host-remap, trace, champsim"#
         );
         assert!(
-            err("").contains("valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench, tpt-isolation-probe, host-remap, trace")
+            err("").contains("valid workloads: sysbench-mem, gups, tlb-bench, fork-bench, lmbench, tpt-isolation-probe, host-remap, trace, champsim")
         );
         assert!(err("GUPS:table=1G").starts_with(r#"unknown workload "GUPS""#));
     }
