@@ -326,3 +326,74 @@ fn a_crashing_program_leaves_a_valid_trace_that_says_so() {
         trailer.totals.events.refs
     );
 }
+
+/// A sampled recording of a program that changes its page tables in every way the model
+/// follows (faults, copy-on-write after fork, MADV_DONTNEED, munmap and mmap again, mprotect,
+/// brk, a thread) replays with exactly the full recording's faults and table pages under each
+/// scheme, measuring only its windows; the references it did not write still count.
+#[test]
+fn a_sampled_recording_keeps_the_page_tables_of_the_full_one() {
+    let bin = program("churn");
+    let bin = bin.to_str().unwrap();
+    let full = record("churn-full.vmtrace", &[bin, "6"]);
+    let sampled = scratch("churn-sampled.vmtrace");
+    let out = vmlab(&[
+        "record",
+        "--sample",
+        "20K:2K:5K",
+        "-o",
+        sampled.to_str().unwrap(),
+        "--",
+        bin,
+        "6",
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("sampled: the last 2000 of every 20000"),
+        "{}",
+        out.stderr
+    );
+    let (f, s) = (
+        read_trailer(&full).unwrap().totals,
+        read_trailer(&sampled).unwrap().totals,
+    );
+    assert!(s.events.refs * 4 < f.events.refs, "{s:?} vs {f:?}");
+    assert!(s.events.windows > 0 && s.events.warms > 0, "{s:?}");
+    // The same run: the thread's spinning may add a few references, no more.
+    let (a, b) = (f.program_refs() as f64, s.program_refs() as f64);
+    assert!((a - b).abs() < a * 0.01, "program references {a} and {b}");
+    for paging in ["native", "nested", "shadow"] {
+        let (f, s) = (replay_json(&full, paging), replay_json(&sampled, paging));
+        let (f, s) = (&f["runs"][0], &s["runs"][0]);
+        for key in ["page_faults", "cow_faults", "page_table_pages", "forks"] {
+            assert_eq!(u(f, key), u(s, key), "{paging}: {key}");
+        }
+        for key in ["munmaps", "madvises", "mprotects", "execs"] {
+            assert_eq!(u(&f["os"], key), u(&s["os"], key), "{paging}: {key}");
+        }
+        assert!(u(f, "cow_faults") > 0 && u(&f["os"], "madvises") > 0, "{f}");
+        assert_eq!(u(s, "accesses_total"), s_total(&sampled), "{paging}");
+        assert!(
+            u(s, "accesses_simulated") * 4 < u(s, "accesses_total"),
+            "{s}"
+        );
+        assert_eq!(s["sample"]["warmup_end"], "recorded", "{s}");
+    }
+}
+
+fn s_total(trace: &Path) -> u64 {
+    read_trailer(trace).unwrap().totals.program_refs()
+}
+
+#[test]
+fn a_bad_sample_is_one_line_and_status_2() {
+    for (sample, says) in [
+        ("1M", "PERIOD:WINDOW"),
+        ("1M:2M", "at most the period"),
+        ("1M:0", "at least 1"),
+        ("1M:1K:0", "at least 1 reference"),
+        ("1X:1", "K, M or G"),
+    ] {
+        expect_usage_error(&["record", "--sample", sample, "--", "true"], &[says]);
+    }
+}
