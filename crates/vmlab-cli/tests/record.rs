@@ -359,6 +359,15 @@ fn a_sampled_recording_keeps_the_page_tables_of_the_full_one() {
     );
     assert!(s.events.refs * 4 < f.events.refs, "{s:?} vs {f:?}");
     assert!(s.events.windows > 0 && s.events.warms > 0, "{s:?}");
+    let info = vmlab(&["trace", "info", sampled.to_str().unwrap()]);
+    assert!(
+        info.stdout.contains(&format!(
+            "sampled: the last 2000 of every 20000 references of each thread in full, after a summary of the 5000 before; {} window events",
+            s.events.windows
+        )),
+        "{}",
+        info.stdout
+    );
     // The same run: the thread's spinning may add a few references, no more.
     let (a, b) = (f.program_refs() as f64, s.program_refs() as f64);
     assert!((a - b).abs() < a * 0.01, "program references {a} and {b}");

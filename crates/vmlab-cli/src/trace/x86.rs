@@ -83,6 +83,19 @@ fn render(s: &Summary) -> String {
         t.events.refs,
         t.events.refs as f64 / t.instructions.max(1) as f64
     );
+    if let Some(sample) = &h.sample {
+        let _ = writeln!(
+            out,
+            "sampled: the last {} of every {} references of each thread in full, after a summary of the {} before; {} window events, {} warm-up lines; the program made {} references, {} of them not written (the rest of this summary covers what was written)",
+            sample.window,
+            sample.period,
+            sample.warm,
+            t.events.windows,
+            t.events.warms,
+            t.program_refs(),
+            t.unrecorded_refs
+        );
+    }
     if !s.programs.is_empty() {
         let _ = writeln!(out, "programs executed: {}", s.programs.join(", "));
     }
