@@ -206,6 +206,12 @@ fn sample_line(r: &RunReport) -> String {
             r.accesses_total
         );
     }
+    if s.warmup_end == "recorded" {
+        return format!(
+            "{} of {} references in the recording's {} windows (time extrapolated; faults and exits over the whole run)",
+            r.accesses_simulated, r.accesses_total, s.windows
+        );
+    }
     let warm = match s.tolerance {
         Some(t) => format!(
             "a warm-up to steady state (tolerance {}%, at most {} accesses)",

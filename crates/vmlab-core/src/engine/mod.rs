@@ -409,7 +409,9 @@ fn drive<W: Workload>(
 }
 
 /// [`drive`] for a workload that samples itself ([`recorded`]): every op runs, the windows
-/// are measured, and the report is made from the estimate of the whole run.
+/// are measured, and the report's time is made from the estimate of the whole run; its
+/// translation and memory counts are the windows' (the sample's, as in any report), its
+/// operating-system counts the whole run's.
 #[allow(clippy::too_many_arguments)]
 fn sampled_recording<W: Workload>(
     w: &mut W,
@@ -435,13 +437,38 @@ fn sampled_recording<W: Workload>(
         memory: Default::default(),
         ..after_setup
     };
-    let iv = Interval {
+    let interval = |after| Interval {
         start,
         after_setup,
         before,
-        after: sample.estimate,
+        after,
     };
-    let mut run = report(sys, config, &*w, iv, &Sampled::whole(), total, total);
+    // Cycles from the estimate of the whole run; counts of the windows, as a sample's.
+    let timed = report(
+        sys,
+        config,
+        &*w,
+        interval(sample.estimate),
+        &Sampled::whole(),
+        total,
+        total,
+    );
+    let mut run = report(
+        sys,
+        config,
+        &*w,
+        interval(sample.windows),
+        &Sampled::whole(),
+        total,
+        total,
+    );
+    run.cycles = timed.cycles;
+    run.seconds = timed.seconds;
+    run.cycles_per_access = timed.cycles_per_access;
+    run.ns_per_access = timed.ns_per_access;
+    run.cycles_breakdown = timed.cycles_breakdown;
+    run.cycles_per_access_breakdown = timed.cycles_per_access_breakdown;
+    run.us_per_fork = timed.us_per_fork;
     let ghz = config.profile.machine.frequency_ghz;
     let (method, sample_report) =
         recorded::sample_report(&sample, total, total as f64 / (ghz * 1e9), ghz);

@@ -40,8 +40,11 @@ pub(super) struct RecordedSample {
     /// Per window, cycles per reference (translation, memory and instructions only).
     pub costs: Vec<f64>,
     /// The end of the run with the windows' translation and memory counts extrapolated to
-    /// every reference, and everything else as counted: what the report is made from.
+    /// every reference, and everything else as counted: what the cycles are made from.
     pub estimate: Snapshot,
+    /// The same with the windows' translation and memory counts as they are: what the
+    /// report's counts are made from (they cover the sample, as every report's do).
+    pub windows: Snapshot,
 }
 
 /// The window being measured: its id and the counters when its piece began.
@@ -145,13 +148,20 @@ pub(super) fn run<W: Workload>(
     } else {
         total as f64 / sum.accesses as f64
     };
-    let mut estimate = Snapshot::take(sys, retired(w));
-    estimate.mmu = sum.mmu.scaled(factor);
-    estimate.memory = sum.memory.scaled(factor);
+    let end = Snapshot::take(sys, retired(w));
     Ok(RecordedSample {
         window_accesses: sum.accesses,
         costs,
-        estimate,
+        estimate: Snapshot {
+            mmu: sum.mmu.scaled(factor),
+            memory: sum.memory.scaled(factor),
+            ..end
+        },
+        windows: Snapshot {
+            mmu: sum.mmu,
+            memory: sum.memory,
+            ..end
+        },
     })
 }
 

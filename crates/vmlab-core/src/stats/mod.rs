@@ -5,7 +5,9 @@
 //! (`accesses_simulated` accesses after `accesses_warmup` warm-up accesses); `cycles` and
 //! `seconds` are the cost model's, extrapolated to `accesses_total` when `extrapolated`, with
 //! the half-width of their confidence interval over the sample's windows under `sample`.
-//! Set-up (mapping and first touch of the buffer) is reported apart, under `setup`.
+//! Set-up (mapping and first touch of the buffer) is reported apart, under `setup`. A sampled
+//! recording's report (`sample.warmup_end` "recorded") counts faults, exits and the kernel's
+//! work over the whole run, and translation and memory events over its windows.
 //!
 //! Every report type is `Deserialize` too, so a report written as JSON reads back into the
 //! same value (names are owned strings; their JSON is the same as before).
