@@ -158,9 +158,11 @@ impl<'w> Merger<'w> {
         let path = self.images[image].maps.clone();
         let log = std::fs::read(&path)
             .map_err(|e| RecordError::Raw(format!("{path}: {e} (QEMU's -d page log)")))?;
-        let regions = initial_layout(&String::from_utf8_lossy(&log)).ok_or_else(|| {
-            RecordError::Raw(format!("{path}: no page layout after the binary load"))
-        })?;
+        let first_mmap = self.images[image].first_mmap()?;
+        let regions =
+            initial_layout(&String::from_utf8_lossy(&log), first_mmap).ok_or_else(|| {
+                RecordError::Raw(format!("{path}: no page layout after the binary load"))
+            })?;
         for r in regions.into_iter().filter(|r| r.end <= USER_END) {
             self.emit(&Event::Map {
                 start: r.start,

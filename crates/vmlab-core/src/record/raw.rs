@@ -149,6 +149,24 @@ impl RawImage {
         })
     }
 
+    /// The address the image's first successful mmap returned (None: it made none).
+    pub fn first_mmap(&self) -> Result<Option<u64>, RecordError> {
+        const MMAP: u64 = crate::trace::x86::syscalls::MMAP as u64;
+        let mut buf = Vec::new();
+        for i in 0..self.blocks.len() {
+            self.read_block(i, &mut buf)?;
+            let mut decoder = BlockDecoder::new(&buf);
+            while let Some(record) = decoder.next_record().map_err(|e| corrupt(&self.path, e))? {
+                if let RawRecord::Sysret { nr: MMAP, ret } = record {
+                    if !(-4095..0).contains(&ret) {
+                        return Ok(Some(ret as u64));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// The records of block `i`, into `buf`.
     pub fn read_block(&self, i: usize, buf: &mut Vec<u8>) -> Result<(), RecordError> {
         let block = self.blocks[i];
@@ -345,35 +363,55 @@ pub struct Region {
     pub prot: u8,
 }
 
-/// The guest address space right after QEMU loaded the program: the first table after
-/// "page layout changed following binary load" in a `-d page` log.
-pub fn initial_layout(log: &str) -> Option<Vec<Region>> {
+/// The page layout the program starts with, from QEMU's `-d page` log: the layout after the
+/// binary load and after the pages QEMU maps for itself next (x86-64 QEMU 7.2 maps its signal
+/// trampolines after loading, and the program may use them), up to the first layout change the
+/// program makes. That is found by `first_mmap`, the address the image's first successful mmap
+/// returned: the layout is the last one after the load that does not hold it yet (with no mmap,
+/// the layout after the load). None if the log has no layout after a binary load.
+pub fn initial_layout(log: &str, first_mmap: Option<u64>) -> Option<Vec<Region>> {
     let mut lines = log
         .lines()
-        .skip_while(|l| !l.starts_with("page layout changed following binary load"));
-    lines.next()?;
-    let mut out = Vec::new();
-    for line in lines.skip(1) {
-        let Some((range, rest)) = line.split_once(' ') else {
-            break;
-        };
-        let Some((start, end)) = range.split_once('-') else {
-            break;
-        };
-        let (Ok(start), Ok(end)) = (u64::from_str_radix(start, 16), u64::from_str_radix(end, 16))
-        else {
-            break;
-        };
-        let flags = rest.split_whitespace().nth(1).unwrap_or("");
-        let prot = flags.bytes().fold(0u8, |p, c| match c {
-            b'r' => p | 1,
-            b'w' => p | 2,
-            b'x' => p | 4,
-            _ => p,
-        });
-        out.push(Region { start, end, prot });
+        .skip_while(|l| !l.starts_with("page layout changed following binary load"))
+        .peekable();
+    lines.peek()?;
+    let mut layout: Option<Vec<Region>> = None;
+    while let Some(line) = lines.next() {
+        if !line.starts_with("page layout changed") {
+            continue;
+        }
+        lines.next(); // the column header
+        let mut block = Vec::new();
+        while let Some(region) = lines.peek().and_then(|l| region_line(l)) {
+            block.push(region);
+            lines.next();
+        }
+        let holds = |a: u64| block.iter().any(|r| (r.start..r.end).contains(&a));
+        match first_mmap {
+            Some(a) if layout.is_some() && holds(a) => break,
+            None if layout.is_some() => break,
+            _ => layout = Some(block),
+        }
     }
-    Some(out)
+    layout
+}
+
+/// One `start-end size prot` line of a layout.
+fn region_line(line: &str) -> Option<Region> {
+    let (range, rest) = line.split_once(' ')?;
+    let (start, end) = range.split_once('-')?;
+    let (start, end) = (
+        u64::from_str_radix(start, 16).ok()?,
+        u64::from_str_radix(end, 16).ok()?,
+    );
+    let flags = rest.split_whitespace().nth(1).unwrap_or("");
+    let prot = flags.bytes().fold(0u8, |p, c| match c {
+        b'r' => p | 1,
+        b'w' => p | 2,
+        b'x' => p | 4,
+        _ => p,
+    });
+    Some(Region { start, end, prot })
 }
 
 #[cfg(test)]
@@ -446,7 +484,7 @@ mod tests {
             0000004002027000-0000004002827000 0000000000800000 rw-\n\
             start_brk   0x0000000000000000\n";
         assert_eq!(
-            initial_layout(log).unwrap(),
+            initial_layout(log, None).unwrap(),
             vec![
                 Region {
                     start: 0x40_0000_0000,
@@ -465,6 +503,38 @@ mod tests {
                 },
             ]
         );
-        assert_eq!(initial_layout("nothing here"), None);
+        assert_eq!(initial_layout("nothing here", None), None);
+    }
+
+    /// QEMU maps its signal trampolines after the load; the program's first mmap comes after
+    /// them. The layout keeps QEMU's pages and stops before the program's.
+    #[test]
+    fn keeps_qemus_own_pages_up_to_the_programs_first_mmap() {
+        let block = |regions: &[&str]| {
+            format!(
+                "start            end              size             prot\n{}\n",
+                regions.join("\n")
+            )
+        };
+        let load = "0000004000000000-0000004000004000 0000000000004000 r-x";
+        let tramp = "0000004000004000-0000004000006000 0000000000002000 rw-";
+        let mine = "0000004000006000-0000004000008000 0000000000002000 rw-";
+        let log = format!(
+            "page layout changed following binary load\n{}start_brk 0x0\n\
+             page layout changed following mmap\n{}\
+             page layout changed following mmap\n{}",
+            block(&[load]),
+            block(&[load, tramp]),
+            block(&[load, tramp, mine]),
+        );
+        let ends = |first| {
+            initial_layout(&log, first)
+                .unwrap()
+                .iter()
+                .map(|r| r.end)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ends(Some(0x40_0000_6000)), [0x40_0000_4000, 0x40_0000_6000]);
+        assert_eq!(ends(None), [0x40_0000_4000]);
     }
 }
