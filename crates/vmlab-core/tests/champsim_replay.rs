@@ -2,14 +2,15 @@
 //! through the engine, natively and nested, with 4 KiB and 2 MiB guest pages, and with the
 //! run capped by `accesses`.
 
+mod common;
+
 use std::io::Write;
 use std::path::PathBuf;
 use vmlab_core::addr::PageSize;
 use vmlab_core::cost::Profile;
-use vmlab_core::engine::{self, Pipeline, RunConfig};
+use vmlab_core::engine::{self, RunConfig};
 use vmlab_core::scheme::Paging;
 use vmlab_core::stats::RunReport;
-use vmlab_core::workload::WorkloadSpec;
 
 const PAGE: u64 = 4096;
 const REGION: u64 = 2 << 20;
@@ -68,19 +69,9 @@ fn xz(bytes: &[u8]) -> Vec<u8> {
 
 fn run(spec: &str, paging: Paging, guest_pages: PageSize, accesses: u64) -> RunReport {
     let config = RunConfig {
-        workload: WorkloadSpec::parse(spec).unwrap(),
-        paging,
-        profile: Profile::builtin("skylake").unwrap(),
         guest_pages,
-        host_pages: PageSize::Size4K,
-        fragmentation: 0.0,
         accesses,
-        warmup: 0,
-        tolerance: 0.001,
-        fixed_warmup: false,
-        seed: 1,
-        pretouch: false,
-        pipeline: Pipeline::Staged,
+        ..common::whole_run(spec, paging)
     };
     engine::run(&config, &mut |_| std::ops::ControlFlow::Continue(())).unwrap()
 }

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 use vmlab_core::addr::{PageSize, PAGE_SIZE};
 use vmlab_core::cost::Profile;
-use vmlab_core::engine::{self, Pipeline, RunConfig};
+use vmlab_core::engine::{self, RunConfig};
 use vmlab_core::hv::x86::shadow::ShadowConfig;
 use vmlab_core::scheme::{Paging, System};
 use vmlab_core::trace::x86::{open, Event, Header, Sampling, Writer};
@@ -54,6 +54,21 @@ fn run(path: &Path, paging: Paging) -> vmlab_core::stats::RunReport {
     engine::run(&config, &mut |_| std::ops::ControlFlow::Continue(())).unwrap()
 }
 
+/// How the hand-built recordings start: one process with a page of code (not the region), as a
+/// program starts with, that maps the 16-page region.
+fn program_start() -> Vec<Event> {
+    vec![
+        Event::Switch { pid: 0, tid: 0 },
+        Event::Map {
+            start: 0x1000,
+            end: 0x2000,
+            prot: 5,
+        },
+        Event::CodePage { page: 1 },
+        syscall(MMAP, [0, 16 * PAGE, 3, 0x22, u64::MAX, 0], REGION as i64),
+    ]
+}
+
 /// A program maps 16 pages, writes 3 and reads 1 of them, reads 64 bytes into another (the
 /// kernel's write), forks; the child writes one shared page (copy-on-write) and a fresh one,
 /// and exits; the parent unmaps the upper 8 pages, makes page 1 read-only, drops page 2,
@@ -61,42 +76,37 @@ fn run(path: &Path, paging: Paging) -> vmlab_core::stats::RunReport {
 #[test]
 fn a_hand_built_recording_replays_with_exact_counts_under_every_scheme() {
     let base = REGION;
-    let events = vec![
-        Event::Switch { pid: 0, tid: 0 },
-        // The initial map: a page of code (not the region), as a program starts with.
-        Event::Map {
-            start: 0x1000,
-            end: 0x2000,
-            prot: 5,
-        },
-        Event::CodePage { page: 1 },
-        syscall(MMAP, [0, 16 * PAGE, 3, 0x22, u64::MAX, 0], base as i64),
-        r(0, true, 10),
-        r(1, true, 3),
-        r(2, true, 3),
-        r(3, false, 3),
-        r(3, false, 0),
-        syscall(READ, [0, base + 4 * PAGE, 64, 0, 0, 0], 64),
-        Event::KernelWrite {
-            addr: base + 4 * PAGE,
-            len: 64,
-        },
-        syscall(CLOCK_GETTIME, [1, base, 0, 0, 0, 0], 0),
-        Event::Fork { child: 1 },
-        syscall(56, [0x1200011, 0, 0, 0, 0, 0], 1000),
-        Event::Switch { pid: 1, tid: 1 },
-        syscall(56, [0x1200011, 0, 0, 0, 0, 0], 0),
-        r(0, true, 7),
-        r(5, true, 7),
-        Event::Exit { code: 0 },
-        Event::Switch { pid: 0, tid: 0 },
-        syscall(MUNMAP, [base + 8 * PAGE, 8 * PAGE, 0, 0, 0, 0], 0),
-        syscall(MPROTECT, [base + PAGE, PAGE, 1, 0, 0, 0], 0),
-        syscall(MADVISE, [base + 2 * PAGE, PAGE, 4, 0, 0, 0], 0),
-        r(1, false, 2),
-        r(2, false, 2),
-        Event::Exit { code: 0 },
-    ];
+    let events = [
+        program_start(),
+        vec![
+            r(0, true, 10),
+            r(1, true, 3),
+            r(2, true, 3),
+            r(3, false, 3),
+            r(3, false, 0),
+            syscall(READ, [0, base + 4 * PAGE, 64, 0, 0, 0], 64),
+            Event::KernelWrite {
+                addr: base + 4 * PAGE,
+                len: 64,
+            },
+            syscall(CLOCK_GETTIME, [1, base, 0, 0, 0, 0], 0),
+            Event::Fork { child: 1 },
+            syscall(56, [0x1200011, 0, 0, 0, 0, 0], 1000),
+            Event::Switch { pid: 1, tid: 1 },
+            syscall(56, [0x1200011, 0, 0, 0, 0, 0], 0),
+            r(0, true, 7),
+            r(5, true, 7),
+            Event::Exit { code: 0 },
+            Event::Switch { pid: 0, tid: 0 },
+            syscall(MUNMAP, [base + 8 * PAGE, 8 * PAGE, 0, 0, 0, 0], 0),
+            syscall(MPROTECT, [base + PAGE, PAGE, 1, 0, 0, 0], 0),
+            syscall(MADVISE, [base + 2 * PAGE, PAGE, 4, 0, 0, 0], 0),
+            r(1, false, 2),
+            r(2, false, 2),
+            Event::Exit { code: 0 },
+        ],
+    ]
+    .concat();
     let path = write_trace("exact", &events);
     let refs = 9;
     let instructions = 10 + 3 + 3 + 3 + 7 + 7 + 2 + 2;
@@ -142,29 +152,25 @@ fn a_sampled_recording_measures_its_windows_and_counts_what_it_skipped() {
         skipped,
         insns,
     };
-    let events = vec![
-        Event::Switch { pid: 0, tid: 0 },
-        Event::Map {
-            start: 0x1000,
-            end: 0x2000,
-            prot: 5,
-        },
-        Event::CodePage { page: 1 },
-        syscall(MMAP, [0, 16 * PAGE, 3, 0x22, u64::MAX, 0], base as i64),
-        r(0, true, 10),
-        Event::Warm { addr: base },
-        Event::Warm {
-            addr: base + 20 * PAGE,
-        },
-        window(true, 100, 400),
-        r(0, false, 2),
-        r(0, true, 1),
-        r(1, true, 3),
-        window(false, 0, 0),
-        r(2, true, 5),
-        window(false, 50, 200),
-        Event::Exit { code: 0 },
-    ];
+    let events = [
+        program_start(),
+        vec![
+            r(0, true, 10),
+            Event::Warm { addr: base },
+            Event::Warm {
+                addr: base + 20 * PAGE,
+            },
+            window(true, 100, 400),
+            r(0, false, 2),
+            r(0, true, 1),
+            r(1, true, 3),
+            window(false, 0, 0),
+            r(2, true, 5),
+            window(false, 50, 200),
+            Event::Exit { code: 0 },
+        ],
+    ]
+    .concat();
     let path = std::env::temp_dir().join(format!("vmlab-sampled-{}.vmtrace", std::process::id()));
     let header = Header {
         sample: Some(Sampling {
@@ -245,21 +251,7 @@ fn a_reference_outside_the_recorded_map_names_the_address_and_the_event() {
 }
 
 fn engine_config(paging: Paging) -> RunConfig {
-    RunConfig {
-        workload: WorkloadSpec::parse("gups:table=4K,updates=1").unwrap(),
-        paging,
-        profile: Profile::builtin("skylake").unwrap(),
-        guest_pages: PageSize::Size4K,
-        host_pages: PageSize::Size4K,
-        fragmentation: 0.0,
-        accesses: 0,
-        warmup: 0,
-        tolerance: 0.001,
-        fixed_warmup: false,
-        seed: 1,
-        pretouch: false,
-        pipeline: Pipeline::Staged,
-    }
+    common::whole_run("gups:table=4K,updates=1", paging)
 }
 
 /// One step of a random recording, over the region's pages.

@@ -290,3 +290,23 @@ pub fn guest_table_gpas(system: &System, va: Gva) -> Vec<u64> {
     }
     out
 }
+
+/// A run of `spec` under `paging` on the skylake profile with 4 KiB pages in both dimensions,
+/// the whole workload simulated (no sample, no warm-up), seed 1: the engine tests' run.
+pub fn whole_run(spec: &str, paging: Paging) -> vmlab_core::engine::RunConfig {
+    vmlab_core::engine::RunConfig {
+        workload: vmlab_core::workload::WorkloadSpec::parse(spec).unwrap(),
+        paging,
+        profile: Profile::builtin("skylake").unwrap(),
+        guest_pages: PageSize::Size4K,
+        host_pages: PageSize::Size4K,
+        fragmentation: 0.0,
+        accesses: 0,
+        warmup: 0,
+        tolerance: 0.001,
+        fixed_warmup: false,
+        seed: 1,
+        pretouch: false,
+        pipeline: vmlab_core::engine::Pipeline::Staged,
+    }
+}
