@@ -57,6 +57,7 @@ fn parse_sample(text: &str) -> Result<Sampling, String> {
 pub const AFTER_HELP: &str = "Examples:\n  \
     vmlab record -o ls.vmtrace -- ls -la /usr                 one program\n  \
     vmlab record -o pipe.vmtrace -- sh -c 'sort big | uniq -c | head'   a shell and what it runs\n  \
+    vmlab record --sample 100M:1M -o long.vmtrace -- ./server   a long run, sampled (below)\n  \
     vmlab trace info ls.vmtrace                                what was recorded\n  \
     vmlab run -w trace:file=ls.vmtrace -p native,nested,shadow  replay it under each scheme\n\n\
     The program runs under qemu-x86_64 (Debian's qemu-user) with vmlab's recorder plugin, which\n\
@@ -70,7 +71,13 @@ pub const AFTER_HELP: &str = "Examples:\n  \
     recorded and written), a short program far more (QEMU's start-up). Ctrl-C stops the program and\n\
     still writes a valid trace of what ran (its trailer says it was interrupted); so does a\n\
     program that crashes. The plugin is built from source with the system's C compiler (cc, or\n\
-    $CC) on first use and cached. docs/x86-trace.md has the format and the recorder's quirks.";
+    $CC) on first use and cached. docs/x86-trace.md has the format and the recorder's quirks.\n\n\
+    --sample PERIOD:WINDOW[:WARM] keeps, of every PERIOD references of each thread, the last\n\
+    WINDOW in full, each after a summary of the WARM references before it (their cache lines in\n\
+    order of last use, to rebuild TLB and cache state); elsewhere only the first touch and first\n\
+    store of each page, with every system call, fork, exec and exit. The replay's page faults and\n\
+    page tables are the full recording's; TLB, walk and cache events are extrapolated from the\n\
+    windows, with an interval (docs/model.md, \"Sampled recordings\").";
 
 #[derive(Args)]
 pub struct RecordArgs {
