@@ -283,9 +283,10 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
         c::SYS_bind | c::SYS_connect | c::SYS_sendto | c::SYS_sendmsg => {
             (Rewritten, "AF_UNIX socket paths contained in the guest root; abstract names refused under a root")
         }
-        c::SYS_sendmmsg => {
-            (Rewritten, "under a root: AF_UNIX destinations refused (ENOTSUP), abstract names too; others run")
-        }
+        c::SYS_sendmmsg => (
+            Rewritten,
+            "as sendmsg; under a root the ptrace mechanisms send the first message only (as sendmsg, from a copy)",
+        ),
         c::SYS_clone => {
             (Rewritten, "the child's pid becomes a guest pid; CLONE_UNTRACED is removed, namespace flags refused")
         }

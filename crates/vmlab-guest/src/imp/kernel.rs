@@ -46,6 +46,9 @@ pub(crate) enum Post {
     Getcwd(u64),
     /// execve: on success the arguments registers belong to the new image: leave them.
     Exec,
+    /// sendmmsg run as a sendmsg of its first message (the vector at this address): on
+    /// success that message's msg_len gets the result, and the call returns 1.
+    Sendmmsg(u64),
 }
 
 /// A guest process's credentials: real, effective, saved.
@@ -470,6 +473,10 @@ impl Kernel {
         let mut paths: Vec<(usize, Vec<u8>)> = Vec::new();
         for spec in specs {
             match self.path_arg(tid, tgid, call, spec) {
+                // The descriptor itself (an empty path with AT_EMPTY_PATH): the host still gets
+                // an empty path the guest cannot change, not the guest's string, which another
+                // thread could turn into a path between this check and the host's use.
+                Ok(None) if a[spec.path] != 0 => paths.push((spec.path, Vec::new())),
                 Ok(None) => {}
                 Ok(Some(host)) => {
                     if let Some(d) = spec.dirfd {
@@ -493,7 +500,7 @@ impl Kernel {
             if bytes.len() > 4096 {
                 return Decision::Emulate(neg(c::ENAMETOOLONG));
             }
-            if let Err(e) = mem::write(tid, at, &bytes) {
+            if let Err(e) = mem::poke(tid, at, &bytes) {
                 return Decision::Emulate(neg(e));
             }
             args[arg] = at;
@@ -590,80 +597,90 @@ impl Kernel {
         }))
     }
 
-    /// bind/connect/sendto/sendmsg: an AF_UNIX path is contained in the root; abstract names
-    /// are refused. sendmmsg with AF_UNIX destinations is refused (ENOTSUP) under a root.
+    /// bind/connect/sendto/sendmsg/sendmmsg under a root: an AF_UNIX path is contained in the
+    /// root; abstract names are refused. Whatever address the host uses is a copy in the
+    /// thread's scratch page, which the guest cannot write: an address left in guest memory
+    /// (even one that was not AF_UNIX when checked) could be changed by another guest thread
+    /// before the host reads it. sendmmsg sends its first message only, as sendmsg.
     fn sockaddr(&mut self, tid: i32, tgid: i32, call: &Call, scratch: Option<u64>) -> Decision {
         let a = call.args;
         let unchanged = Decision::Forward { args: None, post: Post::None };
-        let (ptr, len) = match call.nr {
-            c::SYS_sendto => (a[4], a[5]),
-            c::SYS_sendmsg => match read_msg_name(tid, a[1]) {
-                Some(name) => name,
-                None => return unchanged,
+        // The msghdr whose copy the host gets (sendmsg, sendmmsg), and the address.
+        let (hdr_at, ptr, len) = match call.nr {
+            c::SYS_sendto if a[4] == 0 => return unchanged,
+            c::SYS_sendto => (None, a[4], a[5]),
+            c::SYS_sendmmsg if a[2] == 0 => return unchanged,
+            c::SYS_sendmsg | c::SYS_sendmmsg => match read_msg_name(tid, a[1]) {
+                Some((p, l)) => (Some(a[1]), p, l),
+                None => return Decision::Emulate(neg(c::EFAULT)),
             },
-            c::SYS_sendmmsg => {
-                // Every message's destination, up to the kernel's UIO_MAXIOV (1024) messages.
-                for i in 0..a[2].min(1024) {
-                    let Some((p, l)) = read_msg_name(tid, a[1] + i * 64) else { break };
-                    if matches!(self.unix_dest(tid, tgid, p, l, true), Ok(Some(_)) | Err(_)) {
-                        return Decision::Emulate(neg(c::ENOTSUP));
-                    }
-                }
-                return unchanged;
-            }
-            _ => (a[1], a[2]),
+            _ => (None, a[1], a[2]),
         };
-        let new = match self.unix_dest(tid, tgid, ptr, len, call.nr != c::SYS_bind) {
-            Ok(Some(new)) => new,
-            Ok(None) => return unchanged,
-            Err(e) => return Decision::Emulate(neg(e)),
+        let new = if ptr == 0 {
+            None
+        } else {
+            if len as usize > std::mem::size_of::<c::sockaddr_storage>() {
+                return Decision::Emulate(neg(c::EINVAL));
+            }
+            // Read once: what is checked is what the host gets.
+            let raw = match mem::read(tid, ptr, len as usize) {
+                Ok(raw) => raw,
+                Err(e) => return Decision::Emulate(neg(e)),
+            };
+            match self.unix_dest(tid, tgid, &raw, call.nr != c::SYS_bind) {
+                Ok(Some(new)) => Some(new),
+                Ok(None) => Some(raw),
+                Err(e) => return Decision::Emulate(neg(e)),
+            }
         };
         let Some(scratch) = scratch else {
             return Decision::NeedScratch;
         };
-        // The rewritten address, then (sendmsg) a copy of the msghdr that names it.
+        // The address, then (sendmsg, sendmmsg) a copy of the msghdr that names it.
         let at = scratch + 2 * 4096;
-        if let Err(e) = mem::write(tid, at, &new) {
-            return Decision::Emulate(neg(e));
-        }
-        let mut args = a;
-        match call.nr {
-            c::SYS_sendto => {
-                args[4] = at;
-                args[5] = new.len() as u64;
+        if let Some(new) = &new {
+            if let Err(e) = mem::poke(tid, at, new) {
+                return Decision::Emulate(neg(e));
             }
-            c::SYS_sendmsg => {
-                let Ok(mut hdr) = mem::read(tid, a[1], MSGHDR_LEN) else {
+        }
+        let (name, name_len) = new.as_ref().map_or((0, 0), |n| (at, n.len() as u64));
+        let mut args = a;
+        let mut post = Post::None;
+        match hdr_at {
+            Some(hdr_at) => {
+                let Ok(mut hdr) = mem::read(tid, hdr_at, MSGHDR_LEN) else {
                     return Decision::Emulate(neg(c::EFAULT));
                 };
-                hdr[..8].copy_from_slice(&at.to_ne_bytes());
-                hdr[8..12].copy_from_slice(&(new.len() as u32).to_ne_bytes());
-                let hdr_at = at + 256;
-                if let Err(e) = mem::write(tid, hdr_at, &hdr) {
+                hdr[..8].copy_from_slice(&name.to_ne_bytes());
+                hdr[8..12].copy_from_slice(&(name_len as u32).to_ne_bytes());
+                let copy_at = at + 256;
+                if let Err(e) = mem::poke(tid, copy_at, &hdr) {
                     return Decision::Emulate(neg(e));
                 }
-                args[1] = hdr_at;
+                args[1] = copy_at;
+                if call.nr == c::SYS_sendmmsg {
+                    args[2] = args[3];
+                    post = Post::Sendmmsg(a[1]);
+                }
             }
-            _ => {
-                args[1] = at;
-                args[2] = new.len() as u64;
+            None if call.nr == c::SYS_sendto => {
+                args[4] = name;
+                args[5] = name_len;
+            }
+            None => {
+                args[1] = name;
+                args[2] = name_len;
             }
         }
-        Decision::Forward { args: Some(args), post: Post::None }
+        Decision::Forward { args: Some(args), post }
     }
 
-    /// The host form of the socket address at `ptr` (`len` bytes) if it is an AF_UNIX path
+    /// The host form of socket address `addr` (the guest's bytes) if it is an AF_UNIX path
     /// (resolved in the root; `follow`: its last component may be a symbolic link), None if it
     /// is something else, or an errno: EPERM for an abstract name.
-    fn unix_dest(&mut self, tid: i32, tgid: i32, ptr: u64, len: u64, follow: bool) -> Result<Option<Vec<u8>>, i32> {
-        let len = (len as usize).min(std::mem::size_of::<c::sockaddr_un>());
-        if ptr == 0 || len < 3 {
-            return Ok(None);
-        }
-        let Ok(addr) = mem::read(tid, ptr, len) else {
-            return Ok(None);
-        };
-        if u16::from_ne_bytes([addr[0], addr[1]]) != c::AF_UNIX as u16 {
+    fn unix_dest(&mut self, tid: i32, tgid: i32, addr: &[u8], follow: bool) -> Result<Option<Vec<u8>>, i32> {
+        let addr = &addr[..addr.len().min(std::mem::size_of::<c::sockaddr_un>())];
+        if addr.len() < 3 || u16::from_ne_bytes([addr[0], addr[1]]) != c::AF_UNIX as u16 {
             return Ok(None);
         }
         let path = &addr[2..];
@@ -700,6 +717,12 @@ impl Kernel {
                     }
                 }
                 ret
+            }
+            Post::Sendmmsg(vec) if ret >= 0 => {
+                match mem::write(tid, vec + MSGHDR_LEN as u64, &(ret as u32).to_ne_bytes()) {
+                    Ok(()) => 1,
+                    Err(e) => neg(e),
+                }
             }
             Post::Getcwd(buf) if ret > 0 => {
                 let Some(root) = self.root.as_ref() else {

@@ -205,8 +205,23 @@ pub(crate) fn filter(
     pass: &[i64],
     action: SeccompAction,
 ) -> Result<Vec<sock_filter>, GuestError> {
-    filter_with(kernel, all, pass, false, action)
+    // seccomp-trace under a root: the calls that could unmap, remap or re-protect the
+    // read-only scratch pages stop too, so that the guest kernel can refuse them there.
+    let extra: &[i64] = if kernel.root.is_some() { &MEMORY_CALLS } else { &[] };
+    filter_rules(kernel, all, pass, false, extra, action)
 }
+
+/// The calls that change a mapping, which a guest could use on the guest kernel's scratch.
+const MEMORY_CALLS: [i64; 8] = [
+    c::SYS_mmap,
+    c::SYS_munmap,
+    c::SYS_mprotect,
+    c::SYS_pkey_mprotect,
+    c::SYS_madvise,
+    c::SYS_mremap,
+    c::SYS_remap_file_pages,
+    c::SYS_shmat,
+];
 
 /// [`filter`], where `clone_ns_only` stops only the clones that ask for a new namespace (the
 /// guest kernel refuses those) and lets every other clone run unstopped. For the notify
@@ -220,6 +235,18 @@ pub(crate) fn filter_with(
     clone_ns_only: bool,
     action: SeccompAction,
 ) -> Result<Vec<sock_filter>, GuestError> {
+    filter_rules(kernel, all, pass, clone_ns_only, &[], action)
+}
+
+/// [`filter_with`], trapping the calls in `extra` too.
+fn filter_rules(
+    kernel: &Kernel,
+    all: bool,
+    pass: &[i64],
+    clone_ns_only: bool,
+    extra: &[i64],
+    action: SeccompAction,
+) -> Result<Vec<sock_filter>, GuestError> {
     use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
     let rooted = kernel.root.is_some();
     let mut rules = BTreeMap::new();
@@ -230,6 +257,7 @@ pub(crate) fn filter_with(
         if (known || nr >= crate::sysnames::NAMES.len() as i64)
             && calls::needs_trap(nr, rooted, all)
             && !pass.contains(&nr)
+            || extra.contains(&nr)
         {
             rules.insert(nr, Vec::new());
         }
