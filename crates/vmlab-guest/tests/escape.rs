@@ -10,6 +10,7 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 const GUEST: &str = env!("CARGO_BIN_EXE_vmlab-guest");
 const MECHANISMS: [&str; 6] = ["ptrace", "sysemu", "seccomp-trace", "seccomp-notify", "sigsys", "user-dispatch"];
@@ -141,7 +142,7 @@ fn an_address_changed_after_the_check_reaches_nothing() {
     let bait = Bait::new(&outside);
     let target = outside.to_str().unwrap();
     // Natively the connects do reach it.
-    let native = text(&run(None, None, &[attack.to_str().unwrap(), "flip", target, "2000"]).stdout);
+    let native = text(&run(None, None, &[attack.to_str().unwrap(), "flip", target, "20000"]).stdout);
     assert!(field(&native, "escaped") > 0, "{native}");
     assert!(bait.reached() > 0);
     for m in mechanisms() {
@@ -195,4 +196,77 @@ fn threads_opening_files_at_once_each_get_their_own() {
         assert_eq!(report, "wrongfile mismatches=0 of 20000\n", "{m}: {}", text(&out.stderr));
     }
     let _ = std::fs::remove_dir_all(base);
+}
+
+/// A guest that registers an empty file as its sigsys channel (jumping to the stub's own
+/// `syscall`) is refused: the guest kernel does not die of SIGBUS (as it did, leaving the
+/// guest running unsupervised), and the guest's calls are still answered.
+#[test]
+fn a_bad_channel_does_not_crash_the_guest_kernel() {
+    let Some(attack) = attack() else { return };
+    for m in mechanisms().into_iter().filter(|m| matches!(*m, "sigsys" | "user-dispatch")) {
+        let out = run(Some(m), None, &[attack.to_str().unwrap(), "channel"]);
+        let report = text(&out.stdout);
+        assert_eq!(
+            report,
+            format!("channel registered=-{}\nchannel alive pid=1 uid=0\n", libc::EINVAL),
+            "{m}: {:?} {}",
+            out.status,
+            text(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "{m}");
+    }
+}
+
+/// Whether any process runs `sleep` with argument `arg`.
+fn sleeping(arg: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let words: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
+        words.len() >= 2 && words[0].ends_with(b"sleep") && words[1] == arg.as_bytes()
+    })
+}
+
+/// SIGTERM, SIGINT and SIGHUP to the guest kernel end the whole guest promptly under every
+/// mechanism, as they end a native `sh -c 'sleep 30; ...'` (seccomp-notify, sigsys and
+/// user-dispatch ran the full 30 s: their pid 1, a pid namespace init, dropped the signal).
+#[test]
+fn interrupts_end_the_guest_promptly() {
+    for m in mechanisms() {
+        for (sig, name) in [(libc::SIGTERM, "TERM"), (libc::SIGINT, "INT"), (libc::SIGHUP, "HUP")] {
+            let arg = format!("30.{}{sig}", std::process::id());
+            let mut child = Command::new(GUEST)
+                .args(["-M", m, "--", "sh", "-c", &format!("sleep {arg}; echo done")])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let t0 = Instant::now();
+            while !sleeping(&arg) && t0.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert!(sleeping(&arg), "{m}: the guest's sleep never started");
+            // SAFETY: kill has no memory arguments.
+            unsafe { libc::kill(child.id() as i32, sig) };
+            let t1 = Instant::now();
+            let status = loop {
+                if let Some(s) = child.try_wait().unwrap() {
+                    break Some(s);
+                }
+                if t1.elapsed() > Duration::from_secs(5) {
+                    break None;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            let Some(status) = status else {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{m}: SIG{name} did not end the guest within 5 s");
+            };
+            let out = child.wait_with_output().unwrap();
+            assert_eq!(text(&out.stdout), "", "{m} SIG{name}");
+            assert_ne!(status.code(), Some(0), "{m} SIG{name}");
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(!sleeping(&arg), "{m} SIG{name}: the guest's sleep outlived the guest");
+        }
+    }
 }

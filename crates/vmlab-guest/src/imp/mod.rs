@@ -458,6 +458,9 @@ pub(crate) fn launch(config: &Config, argv: &[OsString], how: Launch) -> Result<
         return Err(GuestError::Host(format!("fork: {}", std::io::Error::last_os_error())));
     }
     if pid == 0 {
+        // SAFETY: prctl with integer arguments. Should the guest kernel die, PTRACE_O_EXITKILL
+        // kills every traced guest process; this covers pid 1 before the options are set.
+        unsafe { c::prctl(c::PR_SET_PDEATHSIG, c::SIGKILL, 0, 0, 0) };
         exec.confine();
         exec.prepare();
         // SAFETY: async-signal-safe calls in the child.

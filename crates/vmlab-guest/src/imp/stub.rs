@@ -92,7 +92,8 @@ global_asm!(
     "    jnz 3f",
     // No channel in this process yet: make and register one.
     "    lea rdi, [rip + 9f]",
-    "    mov esi, 1",
+    // MFD_CLOEXEC | MFD_ALLOW_SEALING: the guest kernel seals it against shrinking.
+    "    mov esi, 3",
     "    mov eax, 319",
     "    syscall",
     "    test rax, rax",

@@ -216,21 +216,21 @@ impl Tracer<'_> {
     fn event_loop(&mut self, init: i32) -> i32 {
         let mut result: Option<i32> = None;
         loop {
+            // An interrupt that came while a stop was being handled (not during waitpid, which
+            // it would have ended with EINTR) is passed on here.
+            let sig = INTERRUPT.swap(0, Ordering::SeqCst);
+            if sig != 0 {
+                for p in self.kernel.live_processes() {
+                    // SAFETY: kill has no memory arguments.
+                    unsafe { c::kill(p, sig) };
+                }
+            }
             let mut status = 0;
             // SAFETY: `status` is a valid out-pointer.
             let tid = unsafe { c::waitpid(-1, &mut status, c::__WALL) };
             if tid < 0 {
                 match super::mem::errno() {
-                    c::EINTR => {
-                        let sig = INTERRUPT.swap(0, Ordering::SeqCst);
-                        if sig != 0 {
-                            for p in self.kernel.live_processes() {
-                                // SAFETY: kill has no memory arguments.
-                                unsafe { c::kill(p, sig) };
-                            }
-                        }
-                        continue;
-                    }
+                    c::EINTR => continue,
                     _ => break,
                 }
             }

@@ -24,7 +24,8 @@ static volatile int stop;
 static const char *outside;
 static long iterations;
 
-/* --- flip: another thread changes the socket address in guest memory between check and use. */
+/* --- flip: another thread changes the socket address in guest memory between check and use.
+ * The connects do not block: once the bait's backlog is full they fail with EAGAIN. */
 static struct sockaddr_un flip_addr;
 static void *flipper(void *arg) {
     (void)arg;
@@ -45,7 +46,7 @@ static int flip(void) {
     pthread_create(&t, NULL, flipper, NULL);
     long escaped = 0;
     for (long i = 0; i < iterations; i++) {
-        int s = socket(AF_UNIX, SOCK_STREAM, 0);
+        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
         if (connect(s, (struct sockaddr *)&flip_addr, sizeof flip_addr) == 0) escaped++;
         close(s);
     }
@@ -111,7 +112,7 @@ static int scratch(void) {
     pthread_create(&t, NULL, overwriter, NULL);
     long escaped = 0;
     for (long i = 0; i < iterations; i++) {
-        int s = socket(AF_UNIX, SOCK_STREAM, 0);
+        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
         if (connect(s, (struct sockaddr *)&in, sizeof in) == 0) escaped++;
         close(s);
     }
