@@ -259,6 +259,10 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
                 Rewritten,
                 "paths contained in the guest root; ptrace mechanisms run it on a descriptor opened with openat2(RESOLVE_IN_ROOT)",
             ),
+            c::SYS_mknod | c::SYS_mknodat => (
+                Rewritten,
+                "paths contained in the guest root; device nodes (S_IFCHR, S_IFBLK) refused (EPERM) under every root",
+            ),
             _ => (Rewritten, "paths contained in the guest root (.., symlinks, directory descriptors, /proc)"),
         };
     }
@@ -287,6 +291,7 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
             Rewritten,
             "as sendmsg; under a root the ptrace mechanisms send the first message only (as sendmsg, from a copy)",
         ),
+        c::SYS_ioctl => (Rewritten, "TIOCSTI, TIOCLINUX, TIOCSETD refused (EPERM): they inject input into a terminal"),
         c::SYS_clone => {
             (Rewritten, "the child's pid becomes a guest pid; CLONE_UNTRACED is removed, namespace flags refused")
         }
@@ -357,8 +362,12 @@ pub fn needs_trap(nr: i64, rooted: bool, all: bool) -> bool {
     if all {
         return true;
     }
-    if matches!(nr, c::SYS_execve | c::SYS_execveat) {
+    if matches!(nr, c::SYS_execve | c::SYS_execveat | c::SYS_mknod | c::SYS_mknodat) {
         return true;
+    }
+    if nr == c::SYS_ioctl {
+        // Only the refused requests: the filters add a rule comparing the request.
+        return false;
     }
     match handling(nr).0 {
         Handling::Passthrough => false,
@@ -392,6 +401,12 @@ pub fn markdown_table() -> String {
     }
     out
 }
+
+/// The ioctl requests the guest kernel refuses (EPERM) on any descriptor: TIOCSTI pushes
+/// input into a terminal (the user's shell, if the guest shares it), TIOCLINUX can too on a
+/// virtual console, and TIOCSETD changes the terminal's line discipline. The host reads the
+/// request as 32 bits: only those are compared.
+pub(crate) const REFUSED_IOCTLS: [u32; 3] = [c::TIOCSTI as u32, c::TIOCLINUX as u32, c::TIOCSETD as u32];
 
 #[cfg(test)]
 mod tests {

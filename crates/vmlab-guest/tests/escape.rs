@@ -218,6 +218,152 @@ fn a_bad_channel_does_not_crash_the_guest_kernel() {
     }
 }
 
+/// A terminal the test controls (a pty) as the guest's stdin: the guest pushes a command into
+/// its input with TIOCSTI (and the same request with high bits set, which the host reads as
+/// 32 bits) and tries TIOCSETD. Natively the command arrives; under every mechanism nothing
+/// does and both requests fail with EPERM.
+#[test]
+fn a_guest_cannot_type_into_the_users_terminal() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let Some(attack) = attack() else { return };
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors; the name, termios and winsize may be null.
+    let r = unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(r, 0, "openpty");
+    // SAFETY: both descriptors were just opened and are owned here.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    // What was pushed into the terminal's input: read from the slave side without blocking.
+    let pending = |slave: &OwnedFd| -> String {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 256];
+        loop {
+            let mut pfd = libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(slave), events: libc::POLLIN, revents: 0 };
+            // SAFETY: one valid pollfd; read into a live buffer.
+            let n = unsafe {
+                if libc::poll(&mut pfd, 1, 100) != 1 {
+                    break;
+                }
+                libc::read(pfd.fd, buf.as_mut_ptr().cast(), buf.len())
+            };
+            if n <= 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n as usize]);
+        }
+        text(&out)
+    };
+    let run_on_tty = |mechanism: Option<&str>| -> String {
+        let mut cmd = match mechanism {
+            Some(m) => {
+                let mut c = Command::new(GUEST);
+                c.args(["-M", m, "--"]);
+                c.arg(attack);
+                c
+            }
+            None => Command::new(attack),
+        };
+        let out = cmd.arg("tty").stdin(slave.try_clone().unwrap()).output().expect("run");
+        text(&out.stdout)
+    };
+    let native = run_on_tty(None);
+    let arrived = pending(&slave);
+    if !arrived.contains("echo INJECTED") {
+        eprintln!("skipping: TIOCSTI does not work natively here ({native} {arrived:?})");
+        return;
+    }
+    for m in mechanisms() {
+        let report = run_on_tty(Some(m));
+        assert_eq!(report, format!("tiocsti pushed=0 errno={0} tiocsetd=-1 errno={0}\n", libc::EPERM), "{m}");
+        assert_eq!(pending(&slave), "", "{m}: input reached the terminal");
+    }
+    drop(master);
+}
+
+/// A SysV shared memory segment of the host: the guest has its own IPC namespace, so it does
+/// not find it (natively the same program reads it), under every mechanism, with and without
+/// a root.
+#[test]
+fn the_hosts_sysv_ipc_is_out_of_reach() {
+    let Some(attack) = attack() else { return };
+    let (root, base) = make_root("shm", attack);
+    let key = 0x766d_0000 + (std::process::id() as i32 & 0xffff);
+    // SAFETY: creates a page-sized segment, attaches, writes a NUL-terminated string into
+    // it, detaches; removed at the end.
+    let id = unsafe {
+        let id = libc::shmget(key, 4096, libc::IPC_CREAT | libc::IPC_EXCL | 0o600);
+        assert!(id >= 0, "shmget: {}", std::io::Error::last_os_error());
+        let p = libc::shmat(id, std::ptr::null(), 0);
+        assert_ne!(p as isize, -1);
+        std::ptr::copy_nonoverlapping(c"vmlab-shm-secret".as_ptr(), p.cast(), 17);
+        libc::shmdt(p);
+        id
+    };
+    let key = key.to_string();
+    let native = text(&run(None, None, &[attack.to_str().unwrap(), "shm", &key]).stdout);
+    assert_eq!(native, "shm ESCAPED vmlab-shm-secret\n");
+    for m in mechanisms() {
+        for r in [None, Some(root.as_path())] {
+            let prog = if r.is_some() { "/attack" } else { attack.to_str().unwrap() };
+            let out = run(Some(m), r, &[prog, "shm", &key]);
+            assert_eq!(
+                text(&out.stdout),
+                format!("shm refused {}\n", libc::ENOENT),
+                "{m} {r:?}: {}",
+                text(&out.stderr)
+            );
+        }
+    }
+    // SAFETY: removes the segment made above.
+    unsafe { libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
+    let _ = std::fs::remove_dir_all(base);
+}
+
+/// mknod of a device node (the kernel log's, 1:11) is refused under every mechanism, with and
+/// without a root; natively (as root) the node is made and reads the host's kernel log.
+#[test]
+fn device_nodes_cannot_be_made() {
+    let Some(attack) = attack() else { return };
+    let (root, base) = make_root("mknod", attack);
+    let node = base.join("kmsg");
+    let native = text(&run(None, None, &[attack.to_str().unwrap(), "mknod", node.to_str().unwrap()]).stdout);
+    if !native.starts_with("mknod ESCAPED") {
+        eprintln!("skipping: mknod does not work natively here: {native}");
+        return;
+    }
+    for m in mechanisms() {
+        let out = run(Some(m), None, &[attack.to_str().unwrap(), "mknod", node.to_str().unwrap()]);
+        assert_eq!(text(&out.stdout), format!("mknod refused {}\n", libc::EPERM), "{m}: {}", text(&out.stderr));
+        let out = run(Some(m), Some(&root), &["/attack", "mknod", "/data/kmsg"]);
+        assert_eq!(text(&out.stdout), format!("mknod refused {}\n", libc::EPERM), "{m}: {}", text(&out.stderr));
+        assert!(!node.exists() && !root.join("data/kmsg").exists(), "{m}");
+    }
+    let _ = std::fs::remove_dir_all(base);
+}
+
+/// A root with a procfs (or sysfs) mounted inside it is refused by every mechanism with a
+/// one-line usage error: through it a guest wrote the host's /proc/sys.
+#[test]
+fn a_root_with_a_procfs_inside_is_refused() {
+    let Some(attack) = attack() else { return };
+    let (root, base) = make_root("procfs", attack);
+    let proc_dir = root.join("data/p");
+    std::fs::create_dir_all(&proc_dir).unwrap();
+    let mounted = Command::new("mount").args(["-t", "proc", "proc"]).arg(&proc_dir).status();
+    if !mounted.is_ok_and(|s| s.success()) {
+        eprintln!("skipping: cannot mount a procfs here");
+        return;
+    }
+    for m in mechanisms() {
+        let out = run(Some(m), Some(&root), &["/attack", "shm", "1"]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{m}: {err}");
+        assert!(err.contains("proc mounted at") && err.lines().count() == 1, "{m}: {err}");
+        assert_eq!(text(&out.stdout), "", "{m}");
+    }
+    let _ = Command::new("umount").arg(&proc_dir).status();
+    let _ = std::fs::remove_dir_all(base);
+}
+
 /// Whether any process runs `sleep` with argument `arg`.
 fn sleeping(arg: &str) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|e| {

@@ -771,6 +771,12 @@ pub(crate) fn refusal(call: &Call) -> Option<i64> {
                 [c::PR_SET_SECCOMP as u64, c::PR_SET_PTRACER as u64, PR_SET_SYSCALL_USER_DISPATCH, c::PR_SET_MM as u64];
             refused.contains(&a[0]).then_some(neg(c::EPERM))
         }
+        c::SYS_ioctl => calls::REFUSED_IOCTLS.contains(&(a[1] as u32)).then_some(neg(c::EPERM)),
+        // Device nodes would reach host devices (the kernel log, disks, memory).
+        c::SYS_mknod | c::SYS_mknodat => {
+            let mode = if call.nr == c::SYS_mknod { a[1] } else { a[2] } as u32;
+            matches!(mode & c::S_IFMT, c::S_IFCHR | c::S_IFBLK).then_some(neg(c::EPERM))
+        }
         c::SYS_clone => {
             let ns = (c::CLONE_NEWNS
                 | c::CLONE_NEWPID

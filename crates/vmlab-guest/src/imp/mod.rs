@@ -142,12 +142,69 @@ pub(crate) fn run(config: &Config, argv: &[OsString]) -> Result<Outcome, GuestEr
         return Err(GuestError::Usage(format!("guest root {} is not a directory", config.root.display())));
     }
     find_program(&config.root, &argv[0])?;
+    refuse_host_views(&config.root)?;
     let mut kernel = Kernel::new(config).map_err(GuestError::Usage)?;
+    // The guest's own SysV IPC (shared memory, semaphores, message queues) and POSIX message
+    // queues: the host's are out of its reach. Every guest process inherits it.
+    // SAFETY: unshare takes integer flags; it changes the calling thread's namespaces only.
+    if unsafe { c::unshare(c::CLONE_NEWIPC) } != 0 {
+        return Err(GuestError::Host(format!(
+            "cannot give the guest its own IPC namespace (unshare(CLONE_NEWIPC)): {}",
+            std::io::Error::last_os_error()
+        )));
+    }
     if let Some(cpu) = config.cpu {
         pin(cpu)?;
     }
     forward_interrupts();
     trap(config.mechanism).run(config, &mut kernel, argv)
+}
+
+/// Refuses a guest root (other than `/`) with a procfs or sysfs mounted anywhere inside it:
+/// through it the guest would reach the host's /proc/sys, other processes' /proc entries and
+/// /sys, which no path rule of the guest kernel virtualizes.
+fn refuse_host_views(root: &Path) -> Result<(), GuestError> {
+    let Ok(root) = root.canonicalize() else {
+        return Ok(());
+    };
+    if root == Path::new("/") {
+        return Ok(());
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    for line in mounts.lines() {
+        let Some((left, right)) = line.split_once(" - ") else { continue };
+        let Some(point) = left.split(' ').nth(4) else { continue };
+        let fstype = right.split(' ').next().unwrap_or("");
+        if !matches!(fstype, "proc" | "sysfs") {
+            continue;
+        }
+        let point = PathBuf::from(unescape_mount(point));
+        if point.starts_with(&root) {
+            return Err(GuestError::Usage(format!(
+                "the guest root has a {fstype} mounted at {}, which would give the guest the host's; unmount it",
+                point.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A mount point from /proc/self/mountinfo, whose spaces, tabs, newlines and backslashes are
+/// octal escapes.
+fn unescape_mount(s: &str) -> OsString {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|d| (b'0'..=b'7').contains(d)) {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    OsString::from_vec(out)
 }
 
 /// Pins the calling thread (and so everything it starts) to `cpu`.
@@ -261,6 +318,16 @@ fn filter_rules(
         {
             rules.insert(nr, Vec::new());
         }
+    }
+    if !all {
+        let mut ioctl_rules = Vec::new();
+        for req in calls::REFUSED_IOCTLS {
+            let rule = SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, u64::from(req))
+                .and_then(|c| SeccompRule::new(vec![c]))
+                .map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?;
+            ioctl_rules.push(rule);
+        }
+        rules.insert(c::SYS_ioctl, ioctl_rules);
     }
     if clone_ns_only && !all && rules.contains_key(&c::SYS_clone) {
         let flags = [
