@@ -459,3 +459,55 @@ fn interrupts_end_the_guest_promptly() {
         }
     }
 }
+
+/// Whether the host's network namespace (the test's) has IPv4 address `addr` on any
+/// interface.
+fn host_has_address(addr: [u8; 4]) -> bool {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs allocates the list, walked read-only and freed here.
+    unsafe {
+        assert_eq!(libc::getifaddrs(&mut list), 0, "getifaddrs");
+        let mut found = false;
+        let mut at = list;
+        while !at.is_null() {
+            let a = (*at).ifa_addr;
+            if !a.is_null() && i32::from((*a).sa_family) == libc::AF_INET {
+                let sin = &*(a as *const libc::sockaddr_in);
+                found |= sin.sin_addr.s_addr.to_ne_bytes() == addr;
+            }
+            at = (*at).ifa_next;
+        }
+        libc::freeifaddrs(list);
+        found
+    }
+}
+
+/// A guest running as host root adds an address to the loopback interface (an alias,
+/// lo:vmlab): natively the host's interface gets it; under every mechanism the guest changes
+/// its own network namespace only, and the host's interfaces stay as they were.
+#[test]
+fn the_hosts_network_configuration_is_out_of_reach() {
+    let Some(attack) = attack() else { return };
+    let bait = [127, 77, 0, 1];
+    let prog = attack.to_str().unwrap();
+    if host_has_address(bait) {
+        run(None, None, &[prog, "netcfg", "del"]);
+    }
+    let native = text(&run(None, None, &[prog, "netcfg", "add"]).stdout);
+    if native != "netcfg add done 0\n" {
+        eprintln!("skipping: the test cannot change the host's network here: {native}");
+        return;
+    }
+    assert!(host_has_address(bait), "natively the address was added");
+    run(None, None, &[prog, "netcfg", "del"]);
+    assert!(!host_has_address(bait));
+    for m in mechanisms() {
+        let out = run(Some(m), None, &[prog, "netcfg", "add"]);
+        let changed = host_has_address(bait);
+        if changed {
+            run(None, None, &[prog, "netcfg", "del"]);
+        }
+        assert!(!changed, "{m}: the guest changed the host's network configuration");
+        assert_eq!(text(&out.stdout), "netcfg add done 0\n", "{m}: {}", text(&out.stderr));
+    }
+}

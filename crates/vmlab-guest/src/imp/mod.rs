@@ -145,19 +145,51 @@ pub(crate) fn run(config: &Config, argv: &[OsString]) -> Result<Outcome, GuestEr
     refuse_host_views(&config.root)?;
     let mut kernel = Kernel::new(config).map_err(GuestError::Usage)?;
     // The guest's own SysV IPC (shared memory, semaphores, message queues) and POSIX message
-    // queues: the host's are out of its reach. Every guest process inherits it.
+    // queues, and unless asked otherwise its own network: the host's are out of its reach.
+    // Every guest process inherits them.
+    let net = if config.host_network { 0 } else { c::CLONE_NEWNET };
     // SAFETY: unshare takes integer flags; it changes the calling thread's namespaces only.
-    if unsafe { c::unshare(c::CLONE_NEWIPC) } != 0 {
+    if unsafe { c::unshare(c::CLONE_NEWIPC | net) } != 0 {
         return Err(GuestError::Host(format!(
-            "cannot give the guest its own IPC namespace (unshare(CLONE_NEWIPC)): {}",
+            "cannot give the guest its own IPC and network namespaces (unshare): {}",
             std::io::Error::last_os_error()
         )));
+    }
+    if net != 0 {
+        loopback_up()?;
     }
     if let Some(cpu) = config.cpu {
         pin(cpu)?;
     }
     forward_interrupts();
     trap(config.mechanism).run(config, &mut kernel, argv)
+}
+
+/// Brings up the loopback interface of the calling thread's (new) network namespace.
+fn loopback_up() -> Result<(), GuestError> {
+    let fail = |what: &str| {
+        GuestError::Host(format!("cannot bring up the guest's loopback ({what}): {}", std::io::Error::last_os_error()))
+    };
+    // SAFETY: a datagram socket of our own; the ioctls read and write the live ifreq.
+    unsafe {
+        let s = c::socket(c::AF_INET, c::SOCK_DGRAM | c::SOCK_CLOEXEC, 0);
+        if s < 0 {
+            return Err(fail("socket"));
+        }
+        let sock = OwnedFd::from_raw_fd(s);
+        let mut ifr: c::ifreq = std::mem::zeroed();
+        for (dst, &b) in ifr.ifr_name.iter_mut().zip(b"lo") {
+            *dst = b as c::c_char;
+        }
+        if c::ioctl(sock.as_raw_fd(), c::SIOCGIFFLAGS, &mut ifr) != 0 {
+            return Err(fail("SIOCGIFFLAGS"));
+        }
+        ifr.ifr_ifru.ifru_flags |= c::IFF_UP as c::c_short;
+        if c::ioctl(sock.as_raw_fd(), c::SIOCSIFFLAGS, &ifr) != 0 {
+            return Err(fail("SIOCSIFFLAGS"));
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a guest root (other than `/`) with a procfs or sysfs mounted anywhere inside it:

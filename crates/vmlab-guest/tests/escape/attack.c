@@ -17,6 +17,8 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <netinet/in.h>
+#include <net/if.h>
+#include <arpa/inet.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -265,6 +267,28 @@ static int swap(void) {
     return 0;
 }
 
+/* --- netcfg: add (or remove) address 127.77.0.1 as interface alias lo:vmlab, a change to
+ * the network configuration of whatever namespace the program runs in. */
+static int netcfg(const char *what) {
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    strcpy(ifr.ifr_name, "lo:vmlab");
+    int r;
+    if (!strcmp(what, "add")) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&ifr.ifr_addr;
+        in->sin_family = AF_INET;
+        in->sin_addr.s_addr = inet_addr("127.77.0.1");
+        r = ioctl(s, SIOCSIFADDR, &ifr);
+    } else {
+        r = ioctl(s, SIOCGIFFLAGS, &ifr);
+        ifr.ifr_flags &= ~IFF_UP;
+        if (r == 0) r = ioctl(s, SIOCSIFFLAGS, &ifr);
+    }
+    printf("netcfg %s %s %d\n", what, r == 0 ? "done" : "refused", r == 0 ? 0 : errno);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc < 2) return 2;
@@ -278,6 +302,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "shm")) return shm(argv[2]);
     if (!strcmp(mode, "mknod")) return mknod_kmsg(argv[2]);
     if (!strcmp(mode, "channel")) return channel();
+    if (!strcmp(mode, "netcfg")) return netcfg(argv[2]);
     if (!strcmp(mode, "swap")) return iterations = atol(argv[2]), swap();
     return 2;
 }
