@@ -511,3 +511,26 @@ fn the_hosts_network_configuration_is_out_of_reach() {
         assert_eq!(text(&out.stdout), "netcfg add done 0\n", "{m}: {}", text(&out.stderr));
     }
 }
+
+/// A call of the i386 ABI (`int 0x80`, number 20: getpid there, writev on x86-64) is never run
+/// as the x86-64 call with its number: the ptrace mechanisms and user-dispatch refuse it
+/// (ENOSYS), the seccomp filters kill the caller (their architecture check). (user-dispatch
+/// ran it as writev: -EBADF.)
+#[test]
+fn an_i386_call_is_never_run_as_the_x86_64_one() {
+    let Some(attack) = attack() else { return };
+    let prog = attack.to_str().unwrap();
+    let native = text(&run(None, None, &[prog, "int80"]).stdout);
+    if !native.starts_with("int80 ret=") || native.contains("ret=-") {
+        eprintln!("skipping: no i386 ABI on this host: {native}");
+        return;
+    }
+    for m in mechanisms() {
+        let out = run(Some(m), None, &[prog, "int80"]);
+        if matches!(m, "seccomp-trace" | "seccomp-notify" | "sigsys") {
+            assert_eq!(out.status.code(), Some(128 + libc::SIGSYS), "{m}: {}", text(&out.stdout));
+        } else {
+            assert_eq!(text(&out.stdout), format!("int80 ret=-{}\n", libc::ENOSYS), "{m}");
+        }
+    }
+}

@@ -736,3 +736,24 @@ fn signal_calls_with_bad_pointers_fail_as_natively() {
         assert_eq!(out.status.code(), Some(0), "{m}: {}", text(&out.stderr));
     }
 }
+
+/// Negative pids to the sched_* calls and prlimit64 fail as natively: ESRCH where the host
+/// looks the pid up (the affinity calls, prlimit64), EINVAL where it refuses it first.
+#[test]
+fn negative_pids_fail_as_natively() {
+    if which("python3").is_none() {
+        eprintln!("skipping: no python3 on PATH");
+        return;
+    }
+    let script = "import os, resource\n\
+def err(f):\n    try: f(); return 'ok'\n    except OSError as e: return str(e.errno)\n\
+print(err(lambda: os.sched_getaffinity(-1)), err(lambda: os.sched_setaffinity(-1, {0})), \
+err(lambda: resource.prlimit(-1, resource.RLIMIT_NOFILE)), err(lambda: os.sched_getscheduler(-1)), \
+err(lambda: os.sched_getparam(-1)), err(lambda: os.sched_rr_get_interval(-1)))\n";
+    let want = native(&["python3", "-c", script]);
+    assert_eq!(text(&want.stdout), "3 3 3 22 22 22\n");
+    for m in mechanisms() {
+        let got = guest(m, None, &["python3", "-c", script]);
+        assert_eq!(text(&got.stdout), text(&want.stdout), "{m}: {}", text(&got.stderr));
+    }
+}

@@ -410,10 +410,14 @@ impl Kernel {
                     post = Post::Pid;
                     Ok(())
                 }
-                // sched_*, prlimit64: the pid is the first argument, 0 meaning the caller.
+                // sched_*, prlimit64: the pid is the first argument, 0 meaning the caller. The
+                // host looks a negative pid up (ESRCH) for the affinity calls and prlimit64,
+                // and refuses it first (EINVAL) for the others.
                 _ => {
                     if (a[0] as i32) < 0 {
-                        return Err(c::EINVAL);
+                        let looked_up =
+                            matches!(call.nr, c::SYS_sched_getaffinity | c::SYS_sched_setaffinity | c::SYS_prlimit64);
+                        return Err(if looked_up { c::ESRCH } else { c::EINVAL });
                     }
                     a[0] = self.pid_arg(a[0])?;
                     Ok(())

@@ -289,6 +289,14 @@ static int netcfg(const char *what) {
     return 0;
 }
 
+/* --- int80: a call of the i386 ABI, number 20 (getpid there, writev on x86-64). */
+static int int80(void) {
+    long ret;
+    __asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L), "b"(0L), "c"(0L), "d"(0L) : "r8", "r9", "r10", "r11", "memory");
+    printf("int80 ret=%ld\n", ret);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc < 2) return 2;
@@ -302,6 +310,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "shm")) return shm(argv[2]);
     if (!strcmp(mode, "mknod")) return mknod_kmsg(argv[2]);
     if (!strcmp(mode, "channel")) return channel();
+    if (!strcmp(mode, "int80")) return int80();
     if (!strcmp(mode, "netcfg")) return netcfg(argv[2]);
     if (!strcmp(mode, "swap")) return iterations = atol(argv[2]), swap();
     return 2;
