@@ -534,3 +534,17 @@ fn an_i386_call_is_never_run_as_the_x86_64_one() {
         }
     }
 }
+
+/// getpid in a new thread, before its process made any other trapped call, answers the
+/// process's pid, as natively (sigsys: the thread's stub registered the process's channel from
+/// a thread that is not the leader, which failed, and getpid returned -ENOSYS).
+#[test]
+fn a_new_threads_getpid_is_its_process_pid() {
+    let Some(attack) = attack() else { return };
+    let prog = attack.to_str().unwrap();
+    assert_eq!(text(&run(None, None, &[prog, "threadpid"]).stdout), "threadpid same=1 positive=1\n");
+    for m in mechanisms() {
+        let out = run(Some(m), None, &[prog, "threadpid"]);
+        assert_eq!(text(&out.stdout), "threadpid same=1 positive=1\n", "{m}: {}", text(&out.stderr));
+    }
+}

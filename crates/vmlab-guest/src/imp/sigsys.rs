@@ -540,7 +540,10 @@ impl Supervisor<'_, '_> {
         let Some((_, ns_tgid, ns_parent)) = ns_ids(tid) else {
             return -c::ESRCH;
         };
-        let Ok(memfd) = take_fd(tid, fd) else {
+        // The descriptor table is the process's: pidfd_open takes its leader's id, not that of
+        // the thread (perhaps not the leader) that registers.
+        let tgid = status_tgid(tid).unwrap_or(tid);
+        let Ok(memfd) = take_fd(tgid, fd) else {
             return -c::EBADF;
         };
         // The guest could register any descriptor (it can jump to the stub's `syscall`): only a
@@ -563,7 +566,6 @@ impl Supervisor<'_, '_> {
         if page == c::MAP_FAILED {
             return -c::ENOMEM;
         }
-        let tgid = status_tgid(tid).unwrap_or(tid);
         let Ok(pidfd) = pidfd_open(tgid) else {
             // SAFETY: our own mapping.
             unsafe { c::munmap(page, 4096) };

@@ -297,6 +297,23 @@ static int int80(void) {
     return 0;
 }
 
+/* --- threadpid: getpid in a new thread before the process made any other trapped call. */
+static long thread_pid;
+static void *pid_of_thread(void *arg) {
+    (void)arg;
+    thread_pid = syscall(SYS_getpid);
+    return NULL;
+}
+
+static int threadpid(void) {
+    pthread_t t;
+    pthread_create(&t, NULL, pid_of_thread, NULL);
+    pthread_join(t, NULL);
+    long main_pid = syscall(SYS_getpid);
+    printf("threadpid same=%d positive=%d\n", thread_pid == main_pid, thread_pid > 0);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc < 2) return 2;
@@ -311,6 +328,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "mknod")) return mknod_kmsg(argv[2]);
     if (!strcmp(mode, "channel")) return channel();
     if (!strcmp(mode, "int80")) return int80();
+    if (!strcmp(mode, "threadpid")) return threadpid();
     if (!strcmp(mode, "netcfg")) return netcfg(argv[2]);
     if (!strcmp(mode, "swap")) return iterations = atol(argv[2]), swap();
     return 2;
