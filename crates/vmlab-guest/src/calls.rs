@@ -283,6 +283,9 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
             (Emulated, "the guest's own hostname and domain name")
         }
         c::SYS_getcwd => (Rewritten, "the result is the path inside the guest root"),
+        c::SYS_getsockname | c::SYS_getpeername => {
+            (Rewritten, "under a root (ptrace mechanisms): an AF_UNIX path in the result is made a guest path")
+        }
         c::SYS_fchdir => (Rewritten, "refused for a directory outside the guest root"),
         c::SYS_bind | c::SYS_connect | c::SYS_sendto | c::SYS_sendmsg => {
             (Rewritten, "AF_UNIX socket paths contained in the guest root (ptrace mechanisms: connect and send reach the socket through a descriptor opened in the root); abstract names refused under a root")
@@ -382,6 +385,8 @@ pub fn needs_trap(nr: i64, rooted: bool, all: bool) -> bool {
                         | c::SYS_sendto
                         | c::SYS_sendmsg
                         | c::SYS_sendmmsg
+                        | c::SYS_getsockname
+                        | c::SYS_getpeername
                 );
             rooted || !path_only
         }

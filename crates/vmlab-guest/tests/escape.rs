@@ -548,3 +548,19 @@ fn a_new_threads_getpid_is_its_process_pid() {
         assert_eq!(text(&out.stdout), "threadpid same=1 positive=1\n", "{m}: {}", text(&out.stderr));
     }
 }
+
+/// getsockname and getpeername of a socket bound by an absolute path under a root name the
+/// guest path, whole and truncated to a short buffer (with the full length), as a program run
+/// with the root as its real root (chroot) sees them; the ptrace mechanisms, which bind the
+/// host path, returned that host path.
+#[test]
+fn socket_names_are_guest_paths() {
+    let Some(attack) = attack() else { return };
+    let (root, base) = make_root("sockname", attack);
+    let want = "sockname /data/s.sock 15 peername /data/s.sock 15 short /data/ 15\n";
+    for m in mechanisms() {
+        let out = run(Some(m), Some(&root), &["/attack", "sockname", "/data/s.sock"]);
+        assert_eq!(text(&out.stdout), want, "{m}: {}", text(&out.stderr));
+    }
+    let _ = std::fs::remove_dir_all(base);
+}

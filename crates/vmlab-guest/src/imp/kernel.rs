@@ -46,6 +46,15 @@ pub(crate) enum Post {
     Getcwd(u64),
     /// execve: on success the arguments registers belong to the new image: leave them.
     Exec,
+    /// getsockname/getpeername (`peer`) of descriptor `fd` wrote an address at `addr` (a
+    /// buffer of `size` bytes) and its length at `len_at`: an AF_UNIX path in it is a host path.
+    Sockname {
+        peer: bool,
+        fd: i32,
+        addr: u64,
+        len_at: u64,
+        size: u32,
+    },
     /// sendmmsg run as a sendmsg of its first message (the vector at this address): on
     /// success that message's msg_len gets the result, and the call returns 1.
     Sendmmsg(u64),
@@ -452,6 +461,15 @@ impl Kernel {
         let a = call.args;
         match call.nr {
             c::SYS_getcwd => return Decision::Forward { args: None, post: Post::Getcwd(a[0]) },
+            c::SYS_getsockname | c::SYS_getpeername => {
+                // The buffer's size, which the host overwrites with the address's length.
+                let size = mem::read(tid, a[2], 4).map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+                let peer = call.nr == c::SYS_getpeername;
+                return Decision::Forward {
+                    args: None,
+                    post: Post::Sockname { peer, fd: a[0] as i32, addr: a[1], len_at: a[2], size },
+                };
+            }
             c::SYS_fchdir => {
                 return match self.fchdir_refusal(tid, a[0] as i32) {
                     Some(e) => Decision::Emulate(e),
@@ -843,6 +861,10 @@ impl Kernel {
                     Err(e) => neg(e),
                 }
             }
+            Post::Sockname { peer, fd, addr, len_at, size } if ret == 0 => {
+                self.guest_sockname(tid, peer, fd, addr, len_at, size);
+                ret
+            }
             Post::Getcwd(buf) if ret > 0 => {
                 let Some(root) = self.root.as_ref() else {
                     return ret;
@@ -861,6 +883,43 @@ impl Kernel {
             }
             _ => ret,
         }
+    }
+}
+
+impl Kernel {
+    /// Makes the AF_UNIX path in the address getsockname/getpeername (`peer`) returned for
+    /// descriptor `fd` of thread `tid` (written at `addr`, a buffer of `size` bytes, its full
+    /// length at `len_at`) a guest path: the host holds the host path the guest kernel bound
+    /// it with. The address is the guest kernel's own getsockname/getpeername on a copy of
+    /// the socket, whole even where the guest's buffer truncated it.
+    fn guest_sockname(&self, tid: i32, peer: bool, fd: i32, addr: u64, len_at: u64, size: u32) {
+        use std::os::fd::AsRawFd;
+        let Some(root) = self.root.as_ref() else { return };
+        let Ok(sock) = super::notify::take_fd(self.tgid_of(tid), fd) else { return };
+        // SAFETY: all-zero is a valid sockaddr_un; the calls write at most `len` bytes into it.
+        let mut sa: c::sockaddr_un = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<c::sockaddr_un>() as c::socklen_t;
+        let sa_ptr = (&mut sa as *mut c::sockaddr_un).cast::<c::sockaddr>();
+        // SAFETY: as above, on our own descriptor.
+        let r = unsafe {
+            if peer {
+                c::getpeername(sock.as_raw_fd(), sa_ptr, &mut len)
+            } else {
+                c::getsockname(sock.as_raw_fd(), sa_ptr, &mut len)
+            }
+        };
+        if r != 0 || i32::from(sa.sun_family) != c::AF_UNIX || len <= 2 || sa.sun_path[0] == 0 {
+            return;
+        }
+        let path: Vec<u8> = sa.sun_path.iter().take_while(|&&b| b != 0).map(|&b| b as u8).collect();
+        let Some(guest) = root.guest_path(&path) else { return };
+        let mut new = (c::AF_UNIX as u16).to_ne_bytes().to_vec();
+        new.extend_from_slice(guest);
+        new.push(0);
+        let new_len = new.len() as u32;
+        new.truncate(size as usize);
+        let _ = mem::write(tid, addr, &new);
+        let _ = mem::write(tid, len_at, &new_len.to_ne_bytes());
     }
 }
 

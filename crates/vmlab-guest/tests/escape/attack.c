@@ -314,6 +314,33 @@ static int threadpid(void) {
     return 0;
 }
 
+/* --- sockname: the addresses getsockname and getpeername return for a socket bound and
+ * connected by path (argv[2]). */
+static int sockname(const char *path) {
+    struct sockaddr_un a = {.sun_family = AF_UNIX}, got;
+    strncpy(a.sun_path, path, sizeof a.sun_path - 1);
+    unlink(path);
+    int l = socket(AF_UNIX, SOCK_STREAM, 0), c = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 1) || connect(c, (struct sockaddr *)&a, sizeof a)) {
+        printf("sockname failed %d\n", errno);
+        return 0;
+    }
+    socklen_t n = sizeof got;
+    memset(&got, 0, sizeof got);
+    getsockname(l, (struct sockaddr *)&got, &n);
+    printf("sockname %s %d", got.sun_path, (int)n);
+    n = sizeof got;
+    memset(&got, 0, sizeof got);
+    getpeername(c, (struct sockaddr *)&got, &n);
+    printf(" peername %s %d", got.sun_path, (int)n);
+    n = 8; /* too small: truncated, the full length reported */
+    memset(&got, 0, sizeof got);
+    getsockname(l, (struct sockaddr *)&got, &n);
+    printf(" short %.6s %d\n", got.sun_path, (int)n);
+    unlink(path);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc < 2) return 2;
@@ -329,6 +356,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "channel")) return channel();
     if (!strcmp(mode, "int80")) return int80();
     if (!strcmp(mode, "threadpid")) return threadpid();
+    if (!strcmp(mode, "sockname")) return sockname(argv[2]);
     if (!strcmp(mode, "netcfg")) return netcfg(argv[2]);
     if (!strcmp(mode, "swap")) return iterations = atol(argv[2]), swap();
     return 2;
