@@ -757,3 +757,29 @@ err(lambda: os.sched_getparam(-1)), err(lambda: os.sched_rr_get_interval(-1)))\n
         assert_eq!(text(&got.stdout), text(&want.stdout), "{m}: {}", text(&got.stderr));
     }
 }
+
+/// pthread_kill signals a thread under every mechanism as natively: C libraries keep the host
+/// tid clone wrote and pass it to tgkill, which the ptrace mechanisms refused (ESRCH) when
+/// they took only guest ids.
+#[test]
+fn pthread_kill_reaches_the_thread() {
+    if which("python3").is_none() {
+        eprintln!("skipping: no python3 on PATH");
+        return;
+    }
+    let script = "import threading, signal\n\
+got = []\n\
+signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))\n\
+ev = threading.Event()\n\
+t = threading.Thread(target=lambda: ev.wait(5)); t.start()\n\
+try:\n    signal.pthread_kill(t.ident, signal.SIGUSR1); r = 'sent'\n\
+except OSError as e:\n    r = 'errno %d' % e.errno\n\
+ev.set(); t.join()\n\
+print(r, got)\n";
+    let want = native(&["python3", "-c", script]);
+    assert_eq!(text(&want.stdout), "sent [10]\n");
+    for m in mechanisms() {
+        let got = guest(m, None, &["python3", "-c", script]);
+        assert_eq!(text(&got.stdout), text(&want.stdout), "{m}: {}", text(&got.stderr));
+    }
+}

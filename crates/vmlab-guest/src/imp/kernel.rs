@@ -334,12 +334,19 @@ impl Kernel {
     }
 
     /// A guest pid argument to a host pid: 0 and negative (process-group) values keep their
-    /// meaning; a pid outside the guest is ESRCH.
+    /// meaning; a pid outside the guest is ESRCH. A number that is no guest id but the host
+    /// tid of a living guest thread names that thread: the tid fields clone writes (which C
+    /// libraries keep, and pass to tgkill, sched_setaffinity, ...) hold host tids, and the
+    /// kernel's PI and robust futexes need them to.
     fn pid_arg(&self, v: u64) -> Result<u64, i32> {
         let pid = v as i32;
         match pid {
             0 => Ok(v),
-            p if p > 0 => self.host_of(p).map(|h| h as u64).ok_or(c::ESRCH),
+            p if p > 0 => match self.host_of(p) {
+                Some(h) => Ok(h as u64),
+                None if self.tgid.contains_key(&p) => Ok(v),
+                None => Err(c::ESRCH),
+            },
             -1 => Err(c::EINVAL),
             p => self.host_of(-p).map(|h| (-h) as u32 as u64).ok_or(c::ESRCH),
         }
