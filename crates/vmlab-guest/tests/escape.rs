@@ -564,3 +564,27 @@ fn socket_names_are_guest_paths() {
     }
     let _ = std::fs::remove_dir_all(base);
 }
+
+/// When the guest kernel itself dies (SIGKILL), every guest process dies with it under every
+/// mechanism: none runs on unsupervised. (seccomp-notify and sigsys left the guest's shell
+/// and both sleeps running.)
+#[test]
+fn the_guest_dies_with_the_guest_kernel() {
+    for m in mechanisms() {
+        let (a, b) = (format!("40.{}1", std::process::id()), format!("40.{}2", std::process::id()));
+        let mut child =
+            Command::new(GUEST).args(["-M", m, "--", "sh", "-c", &format!("sleep {a} & sleep {b}")]).spawn().unwrap();
+        let t0 = Instant::now();
+        while !(sleeping(&a) && sleeping(&b)) && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(sleeping(&a) && sleeping(&b), "{m}: the guest's sleeps never started");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let t1 = Instant::now();
+        while (sleeping(&a) || sleeping(&b)) && t1.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!sleeping(&a) && !sleeping(&b), "{m}: a guest process outlived the guest kernel");
+    }
+}
