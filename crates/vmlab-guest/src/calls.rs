@@ -407,6 +407,25 @@ pub fn markdown_table() -> String {
     out
 }
 
+/// The SysV IPC and POSIX message queue calls that reach the IPC namespace: refused (EPERM)
+/// when the guest shares the host's (the guest kernel had no privilege to make one).
+pub(crate) const IPC_CALLS: [i64; 14] = [
+    c::SYS_shmget,
+    c::SYS_shmat,
+    c::SYS_shmctl,
+    c::SYS_shmdt,
+    c::SYS_semget,
+    c::SYS_semop,
+    c::SYS_semctl,
+    c::SYS_semtimedop,
+    c::SYS_msgget,
+    c::SYS_msgsnd,
+    c::SYS_msgrcv,
+    c::SYS_msgctl,
+    c::SYS_mq_open,
+    c::SYS_mq_unlink,
+];
+
 /// The ioctl requests the guest kernel refuses (EPERM) on any descriptor: TIOCSTI pushes
 /// input into a terminal (the user's shell, if the guest shares it), TIOCLINUX can too on a
 /// virtual console, and TIOCSETD changes the terminal's line discipline. The host reads the

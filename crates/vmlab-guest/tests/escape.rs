@@ -324,7 +324,7 @@ fn a_guest_cannot_type_into_the_users_terminal() {
 
 /// A SysV shared memory segment of the host: the guest has its own IPC namespace, so it does
 /// not find it (natively the same program reads it), under every mechanism, with and without
-/// a root.
+/// a root; run unprivileged, the ptrace mechanisms refuse the IPC calls.
 #[test]
 fn the_hosts_sysv_ipc_is_out_of_reach() {
     let Some(attack) = attack() else { return };
@@ -333,7 +333,7 @@ fn the_hosts_sysv_ipc_is_out_of_reach() {
     // SAFETY: creates a page-sized segment, attaches, writes a NUL-terminated string into
     // it, detaches; removed at the end.
     let id = unsafe {
-        let id = libc::shmget(key, 4096, libc::IPC_CREAT | libc::IPC_EXCL | 0o600);
+        let id = libc::shmget(key, 4096, libc::IPC_CREAT | libc::IPC_EXCL | 0o644);
         assert!(id >= 0, "shmget: {}", std::io::Error::last_os_error());
         let p = libc::shmat(id, std::ptr::null(), 0);
         assert_ne!(p as isize, -1);
@@ -355,6 +355,25 @@ fn the_hosts_sysv_ipc_is_out_of_reach() {
                 text(&out.stderr)
             );
         }
+    }
+    // Without the privilege to make an IPC namespace (as user nobody, where setpriv can make
+    // one: the segment is readable by all): the mechanisms that run unprivileged (the ptrace
+    // ones) refuse the IPC calls instead; natively nobody reads the segment.
+    let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+    let as_nobody = |argv: &[&str]| Command::new("setpriv").args(nobody).args(argv).stdin(Stdio::null()).output();
+    match as_nobody(&[attack.to_str().unwrap(), "shm", &key]) {
+        Ok(native) if text(&native.stdout) == "shm ESCAPED vmlab-shm-secret\n" => {
+            for m in mechanisms().into_iter().filter(|m| PTRACE_FAMILY.contains(m)) {
+                let out = as_nobody(&[GUEST, "-M", m, "--", attack.to_str().unwrap(), "shm", &key]).unwrap();
+                assert_eq!(
+                    text(&out.stdout),
+                    format!("shm refused {}\n", libc::EPERM),
+                    "{m} unprivileged: {}",
+                    text(&out.stderr)
+                );
+            }
+        }
+        other => eprintln!("skipping the unprivileged case: {other:?}"),
     }
     // SAFETY: removes the segment made above.
     unsafe { libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()) };

@@ -94,6 +94,9 @@ pub(crate) struct Kernel {
     tgid: HashMap<i32, i32>,
     /// Host pid of guest pid 1.
     pub init: i32,
+    /// The guest shares the host's IPC namespace (the guest kernel could not make one): the
+    /// SysV IPC and POSIX message queue calls are refused (EPERM).
+    pub refuse_ipc: bool,
     /// Calls handled.
     pub trapped: u64,
 }
@@ -122,6 +125,7 @@ impl Kernel {
             procs: HashMap::new(),
             tgid: HashMap::new(),
             init: 0,
+            refuse_ipc: false,
             trapped: 0,
         })
     }
@@ -237,6 +241,9 @@ impl Kernel {
         }
         if let Some(e) = refusal(call) {
             return Decision::Emulate(e);
+        }
+        if self.refuse_ipc && calls::IPC_CALLS.contains(&call.nr) {
+            return Decision::Emulate(neg(c::EPERM));
         }
         if calls::is_pid_call(call.nr) {
             return self.pid_call(tid, call);

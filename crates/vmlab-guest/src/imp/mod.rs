@@ -149,14 +149,20 @@ pub(crate) fn run(config: &Config, argv: &[OsString]) -> Result<Outcome, GuestEr
     // Every guest process inherits them.
     let net = if config.host_network { 0 } else { c::CLONE_NEWNET };
     // SAFETY: unshare takes integer flags; it changes the calling thread's namespaces only.
-    if unsafe { c::unshare(c::CLONE_NEWIPC | net) } != 0 {
+    if unsafe { c::unshare(c::CLONE_NEWIPC | net) } == 0 {
+        if net != 0 {
+            loopback_up()?;
+        }
+    } else if mem::errno() == c::EPERM {
+        // Without the privilege (CAP_SYS_ADMIN) to make namespaces: the guest, which then
+        // has no privilege over the host's network either, may not use SysV IPC or POSIX
+        // message queues at all, which would be the host's.
+        kernel.refuse_ipc = true;
+    } else {
         return Err(GuestError::Host(format!(
             "cannot give the guest its own IPC and network namespaces (unshare): {}",
             std::io::Error::last_os_error()
         )));
-    }
-    if net != 0 {
-        loopback_up()?;
     }
     if let Some(cpu) = config.cpu {
         pin(cpu)?;
@@ -296,8 +302,14 @@ pub(crate) fn filter(
 ) -> Result<Vec<sock_filter>, GuestError> {
     // seccomp-trace under a root: the calls that could unmap, remap or re-protect the
     // read-only scratch pages stop too, so that the guest kernel can refuse them there.
-    let extra: &[i64] = if kernel.root.is_some() { &MEMORY_CALLS } else { &[] };
-    filter_rules(kernel, all, pass, false, extra, action)
+    let mut extra: Vec<i64> = Vec::new();
+    if kernel.root.is_some() {
+        extra.extend(MEMORY_CALLS);
+    }
+    if kernel.refuse_ipc {
+        extra.extend(calls::IPC_CALLS);
+    }
+    filter_rules(kernel, all, pass, false, &extra, action)
 }
 
 /// The calls that change a mapping, which a guest could use on the guest kernel's scratch.
