@@ -783,3 +783,26 @@ print(r, got)\n";
         assert_eq!(text(&got.stdout), text(&want.stdout), "{m}: {}", text(&got.stderr));
     }
 }
+
+/// A `#!` script under a root runs under the interpreter the root holds, with the arguments
+/// the host gives an interpreter (its optional argument, the script's path as named, the
+/// rest), under every mechanism; a missing interpreter is ENOENT. (The ptrace mechanisms left
+/// the interpreter to the host, which looked for it outside the root: "cannot execute".)
+#[test]
+fn scripts_run_under_their_interpreter_in_the_root() {
+    let (root, _secret) = make_root("script");
+    std::fs::write(root.join("data/s.sh"), "#!/bin/sh -e\necho ran \"$0\" \"$@\"\n").unwrap();
+    std::fs::write(root.join("data/none.sh"), "#!/bin/nothing\n").unwrap();
+    for f in ["data/s.sh", "data/none.sh"] {
+        let mut p = std::fs::metadata(root.join(f)).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+        std::fs::set_permissions(root.join(f), p).unwrap();
+    }
+    for m in mechanisms() {
+        let out = guest(m, Some(&root), &["/data/s.sh", "a", "b c"]);
+        assert_eq!(text(&out.stdout), "ran /data/s.sh a b c\n", "{m}: {}", text(&out.stderr));
+        let out = guest(m, Some(&root), &["sh", "-c", "cd /data && ./s.sh x; ./none.sh; echo $?"]);
+        assert_eq!(text(&out.stdout), "ran ./s.sh x\n127\n", "{m}: {}", text(&out.stderr));
+    }
+    let _ = std::fs::remove_dir_all(root.parent().unwrap());
+}
