@@ -45,6 +45,9 @@ pub struct GuestArgs {
     /// Pin the guest kernel and the guest to this CPU.
     #[arg(long, value_name = "N")]
     pub cpu: Option<usize>,
+    /// Share the host's network (by default the guest has its own, with only a loopback).
+    #[arg(long)]
+    pub host_network: bool,
     /// At the end, print how many guest system calls were trapped (on stderr), and how many of
     /// them the sigsys (or user-dispatch) stub answered inside the guest process.
     #[arg(long)]
@@ -77,6 +80,7 @@ pub fn guest(a: GuestArgs) -> ExitCode {
         uid: a.uid,
         gid: a.gid,
         cpu: a.cpu,
+        host_network: a.host_network,
     };
     match vmlab_guest::run(&config, &a.command) {
         Ok(out) => {

@@ -259,6 +259,10 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
                 Rewritten,
                 "paths contained in the guest root; ptrace mechanisms run it on a descriptor opened with openat2(RESOLVE_IN_ROOT)",
             ),
+            c::SYS_mknod | c::SYS_mknodat => (
+                Rewritten,
+                "paths contained in the guest root; device nodes (S_IFCHR, S_IFBLK) refused (EPERM) under every root",
+            ),
             _ => (Rewritten, "paths contained in the guest root (.., symlinks, directory descriptors, /proc)"),
         };
     }
@@ -279,13 +283,18 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
             (Emulated, "the guest's own hostname and domain name")
         }
         c::SYS_getcwd => (Rewritten, "the result is the path inside the guest root"),
+        c::SYS_getsockname | c::SYS_getpeername => {
+            (Rewritten, "under a root (ptrace mechanisms): an AF_UNIX path in the result is made a guest path")
+        }
         c::SYS_fchdir => (Rewritten, "refused for a directory outside the guest root"),
         c::SYS_bind | c::SYS_connect | c::SYS_sendto | c::SYS_sendmsg => {
-            (Rewritten, "AF_UNIX socket paths contained in the guest root; abstract names refused under a root")
+            (Rewritten, "AF_UNIX socket paths contained in the guest root (ptrace mechanisms: connect and send reach the socket through a descriptor opened in the root); abstract names refused under a root")
         }
-        c::SYS_sendmmsg => {
-            (Rewritten, "under a root: AF_UNIX destinations refused (ENOTSUP), abstract names too; others run")
-        }
+        c::SYS_sendmmsg => (
+            Rewritten,
+            "as sendmsg; under a root the ptrace mechanisms send the first message only (as sendmsg, from a copy)",
+        ),
+        c::SYS_ioctl => (Rewritten, "TIOCSTI, TIOCLINUX, TIOCSETD refused (EPERM): they inject input into a terminal"),
         c::SYS_clone => {
             (Rewritten, "the child's pid becomes a guest pid; CLONE_UNTRACED is removed, namespace flags refused")
         }
@@ -356,8 +365,12 @@ pub fn needs_trap(nr: i64, rooted: bool, all: bool) -> bool {
     if all {
         return true;
     }
-    if matches!(nr, c::SYS_execve | c::SYS_execveat) {
+    if matches!(nr, c::SYS_execve | c::SYS_execveat | c::SYS_mknod | c::SYS_mknodat) {
         return true;
+    }
+    if nr == c::SYS_ioctl {
+        // Only the refused requests: the filters add a rule comparing the request.
+        return false;
     }
     match handling(nr).0 {
         Handling::Passthrough => false,
@@ -372,6 +385,8 @@ pub fn needs_trap(nr: i64, rooted: bool, all: bool) -> bool {
                         | c::SYS_sendto
                         | c::SYS_sendmsg
                         | c::SYS_sendmmsg
+                        | c::SYS_getsockname
+                        | c::SYS_getpeername
                 );
             rooted || !path_only
         }
@@ -391,6 +406,31 @@ pub fn markdown_table() -> String {
     }
     out
 }
+
+/// The SysV IPC and POSIX message queue calls that reach the IPC namespace: refused (EPERM)
+/// when the guest shares the host's (the guest kernel had no privilege to make one).
+pub(crate) const IPC_CALLS: [i64; 14] = [
+    c::SYS_shmget,
+    c::SYS_shmat,
+    c::SYS_shmctl,
+    c::SYS_shmdt,
+    c::SYS_semget,
+    c::SYS_semop,
+    c::SYS_semctl,
+    c::SYS_semtimedop,
+    c::SYS_msgget,
+    c::SYS_msgsnd,
+    c::SYS_msgrcv,
+    c::SYS_msgctl,
+    c::SYS_mq_open,
+    c::SYS_mq_unlink,
+];
+
+/// The ioctl requests the guest kernel refuses (EPERM) on any descriptor: TIOCSTI pushes
+/// input into a terminal (the user's shell, if the guest shares it), TIOCLINUX can too on a
+/// virtual console, and TIOCSETD changes the terminal's line discipline. The host reads the
+/// request as 32 bits: only those are compared.
+pub(crate) const REFUSED_IOCTLS: [u32; 3] = [c::TIOCSTI as u32, c::TIOCLINUX as u32, c::TIOCSETD as u32];
 
 #[cfg(test)]
 mod tests {

@@ -120,10 +120,15 @@ pub struct Config {
     pub gid: u32,
     /// Pin the guest kernel and every guest process to this CPU.
     pub cpu: Option<usize>,
+    /// Share the host's network. By default the guest has a network namespace of its own,
+    /// with only a loopback interface (up), so that a guest running as host root cannot
+    /// change the host's interfaces, addresses or routes.
+    pub host_network: bool,
 }
 
 impl Config {
-    /// The defaults: `mechanism`, root `/`, hostname `vmlab-guest`, uid and gid 0, unpinned.
+    /// The defaults: `mechanism`, root `/`, hostname `vmlab-guest`, uid and gid 0, unpinned,
+    /// a network of its own.
     pub fn new(mechanism: Mechanism) -> Config {
         Config {
             mechanism,
@@ -133,6 +138,7 @@ impl Config {
             uid: 0,
             gid: 0,
             cpu: None,
+            host_network: false,
         }
     }
 }

@@ -736,3 +736,73 @@ fn signal_calls_with_bad_pointers_fail_as_natively() {
         assert_eq!(out.status.code(), Some(0), "{m}: {}", text(&out.stderr));
     }
 }
+
+/// Negative pids to the sched_* calls and prlimit64 fail as natively: ESRCH where the host
+/// looks the pid up (the affinity calls, prlimit64), EINVAL where it refuses it first.
+#[test]
+fn negative_pids_fail_as_natively() {
+    if which("python3").is_none() {
+        eprintln!("skipping: no python3 on PATH");
+        return;
+    }
+    let script = "import os, resource\n\
+def err(f):\n    try: f(); return 'ok'\n    except OSError as e: return str(e.errno)\n\
+print(err(lambda: os.sched_getaffinity(-1)), err(lambda: os.sched_setaffinity(-1, {0})), \
+err(lambda: resource.prlimit(-1, resource.RLIMIT_NOFILE)), err(lambda: os.sched_getscheduler(-1)), \
+err(lambda: os.sched_getparam(-1)), err(lambda: os.sched_rr_get_interval(-1)))\n";
+    let want = native(&["python3", "-c", script]);
+    assert_eq!(text(&want.stdout), "3 3 3 22 22 22\n");
+    for m in mechanisms() {
+        let got = guest(m, None, &["python3", "-c", script]);
+        assert_eq!(text(&got.stdout), text(&want.stdout), "{m}: {}", text(&got.stderr));
+    }
+}
+
+/// pthread_kill signals a thread under every mechanism as natively: C libraries keep the host
+/// tid clone wrote and pass it to tgkill, which the ptrace mechanisms refused (ESRCH) when
+/// they took only guest ids.
+#[test]
+fn pthread_kill_reaches_the_thread() {
+    if which("python3").is_none() {
+        eprintln!("skipping: no python3 on PATH");
+        return;
+    }
+    let script = "import threading, signal\n\
+got = []\n\
+signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))\n\
+ev = threading.Event()\n\
+t = threading.Thread(target=lambda: ev.wait(5)); t.start()\n\
+try:\n    signal.pthread_kill(t.ident, signal.SIGUSR1); r = 'sent'\n\
+except OSError as e:\n    r = 'errno %d' % e.errno\n\
+ev.set(); t.join()\n\
+print(r, got)\n";
+    let want = native(&["python3", "-c", script]);
+    assert_eq!(text(&want.stdout), "sent [10]\n");
+    for m in mechanisms() {
+        let got = guest(m, None, &["python3", "-c", script]);
+        assert_eq!(text(&got.stdout), text(&want.stdout), "{m}: {}", text(&got.stderr));
+    }
+}
+
+/// A `#!` script under a root runs under the interpreter the root holds, with the arguments
+/// the host gives an interpreter (its optional argument, the script's path as named, the
+/// rest), under every mechanism; a missing interpreter is ENOENT. (The ptrace mechanisms left
+/// the interpreter to the host, which looked for it outside the root: "cannot execute".)
+#[test]
+fn scripts_run_under_their_interpreter_in_the_root() {
+    let (root, _secret) = make_root("script");
+    std::fs::write(root.join("data/s.sh"), "#!/bin/sh -e\necho ran \"$0\" \"$@\"\n").unwrap();
+    std::fs::write(root.join("data/none.sh"), "#!/bin/nothing\n").unwrap();
+    for f in ["data/s.sh", "data/none.sh"] {
+        let mut p = std::fs::metadata(root.join(f)).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+        std::fs::set_permissions(root.join(f), p).unwrap();
+    }
+    for m in mechanisms() {
+        let out = guest(m, Some(&root), &["/data/s.sh", "a", "b c"]);
+        assert_eq!(text(&out.stdout), "ran /data/s.sh a b c\n", "{m}: {}", text(&out.stderr));
+        let out = guest(m, Some(&root), &["sh", "-c", "cd /data && ./s.sh x; ./none.sh; echo $?"]);
+        assert_eq!(text(&out.stdout), "ran ./s.sh x\n127\n", "{m}: {}", text(&out.stderr));
+    }
+    let _ = std::fs::remove_dir_all(root.parent().unwrap());
+}

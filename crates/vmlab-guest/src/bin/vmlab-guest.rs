@@ -1,7 +1,7 @@
 //! `vmlab-guest`: the guest kernel on its own, without the rest of vmlab (the `vmlab guest`
 //! command is the same with more options).
 //!
-//! Usage: vmlab-guest [--mechanism M] [--root DIR] [--strace] [--hostname H] [--uid N] [--gid N] [--cpu N] [--count] -- PROGRAM [ARGS...]
+//! Usage: vmlab-guest [--mechanism M] [--root DIR] [--strace] [--hostname H] [--uid N] [--gid N] [--cpu N] [--host-network] [--count] -- PROGRAM [ARGS...]
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -53,6 +53,7 @@ fn run() -> Result<ExitCode, GuestError> {
                 }
             }
             Some("--count") => count = true,
+            Some("--host-network") => config.host_network = true,
             Some("--cpu") => {
                 let v = value(&mut args, "--cpu")?;
                 config.cpu = Some(

@@ -46,6 +46,18 @@ pub(crate) enum Post {
     Getcwd(u64),
     /// execve: on success the arguments registers belong to the new image: leave them.
     Exec,
+    /// getsockname/getpeername (`peer`) of descriptor `fd` wrote an address at `addr` (a
+    /// buffer of `size` bytes) and its length at `len_at`: an AF_UNIX path in it is a host path.
+    Sockname {
+        peer: bool,
+        fd: i32,
+        addr: u64,
+        len_at: u64,
+        size: u32,
+    },
+    /// sendmmsg run as a sendmsg of its first message (the vector at this address): on
+    /// success that message's msg_len gets the result, and the call returns 1.
+    Sendmmsg(u64),
 }
 
 /// A guest process's credentials: real, effective, saved.
@@ -82,6 +94,9 @@ pub(crate) struct Kernel {
     tgid: HashMap<i32, i32>,
     /// Host pid of guest pid 1.
     pub init: i32,
+    /// The guest shares the host's IPC namespace (the guest kernel could not make one): the
+    /// SysV IPC and POSIX message queue calls are refused (EPERM).
+    pub refuse_ipc: bool,
     /// Calls handled.
     pub trapped: u64,
 }
@@ -110,6 +125,7 @@ impl Kernel {
             procs: HashMap::new(),
             tgid: HashMap::new(),
             init: 0,
+            refuse_ipc: false,
             trapped: 0,
         })
     }
@@ -226,6 +242,9 @@ impl Kernel {
         if let Some(e) = refusal(call) {
             return Decision::Emulate(e);
         }
+        if self.refuse_ipc && calls::IPC_CALLS.contains(&call.nr) {
+            return Decision::Emulate(neg(c::EPERM));
+        }
         if calls::is_pid_call(call.nr) {
             return self.pid_call(tid, call);
         }
@@ -322,12 +341,19 @@ impl Kernel {
     }
 
     /// A guest pid argument to a host pid: 0 and negative (process-group) values keep their
-    /// meaning; a pid outside the guest is ESRCH.
+    /// meaning; a pid outside the guest is ESRCH. A number that is no guest id but the host
+    /// tid of a living guest thread names that thread: the tid fields clone writes (which C
+    /// libraries keep, and pass to tgkill, sched_setaffinity, ...) hold host tids, and the
+    /// kernel's PI and robust futexes need them to.
     fn pid_arg(&self, v: u64) -> Result<u64, i32> {
         let pid = v as i32;
         match pid {
             0 => Ok(v),
-            p if p > 0 => self.host_of(p).map(|h| h as u64).ok_or(c::ESRCH),
+            p if p > 0 => match self.host_of(p) {
+                Some(h) => Ok(h as u64),
+                None if self.tgid.contains_key(&p) => Ok(v),
+                None => Err(c::ESRCH),
+            },
             -1 => Err(c::EINVAL),
             p => self.host_of(-p).map(|h| (-h) as u32 as u64).ok_or(c::ESRCH),
         }
@@ -407,10 +433,14 @@ impl Kernel {
                     post = Post::Pid;
                     Ok(())
                 }
-                // sched_*, prlimit64: the pid is the first argument, 0 meaning the caller.
+                // sched_*, prlimit64: the pid is the first argument, 0 meaning the caller. The
+                // host looks a negative pid up (ESRCH) for the affinity calls and prlimit64,
+                // and refuses it first (EINVAL) for the others.
                 _ => {
                     if (a[0] as i32) < 0 {
-                        return Err(c::EINVAL);
+                        let looked_up =
+                            matches!(call.nr, c::SYS_sched_getaffinity | c::SYS_sched_setaffinity | c::SYS_prlimit64);
+                        return Err(if looked_up { c::ESRCH } else { c::EINVAL });
                     }
                     a[0] = self.pid_arg(a[0])?;
                     Ok(())
@@ -445,6 +475,15 @@ impl Kernel {
         let a = call.args;
         match call.nr {
             c::SYS_getcwd => return Decision::Forward { args: None, post: Post::Getcwd(a[0]) },
+            c::SYS_getsockname | c::SYS_getpeername => {
+                // The buffer's size, which the host overwrites with the address's length.
+                let size = mem::read(tid, a[2], 4).map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+                let peer = call.nr == c::SYS_getpeername;
+                return Decision::Forward {
+                    args: None,
+                    post: Post::Sockname { peer, fd: a[0] as i32, addr: a[1], len_at: a[2], size },
+                };
+            }
             c::SYS_fchdir => {
                 return match self.fchdir_refusal(tid, a[0] as i32) {
                     Some(e) => Decision::Emulate(e),
@@ -455,6 +494,11 @@ impl Kernel {
                 return self.sockaddr(tid, tgid, call, scratch)
             }
             _ => {}
+        }
+        if call.nr == c::SYS_execve {
+            if let Some(d) = self.script_exec(tid, tgid, call, scratch) {
+                return d;
+            }
         }
         let specs = calls::path_args(call.nr);
         if specs.is_empty() {
@@ -470,6 +514,10 @@ impl Kernel {
         let mut paths: Vec<(usize, Vec<u8>)> = Vec::new();
         for spec in specs {
             match self.path_arg(tid, tgid, call, spec) {
+                // The descriptor itself (an empty path with AT_EMPTY_PATH): the host still gets
+                // an empty path the guest cannot change, not the guest's string, which another
+                // thread could turn into a path between this check and the host's use.
+                Ok(None) if a[spec.path] != 0 => paths.push((spec.path, Vec::new())),
                 Ok(None) => {}
                 Ok(Some(host)) => {
                     if let Some(d) = spec.dirfd {
@@ -493,12 +541,89 @@ impl Kernel {
             if bytes.len() > 4096 {
                 return Decision::Emulate(neg(c::ENAMETOOLONG));
             }
-            if let Err(e) = mem::write(tid, at, &bytes) {
+            if let Err(e) = mem::poke(tid, at, &bytes) {
                 return Decision::Emulate(neg(e));
             }
             args[arg] = at;
         }
         Decision::Forward { args: Some(args), post }
+    }
+
+    /// execve of a `#!` script under the root: the host would open the interpreter the script
+    /// names by its host path, outside the root, so the guest kernel execs the interpreter,
+    /// resolved in the root, itself, with the arguments the host gives one (the interpreter as
+    /// written, its optional argument, the script's path as the guest named it, the rest of
+    /// the guest's arguments). None for anything else (and for more than 500 arguments), which
+    /// is forwarded as a path call.
+    fn script_exec(&self, tid: i32, tgid: i32, call: &Call, scratch: Option<u64>) -> Option<Decision> {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let a = call.args;
+        let root = self.root.as_ref()?;
+        let to_host = |g: i32| self.to_host.get(&g).copied();
+        let who = Who { tid, tgid, host_pid: &to_host };
+        let script = mem::read_cstr(tid, a[0], 4096).ok()?;
+        let host = root.resolve(&who, Base::Cwd, &script, true).ok()?;
+        let fd = root.open_in_root(&host, true).ok()?;
+        let mut head = [0u8; 256];
+        let n = std::fs::File::open(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?.read(&mut head).ok()?;
+        let line = head[..n].strip_prefix(b"#!")?;
+        let line = &line[..line.iter().position(|&b| b == b'\n')?];
+        let blank = |b: &u8| *b == b' ' || *b == b'\t';
+        let line = &line[line.iter().position(|b| !blank(b))?..];
+        let end = line.iter().position(blank).unwrap_or(line.len());
+        let (interp, rest) = line.split_at(end);
+        let rest = &rest[rest.iter().position(|b| !blank(b)).unwrap_or(rest.len())..];
+        let optional = &rest[..rest.iter().rposition(|b| !blank(b)).map_or(0, |i| i + 1)];
+        let interp_host = match root.resolve(&who, Base::Cwd, interp, true) {
+            Ok(h) => h,
+            Err(e) => return Some(Decision::Emulate(neg(e))),
+        };
+        let Some(scratch) = scratch else {
+            return Some(Decision::NeedScratch);
+        };
+        // The guest's arguments after its argv[0].
+        let mut rest_args = Vec::new();
+        if a[1] != 0 {
+            for i in 1..=501u64 {
+                let p = mem::read(tid, a[1] + 8 * i, 8).ok()?;
+                let p = u64::from_ne_bytes(p.try_into().ok()?);
+                if p == 0 {
+                    break;
+                }
+                if i == 501 {
+                    return None;
+                }
+                rest_args.push(p);
+            }
+        }
+        // Page 0: the interpreter's host path; page 2: the strings; page 1: the argv array.
+        let strings_at = scratch + 2 * 4096;
+        let mut strings = Vec::new();
+        let mut argv = Vec::new();
+        let words: &[&[u8]] = if optional.is_empty() { &[interp, &script] } else { &[interp, optional, &script] };
+        for s in words {
+            argv.push(strings_at + strings.len() as u64);
+            strings.extend_from_slice(s);
+            strings.push(0);
+        }
+        argv.extend(rest_args);
+        argv.push(0);
+        let mut path = interp_host;
+        path.push(0);
+        if strings.len() > 4096 || path.len() > 4096 {
+            return None;
+        }
+        let array: Vec<u8> = argv.iter().flat_map(|p| p.to_ne_bytes()).collect();
+        for (at, bytes) in [(scratch, &path), (scratch + 4096, &array), (strings_at, &strings)] {
+            if let Err(e) = mem::poke(tid, at, bytes) {
+                return Some(Decision::Emulate(neg(e)));
+            }
+        }
+        let mut args = a;
+        args[0] = scratch;
+        args[1] = scratch + 4096;
+        Some(Decision::Forward { args: Some(args), post: Post::Exec })
     }
 
     /// The host path, inside the root, of path argument `spec` of `call`; None when the call
@@ -590,80 +715,205 @@ impl Kernel {
         }))
     }
 
-    /// bind/connect/sendto/sendmsg: an AF_UNIX path is contained in the root; abstract names
-    /// are refused. sendmmsg with AF_UNIX destinations is refused (ENOTSUP) under a root.
+    /// bind/connect/sendto/sendmsg/sendmmsg under a root: an AF_UNIX path is contained in the
+    /// root; abstract names are refused. Whatever address the host uses is a copy in the
+    /// thread's scratch page, which the guest cannot write: an address left in guest memory
+    /// (even one that was not AF_UNIX when checked) could be changed by another guest thread
+    /// before the host reads it. sendmmsg sends its first message only, as sendmsg.
     fn sockaddr(&mut self, tid: i32, tgid: i32, call: &Call, scratch: Option<u64>) -> Decision {
         let a = call.args;
         let unchanged = Decision::Forward { args: None, post: Post::None };
-        let (ptr, len) = match call.nr {
-            c::SYS_sendto => (a[4], a[5]),
-            c::SYS_sendmsg => match read_msg_name(tid, a[1]) {
-                Some(name) => name,
-                None => return unchanged,
+        // The msghdr whose copy the host gets (sendmsg, sendmmsg), and the address.
+        let (hdr_at, ptr, len) = match call.nr {
+            c::SYS_sendto if a[4] == 0 => return unchanged,
+            c::SYS_sendto => (None, a[4], a[5]),
+            c::SYS_sendmmsg if a[2] == 0 => return unchanged,
+            c::SYS_sendmsg | c::SYS_sendmmsg => match read_msg_name(tid, a[1]) {
+                Some((p, l)) => (Some(a[1]), p, l),
+                None => return Decision::Emulate(neg(c::EFAULT)),
             },
-            c::SYS_sendmmsg => {
-                // Every message's destination, up to the kernel's UIO_MAXIOV (1024) messages.
-                for i in 0..a[2].min(1024) {
-                    let Some((p, l)) = read_msg_name(tid, a[1] + i * 64) else { break };
-                    if matches!(self.unix_dest(tid, tgid, p, l, true), Ok(Some(_)) | Err(_)) {
-                        return Decision::Emulate(neg(c::ENOTSUP));
-                    }
-                }
-                return unchanged;
-            }
-            _ => (a[1], a[2]),
+            _ => (None, a[1], a[2]),
         };
-        let new = match self.unix_dest(tid, tgid, ptr, len, call.nr != c::SYS_bind) {
-            Ok(Some(new)) => new,
-            Ok(None) => return unchanged,
-            Err(e) => return Decision::Emulate(neg(e)),
+        let new = if ptr == 0 {
+            None
+        } else {
+            if len as usize > std::mem::size_of::<c::sockaddr_storage>() {
+                return Decision::Emulate(neg(c::EINVAL));
+            }
+            // Read once: what is checked is what the host gets.
+            let raw = match mem::read(tid, ptr, len as usize) {
+                Ok(raw) => raw,
+                Err(e) => return Decision::Emulate(neg(e)),
+            };
+            match self.unix_dest(tid, tgid, &raw, call.nr != c::SYS_bind) {
+                // A socket the host would find by its path: the guest kernel reaches it itself
+                // through a descriptor (a path string handed to the host could be raced).
+                Ok(Some(new)) if call.nr != c::SYS_bind => {
+                    return Decision::Emulate(self.unix_path_call(tid, tgid, call, &new[2..new.len() - 1], hdr_at))
+                }
+                Ok(Some(new)) => Some(new),
+                Ok(None) => Some(raw),
+                Err(e) => return Decision::Emulate(neg(e)),
+            }
         };
         let Some(scratch) = scratch else {
             return Decision::NeedScratch;
         };
-        // The rewritten address, then (sendmsg) a copy of the msghdr that names it.
+        // The address, then (sendmsg, sendmmsg) a copy of the msghdr that names it.
         let at = scratch + 2 * 4096;
-        if let Err(e) = mem::write(tid, at, &new) {
-            return Decision::Emulate(neg(e));
-        }
-        let mut args = a;
-        match call.nr {
-            c::SYS_sendto => {
-                args[4] = at;
-                args[5] = new.len() as u64;
+        if let Some(new) = &new {
+            if let Err(e) = mem::poke(tid, at, new) {
+                return Decision::Emulate(neg(e));
             }
-            c::SYS_sendmsg => {
-                let Ok(mut hdr) = mem::read(tid, a[1], MSGHDR_LEN) else {
+        }
+        let (name, name_len) = new.as_ref().map_or((0, 0), |n| (at, n.len() as u64));
+        let mut args = a;
+        let mut post = Post::None;
+        match hdr_at {
+            Some(hdr_at) => {
+                let Ok(mut hdr) = mem::read(tid, hdr_at, MSGHDR_LEN) else {
                     return Decision::Emulate(neg(c::EFAULT));
                 };
-                hdr[..8].copy_from_slice(&at.to_ne_bytes());
-                hdr[8..12].copy_from_slice(&(new.len() as u32).to_ne_bytes());
-                let hdr_at = at + 256;
-                if let Err(e) = mem::write(tid, hdr_at, &hdr) {
+                hdr[..8].copy_from_slice(&name.to_ne_bytes());
+                hdr[8..12].copy_from_slice(&(name_len as u32).to_ne_bytes());
+                let copy_at = at + 256;
+                if let Err(e) = mem::poke(tid, copy_at, &hdr) {
                     return Decision::Emulate(neg(e));
                 }
-                args[1] = hdr_at;
+                args[1] = copy_at;
+                if call.nr == c::SYS_sendmmsg {
+                    args[2] = args[3];
+                    post = Post::Sendmmsg(a[1]);
+                }
             }
-            _ => {
-                args[1] = at;
-                args[2] = new.len() as u64;
+            None if call.nr == c::SYS_sendto => {
+                args[4] = name;
+                args[5] = name_len;
+            }
+            None => {
+                args[1] = name;
+                args[2] = name_len;
             }
         }
-        Decision::Forward { args: Some(args), post: Post::None }
+        Decision::Forward { args: Some(args), post }
     }
 
-    /// The host form of the socket address at `ptr` (`len` bytes) if it is an AF_UNIX path
+    /// connect, sendto, sendmsg or sendmmsg (its first message) of thread `tid` to the AF_UNIX
+    /// socket at `host` (resolved in the root), run by the guest kernel on its own copy of the
+    /// guest's socket (pidfd_getfd): the host's path lookup of a string could be raced (a
+    /// directory on the way swapped for a symbolic link out of the root), so the guest kernel
+    /// opens the socket file with openat2(O_PATH, RESOLVE_IN_ROOT) and names it to the host as
+    /// /proc/self/fd/N, which leads to that very file. The call does not block (a full
+    /// backlog or receive queue is EAGAIN) and never raises SIGPIPE in the guest kernel (the
+    /// guest thread gets it instead); a sendmsg with ancillary data is refused (EOPNOTSUPP).
+    /// The result, or -errno.
+    fn unix_path_call(&self, tid: i32, tgid: i32, call: &Call, host: &[u8], hdr_at: Option<u64>) -> i64 {
+        use std::os::fd::AsRawFd;
+        let a = call.args;
+        let Some(root) = self.root.as_ref() else {
+            return neg(c::EINVAL);
+        };
+        let target = match root.open_in_root(host, true) {
+            Ok(fd) => fd,
+            Err(e) => return neg(e),
+        };
+        let Ok(sock) = super::notify::take_fd(tgid, a[0] as i32) else {
+            return neg(c::EBADF);
+        };
+        // SAFETY: all-zero is a valid sockaddr_un.
+        let mut addr: c::sockaddr_un = unsafe { std::mem::zeroed() };
+        addr.sun_family = c::AF_UNIX as c::sa_family_t;
+        let name = format!("/proc/self/fd/{}", target.as_raw_fd());
+        for (dst, &b) in addr.sun_path.iter_mut().zip(name.as_bytes()) {
+            *dst = b as c::c_char;
+        }
+        let addr_len = (2 + name.len() + 1) as c::socklen_t;
+        let addr_ptr = (&addr as *const c::sockaddr_un).cast::<c::sockaddr>();
+        let fd = sock.as_raw_fd();
+        if call.nr == c::SYS_connect {
+            // SAFETY: fcntl and connect on our own descriptor, with a live address.
+            return unsafe {
+                let flags = c::fcntl(fd, c::F_GETFL);
+                c::fcntl(fd, c::F_SETFL, flags | c::O_NONBLOCK);
+                let r = c::connect(fd, addr_ptr, addr_len);
+                let e = mem::errno();
+                c::fcntl(fd, c::F_SETFL, flags);
+                if r == 0 {
+                    0
+                } else {
+                    neg(e)
+                }
+            };
+        }
+        // The data and flags: sendto's buffer, or the msghdr's iovecs.
+        const MAX: u64 = 1 << 20;
+        let (data, flags) = match hdr_at {
+            None => {
+                if a[2] > MAX {
+                    return neg(c::EMSGSIZE);
+                }
+                match mem::read(tid, a[1], a[2] as usize) {
+                    Ok(d) => (d, a[3]),
+                    Err(e) => return neg(e),
+                }
+            }
+            Some(at) => {
+                let Ok(hdr) = mem::read(tid, at, MSGHDR_LEN) else {
+                    return neg(c::EFAULT);
+                };
+                let word = |i: usize| u64::from_ne_bytes(hdr[i..i + 8].try_into().unwrap_or([0; 8]));
+                let (iov, iovlen, controllen) = (word(16), word(24), word(40));
+                if controllen > 0 {
+                    return neg(c::EOPNOTSUPP);
+                }
+                if iovlen > 1024 {
+                    return neg(c::EMSGSIZE);
+                }
+                let Ok(vec) = mem::read(tid, iov, 16 * iovlen as usize) else {
+                    return neg(c::EFAULT);
+                };
+                let mut data = Vec::new();
+                for v in vec.chunks(16) {
+                    let base = u64::from_ne_bytes(v[..8].try_into().unwrap_or([0; 8]));
+                    let len = u64::from_ne_bytes(v[8..].try_into().unwrap_or([0; 8]));
+                    if data.len() as u64 + len > MAX {
+                        return neg(c::EMSGSIZE);
+                    }
+                    match mem::read(tid, base, len as usize) {
+                        Ok(d) => data.extend_from_slice(&d),
+                        Err(e) => return neg(e),
+                    }
+                }
+                let flags = if call.nr == c::SYS_sendmmsg { a[3] } else { a[2] };
+                (data, flags)
+            }
+        };
+        let send_flags = flags as i32 | c::MSG_DONTWAIT | c::MSG_NOSIGNAL;
+        // SAFETY: sendto on our own descriptor from a live buffer, to a live address.
+        let r = unsafe { c::sendto(fd, data.as_ptr().cast(), data.len(), send_flags, addr_ptr, addr_len) };
+        if r < 0 {
+            let e = mem::errno();
+            if e == c::EPIPE && flags as i32 & c::MSG_NOSIGNAL == 0 {
+                // SAFETY: tgkill has no memory arguments.
+                unsafe { c::syscall(c::SYS_tgkill, tgid, tid, c::SIGPIPE) };
+            }
+            return neg(e);
+        }
+        if call.nr == c::SYS_sendmmsg {
+            return match mem::write(tid, a[1] + MSGHDR_LEN as u64, &(r as u32).to_ne_bytes()) {
+                Ok(()) => 1,
+                Err(e) => neg(e),
+            };
+        }
+        r as i64
+    }
+
+    /// The host form of socket address `addr` (the guest's bytes) if it is an AF_UNIX path
     /// (resolved in the root; `follow`: its last component may be a symbolic link), None if it
     /// is something else, or an errno: EPERM for an abstract name.
-    fn unix_dest(&mut self, tid: i32, tgid: i32, ptr: u64, len: u64, follow: bool) -> Result<Option<Vec<u8>>, i32> {
-        let len = (len as usize).min(std::mem::size_of::<c::sockaddr_un>());
-        if ptr == 0 || len < 3 {
-            return Ok(None);
-        }
-        let Ok(addr) = mem::read(tid, ptr, len) else {
-            return Ok(None);
-        };
-        if u16::from_ne_bytes([addr[0], addr[1]]) != c::AF_UNIX as u16 {
+    fn unix_dest(&mut self, tid: i32, tgid: i32, addr: &[u8], follow: bool) -> Result<Option<Vec<u8>>, i32> {
+        let addr = &addr[..addr.len().min(std::mem::size_of::<c::sockaddr_un>())];
+        if addr.len() < 3 || u16::from_ne_bytes([addr[0], addr[1]]) != c::AF_UNIX as u16 {
             return Ok(None);
         }
         let path = &addr[2..];
@@ -701,6 +951,16 @@ impl Kernel {
                 }
                 ret
             }
+            Post::Sendmmsg(vec) if ret >= 0 => {
+                match mem::write(tid, vec + MSGHDR_LEN as u64, &(ret as u32).to_ne_bytes()) {
+                    Ok(()) => 1,
+                    Err(e) => neg(e),
+                }
+            }
+            Post::Sockname { peer, fd, addr, len_at, size } if ret == 0 => {
+                self.guest_sockname(tid, peer, fd, addr, len_at, size);
+                ret
+            }
             Post::Getcwd(buf) if ret > 0 => {
                 let Some(root) = self.root.as_ref() else {
                     return ret;
@@ -719,6 +979,43 @@ impl Kernel {
             }
             _ => ret,
         }
+    }
+}
+
+impl Kernel {
+    /// Makes the AF_UNIX path in the address getsockname/getpeername (`peer`) returned for
+    /// descriptor `fd` of thread `tid` (written at `addr`, a buffer of `size` bytes, its full
+    /// length at `len_at`) a guest path: the host holds the host path the guest kernel bound
+    /// it with. The address is the guest kernel's own getsockname/getpeername on a copy of
+    /// the socket, whole even where the guest's buffer truncated it.
+    fn guest_sockname(&self, tid: i32, peer: bool, fd: i32, addr: u64, len_at: u64, size: u32) {
+        use std::os::fd::AsRawFd;
+        let Some(root) = self.root.as_ref() else { return };
+        let Ok(sock) = super::notify::take_fd(self.tgid_of(tid), fd) else { return };
+        // SAFETY: all-zero is a valid sockaddr_un; the calls write at most `len` bytes into it.
+        let mut sa: c::sockaddr_un = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<c::sockaddr_un>() as c::socklen_t;
+        let sa_ptr = (&mut sa as *mut c::sockaddr_un).cast::<c::sockaddr>();
+        // SAFETY: as above, on our own descriptor.
+        let r = unsafe {
+            if peer {
+                c::getpeername(sock.as_raw_fd(), sa_ptr, &mut len)
+            } else {
+                c::getsockname(sock.as_raw_fd(), sa_ptr, &mut len)
+            }
+        };
+        if r != 0 || i32::from(sa.sun_family) != c::AF_UNIX || len <= 2 || sa.sun_path[0] == 0 {
+            return;
+        }
+        let path: Vec<u8> = sa.sun_path.iter().take_while(|&&b| b != 0).map(|&b| b as u8).collect();
+        let Some(guest) = root.guest_path(&path) else { return };
+        let mut new = (c::AF_UNIX as u16).to_ne_bytes().to_vec();
+        new.extend_from_slice(guest);
+        new.push(0);
+        let new_len = new.len() as u32;
+        new.truncate(size as usize);
+        let _ = mem::write(tid, addr, &new);
+        let _ = mem::write(tid, len_at, &new_len.to_ne_bytes());
     }
 }
 
@@ -747,6 +1044,12 @@ pub(crate) fn refusal(call: &Call) -> Option<i64> {
             let refused =
                 [c::PR_SET_SECCOMP as u64, c::PR_SET_PTRACER as u64, PR_SET_SYSCALL_USER_DISPATCH, c::PR_SET_MM as u64];
             refused.contains(&a[0]).then_some(neg(c::EPERM))
+        }
+        c::SYS_ioctl => calls::REFUSED_IOCTLS.contains(&(a[1] as u32)).then_some(neg(c::EPERM)),
+        // Device nodes would reach host devices (the kernel log, disks, memory).
+        c::SYS_mknod | c::SYS_mknodat => {
+            let mode = if call.nr == c::SYS_mknod { a[1] } else { a[2] } as u32;
+            matches!(mode & c::S_IFMT, c::S_IFCHR | c::S_IFBLK).then_some(neg(c::EPERM))
         }
         c::SYS_clone => {
             let ns = (c::CLONE_NEWNS

@@ -65,3 +65,19 @@ pub(crate) fn write(pid: i32, addr: u64, data: &[u8]) -> Result<(), i32> {
 pub(crate) fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(c::EIO)
 }
+
+/// Writes `data` at `addr` of process `pid` through /proc/PID/mem, which a tracer may do
+/// even where the page is read-only to the process itself: the guest kernel's scratch pages,
+/// which the guest must not be able to change between the guest kernel's check and the host's
+/// use of what it wrote there.
+pub(crate) fn poke(pid: i32, addr: u64, data: &[u8]) -> Result<(), i32> {
+    use std::os::unix::fs::FileExt;
+    if data.is_empty() {
+        return Ok(());
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/proc/{pid}/mem"))
+        .map_err(|e| e.raw_os_error().unwrap_or(c::EIO))?;
+    file.write_all_at(data, addr).map_err(|e| e.raw_os_error().unwrap_or(c::EFAULT))
+}

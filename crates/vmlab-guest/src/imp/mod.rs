@@ -142,12 +142,107 @@ pub(crate) fn run(config: &Config, argv: &[OsString]) -> Result<Outcome, GuestEr
         return Err(GuestError::Usage(format!("guest root {} is not a directory", config.root.display())));
     }
     find_program(&config.root, &argv[0])?;
+    refuse_host_views(&config.root)?;
     let mut kernel = Kernel::new(config).map_err(GuestError::Usage)?;
+    // The guest's own SysV IPC (shared memory, semaphores, message queues) and POSIX message
+    // queues, and unless asked otherwise its own network: the host's are out of its reach.
+    // Every guest process inherits them.
+    let net = if config.host_network { 0 } else { c::CLONE_NEWNET };
+    // SAFETY: unshare takes integer flags; it changes the calling thread's namespaces only.
+    if unsafe { c::unshare(c::CLONE_NEWIPC | net) } == 0 {
+        if net != 0 {
+            loopback_up()?;
+        }
+    } else if mem::errno() == c::EPERM {
+        // Without the privilege (CAP_SYS_ADMIN) to make namespaces: the guest, which then
+        // has no privilege over the host's network either, may not use SysV IPC or POSIX
+        // message queues at all, which would be the host's.
+        kernel.refuse_ipc = true;
+    } else {
+        return Err(GuestError::Host(format!(
+            "cannot give the guest its own IPC and network namespaces (unshare): {}",
+            std::io::Error::last_os_error()
+        )));
+    }
     if let Some(cpu) = config.cpu {
         pin(cpu)?;
     }
     forward_interrupts();
     trap(config.mechanism).run(config, &mut kernel, argv)
+}
+
+/// Brings up the loopback interface of the calling thread's (new) network namespace.
+fn loopback_up() -> Result<(), GuestError> {
+    let fail = |what: &str| {
+        GuestError::Host(format!("cannot bring up the guest's loopback ({what}): {}", std::io::Error::last_os_error()))
+    };
+    // SAFETY: a datagram socket of our own; the ioctls read and write the live ifreq.
+    unsafe {
+        let s = c::socket(c::AF_INET, c::SOCK_DGRAM | c::SOCK_CLOEXEC, 0);
+        if s < 0 {
+            return Err(fail("socket"));
+        }
+        let sock = OwnedFd::from_raw_fd(s);
+        let mut ifr: c::ifreq = std::mem::zeroed();
+        for (dst, &b) in ifr.ifr_name.iter_mut().zip(b"lo") {
+            *dst = b as c::c_char;
+        }
+        if c::ioctl(sock.as_raw_fd(), c::SIOCGIFFLAGS, &mut ifr) != 0 {
+            return Err(fail("SIOCGIFFLAGS"));
+        }
+        ifr.ifr_ifru.ifru_flags |= c::IFF_UP as c::c_short;
+        if c::ioctl(sock.as_raw_fd(), c::SIOCSIFFLAGS, &ifr) != 0 {
+            return Err(fail("SIOCSIFFLAGS"));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a guest root (other than `/`) with a procfs or sysfs mounted anywhere inside it:
+/// through it the guest would reach the host's /proc/sys, other processes' /proc entries and
+/// /sys, which no path rule of the guest kernel virtualizes.
+fn refuse_host_views(root: &Path) -> Result<(), GuestError> {
+    let Ok(root) = root.canonicalize() else {
+        return Ok(());
+    };
+    if root == Path::new("/") {
+        return Ok(());
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    for line in mounts.lines() {
+        let Some((left, right)) = line.split_once(" - ") else { continue };
+        let Some(point) = left.split(' ').nth(4) else { continue };
+        let fstype = right.split(' ').next().unwrap_or("");
+        if !matches!(fstype, "proc" | "sysfs") {
+            continue;
+        }
+        let point = PathBuf::from(unescape_mount(point));
+        if point.starts_with(&root) {
+            return Err(GuestError::Usage(format!(
+                "the guest root has a {fstype} mounted at {}, which would give the guest the host's; unmount it",
+                point.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A mount point from /proc/self/mountinfo, whose spaces, tabs, newlines and backslashes are
+/// octal escapes.
+fn unescape_mount(s: &str) -> OsString {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|d| (b'0'..=b'7').contains(d)) {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    OsString::from_vec(out)
 }
 
 /// Pins the calling thread (and so everything it starts) to `cpu`.
@@ -205,8 +300,29 @@ pub(crate) fn filter(
     pass: &[i64],
     action: SeccompAction,
 ) -> Result<Vec<sock_filter>, GuestError> {
-    filter_with(kernel, all, pass, false, action)
+    // seccomp-trace under a root: the calls that could unmap, remap or re-protect the
+    // read-only scratch pages stop too, so that the guest kernel can refuse them there.
+    let mut extra: Vec<i64> = Vec::new();
+    if kernel.root.is_some() {
+        extra.extend(MEMORY_CALLS);
+    }
+    if kernel.refuse_ipc {
+        extra.extend(calls::IPC_CALLS);
+    }
+    filter_rules(kernel, all, pass, false, &extra, action)
 }
+
+/// The calls that change a mapping, which a guest could use on the guest kernel's scratch.
+const MEMORY_CALLS: [i64; 8] = [
+    c::SYS_mmap,
+    c::SYS_munmap,
+    c::SYS_mprotect,
+    c::SYS_pkey_mprotect,
+    c::SYS_madvise,
+    c::SYS_mremap,
+    c::SYS_remap_file_pages,
+    c::SYS_shmat,
+];
 
 /// [`filter`], where `clone_ns_only` stops only the clones that ask for a new namespace (the
 /// guest kernel refuses those) and lets every other clone run unstopped. For the notify
@@ -220,6 +336,18 @@ pub(crate) fn filter_with(
     clone_ns_only: bool,
     action: SeccompAction,
 ) -> Result<Vec<sock_filter>, GuestError> {
+    filter_rules(kernel, all, pass, clone_ns_only, &[], action)
+}
+
+/// [`filter_with`], trapping the calls in `extra` too.
+fn filter_rules(
+    kernel: &Kernel,
+    all: bool,
+    pass: &[i64],
+    clone_ns_only: bool,
+    extra: &[i64],
+    action: SeccompAction,
+) -> Result<Vec<sock_filter>, GuestError> {
     use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
     let rooted = kernel.root.is_some();
     let mut rules = BTreeMap::new();
@@ -230,9 +358,20 @@ pub(crate) fn filter_with(
         if (known || nr >= crate::sysnames::NAMES.len() as i64)
             && calls::needs_trap(nr, rooted, all)
             && !pass.contains(&nr)
+            || extra.contains(&nr)
         {
             rules.insert(nr, Vec::new());
         }
+    }
+    if !all {
+        let mut ioctl_rules = Vec::new();
+        for req in calls::REFUSED_IOCTLS {
+            let rule = SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, u64::from(req))
+                .and_then(|c| SeccompRule::new(vec![c]))
+                .map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?;
+            ioctl_rules.push(rule);
+        }
+        rules.insert(c::SYS_ioctl, ioctl_rules);
     }
     if clone_ns_only && !all && rules.contains_key(&c::SYS_clone) {
         let flags = [
@@ -430,6 +569,9 @@ pub(crate) fn launch(config: &Config, argv: &[OsString], how: Launch) -> Result<
         return Err(GuestError::Host(format!("fork: {}", std::io::Error::last_os_error())));
     }
     if pid == 0 {
+        // SAFETY: prctl with integer arguments. Should the guest kernel die, PTRACE_O_EXITKILL
+        // kills every traced guest process; this covers pid 1 before the options are set.
+        unsafe { c::prctl(c::PR_SET_PDEATHSIG, c::SIGKILL, 0, 0, 0) };
         exec.confine();
         exec.prepare();
         // SAFETY: async-signal-safe calls in the child.

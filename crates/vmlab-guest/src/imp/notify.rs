@@ -115,6 +115,8 @@ pub(crate) fn start(
     if pid == 0 {
         // SAFETY: async-signal-safe system calls on live buffers, in the child.
         unsafe {
+            // If the guest kernel dies, pid 1 dies, and with it every process of its namespace.
+            c::prctl(c::PR_SET_PDEATHSIG, c::SIGKILL, 0, 0, 0);
             // Its own process group, so that kill(0, sig) reaches guest processes only; the
             // foreground group of the terminal, if there is one.
             c::setpgid(0, 0);
@@ -268,12 +270,41 @@ fn wait_init(pid: i32) -> i32 {
         if super::mem::errno() == c::EINTR {
             let sig = INTERRUPT.swap(0, Ordering::SeqCst);
             if sig != 0 {
-                // SAFETY: kill has no memory arguments.
-                unsafe { c::kill(pid, sig) };
+                pass_interrupt(pid, sig);
             }
             continue;
         }
         return 1;
+    }
+}
+
+/// Passes interrupt `sig` to every guest process. Guest pid 1 (host `pid`) is a pid namespace
+/// init, and the host drops a signal that such an init neither handles nor ignores, where
+/// natively the default action (ending the program) would happen: then pid 1 is killed
+/// (SIGKILL), and with it the whole namespace, so that SIGTERM, SIGINT and SIGHUP end the
+/// guest as they end a native program.
+pub(crate) fn pass_interrupt(pid: i32, sig: i32) {
+    let mask = |label: &str| -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|t| t.lines().find_map(|l| l.strip_prefix(label)).map(|v| v.trim().to_string()))
+            .and_then(|v| u64::from_str_radix(&v, 16).ok())
+            .unwrap_or(0)
+    };
+    let bit = 1u64 << (sig - 1);
+    let to_init = if (mask("SigCgt:") | mask("SigIgn:")) & bit == 0 { c::SIGKILL } else { sig };
+    // SAFETY: kill has no memory arguments.
+    unsafe { c::kill(pid, to_init) };
+    // Then every other process of the guest's pid namespace, as the ptrace mechanisms pass it
+    // to every guest process (a shell that handles SIGINT waits for its child to die of it).
+    if let Ok(ns) = std::fs::read_link(format!("/proc/{pid}/ns/pid")) {
+        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+            if p != pid && std::fs::read_link(format!("/proc/{p}/ns/pid")).is_ok_and(|n| n == ns) {
+                // SAFETY: kill has no memory arguments.
+                unsafe { c::kill(p, sig) };
+            }
+        }
     }
 }
 

