@@ -723,6 +723,9 @@ fn os_op(sys: &mut System, op: Op, progress: &mut ProgressFn<'_>) -> Result<(), 
         Op::Access { va, write } => {
             sys.access(va, write)?;
         }
+        Op::Warm { va } => {
+            sys.access(va, false)?;
+        }
         Op::StartMeasurement | Op::Window { .. } => {}
     }
     Ok(())

@@ -4,11 +4,12 @@
 //! and each first touch and first store of a page, so page faults, copy-on-write faults and
 //! page-table pages are exactly those of a full replay. Outside the recording's windows the
 //! stream also holds each window's warm-up summary (the lines the thread used last, in order
-//! of last use), which rebuilds the TLBs' and caches' state before the window. The windows'
-//! accesses are the sample: their translation and memory events, per reference, are
-//! extrapolated to every reference the program made; the operating system's events (faults,
-//! exits, shadow paging's work, the kernel's) and the instructions retired are counted over the
-//! whole run, not extrapolated. The interval is Student-t over the windows' cycles per
+//! of last use), which rebuilds the TLBs' and caches' state before the window. The references
+//! written outside windows (first touches and first stores) are counted as they are; the
+//! windows' accesses are the sample: their translation and memory events, per reference, are
+//! extrapolated to the references not written; the operating system's events (faults, exits,
+//! shadow paging's work, the kernel's) and the instructions retired are counted over the whole
+//! run, not extrapolated. The interval is Student-t over the windows' cycles per
 //! reference. docs/model.md, "Sampled recordings", gives the reasoning and the validation.
 
 use super::sampling::{mean_ci, CONFIDENCE};
@@ -66,6 +67,8 @@ pub(super) fn run<W: Workload>(
     progress: &mut ProgressFn<'_>,
 ) -> Result<RecordedSample, EngineError> {
     let mut windows: Vec<WindowTally> = Vec::new();
+    // The program's references run outside windows, counted as they are.
+    let mut outside = WindowTally::default();
     let mut open: Option<Open> = None;
     let mut ran = 0u64;
     let mut close = |open: &mut Option<Open>, sys: &System, retired: u64| {
@@ -96,14 +99,26 @@ pub(super) fn run<W: Workload>(
     while let Some(op) = w.next_op() {
         match op {
             Op::Access { va, write } => {
-                sys.access(va, write)?;
                 if let Some(o) = &mut open {
+                    sys.access(va, write)?;
                     o.accesses += 1;
+                } else {
+                    let (mmu, memory) = (sys.mmu().counters(), *sys.mmu().memory().stats());
+                    sys.access(va, write)?;
+                    outside.accesses += 1;
+                    outside.mmu = outside.mmu.plus(&sys.mmu().counters().since(&mmu));
+                    outside
+                        .memory
+                        .add(&sys.mmu().memory().stats().since(&memory));
                 }
                 ran += 1;
                 if ran & PROGRESS_MASK == 0 {
                     report(progress, ran)?;
                 }
+            }
+            Op::Warm { va } => {
+                sys.access(va, false)?;
+                ran += 1;
             }
             Op::Window { id } => {
                 close(&mut open, sys, retired(w));
@@ -143,18 +158,21 @@ pub(super) fn run<W: Workload>(
                 m
             },
         });
+    // The windows stand for every reference but those written outside them.
     let factor = if sum.accesses == 0 {
         0.0
     } else {
-        total as f64 / sum.accesses as f64
+        total.saturating_sub(outside.accesses) as f64 / sum.accesses as f64
     };
     let end = Snapshot::take(sys, retired(w));
+    let mut memory = sum.memory.scaled(factor);
+    memory.add(&outside.memory);
     Ok(RecordedSample {
         window_accesses: sum.accesses,
         costs,
         estimate: Snapshot {
-            mmu: sum.mmu.scaled(factor),
-            memory: sum.memory.scaled(factor),
+            mmu: sum.mmu.scaled(factor).plus(&outside.mmu),
+            memory,
             ..end
         },
         windows: Snapshot {

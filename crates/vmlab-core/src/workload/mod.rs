@@ -161,6 +161,13 @@ pub enum Op {
         /// The access through it is a store; otherwise a load.
         write: bool,
     },
+    /// A sampled recording's warm-up line before a window: a load that rebuilds TLB and cache
+    /// state, not a reference the program made. Only workloads that say [`Workload::sampled`]
+    /// emit it.
+    Warm {
+        /// The line's address.
+        va: Gva,
+    },
     /// A sampled recording's windows: the accesses that follow belong to window `id` (each
     /// recorded window has its own), or to none. Accesses outside windows are run (they fault
     /// pages in and warm the TLBs and caches) but are not the program's measured references.

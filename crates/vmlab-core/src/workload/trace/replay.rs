@@ -254,10 +254,7 @@ impl TraceReplay {
                     .prot_at(addr)
                     .is_some_and(|p| p & PROT_READ != 0);
                 if readable && addr < USER_END {
-                    self.queue.push_back(Op::Access {
-                        va: Gva::new(addr),
-                        write: false,
-                    });
+                    self.queue.push_back(Op::Warm { va: Gva::new(addr) });
                 }
             }
         }
