@@ -41,7 +41,9 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
             UsageError("name an experiment (vmlab reproduce --list shows them)".into()).into(),
         );
     };
-    let exp = Experiment::load(name).map_err(cli_error)?;
+    let exp = Experiment::load(name)
+        .and_then(|e| e.with_traces(args.traces.as_deref()))
+        .map_err(cli_error)?;
     let plan = exp.plan(args.quick).map_err(cli_error)?;
     let profile = plan.profile().map_err(cli_error)?;
     let threads = match args.jobs {
