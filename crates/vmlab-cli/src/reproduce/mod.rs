@@ -150,11 +150,21 @@ fn render(exp: &Experiment, plan: &Plan, rows: &[Row]) -> String {
         if plan.quick { " (quick)" } else { "" },
         exp.title
     );
-    if plan.quick {
+    if plan.quick && plan.accesses > 0 {
         let _ = writeln!(
             out,
             "quick: the full experiment's method with a shorter sample and a looser steady-state tolerance ({}%)",
             plan.tolerance * 100.0
+        );
+    }
+    if plan.quick && (exp.quick.guest_pages.is_some() || exp.quick.host_pages.is_some()) {
+        let names =
+            |v: &Option<Vec<String>>, full: &[String]| v.as_deref().unwrap_or(full).join(", ");
+        let _ = writeln!(
+            out,
+            "quick: guest pages {} and host pages {} only",
+            names(&exp.quick.guest_pages, &exp.guest_pages),
+            names(&exp.quick.host_pages, &exp.host_pages)
         );
     }
     let groups = report::groups(rows);
@@ -222,6 +232,14 @@ fn render(exp: &Experiment, plan: &Plan, rows: &[Row]) -> String {
     }
     if exp.report.tables.contains(&Metric::Slowdown) {
         out.push_str("slowdown: time over native's for the same workload, size and page sizes.\n");
+    }
+    if exp
+        .report
+        .tables
+        .iter()
+        .any(|m| matches!(m, Metric::SpeedupOverNested | Metric::SpeedupOverShadow))
+    {
+        out.push_str("speedup over nested/shadow: that scheme's time over each scheme's, for the same workload and page sizes (the tpt column: TPT's speedup).\n");
     }
     if skipped {
         out.push_str("n/a: not run: pv and the TPT schemes map a guest page with one entry, so need host pages at least as large.\n");

@@ -70,10 +70,11 @@ pub fn warmup_summary(rows: &[Row]) -> String {
         *ends.entry(r.sample.warmup_end.as_str()).or_default() += 1;
     }
     let whole = ends.remove("none").unwrap_or(0);
+    let recorded = ends.remove("recorded").unwrap_or(0);
     let mut parts = Vec::new();
     let warmed: Vec<u64> = reports
         .iter()
-        .filter(|r| r.sample.warmup_end != "none")
+        .filter(|r| !matches!(r.sample.warmup_end.as_str(), "none" | "recorded"))
         .map(|r| r.accesses_warmup)
         .collect();
     if let (Some(lo), Some(hi)) = (warmed.iter().min(), warmed.iter().max()) {
@@ -88,6 +89,11 @@ pub fn warmup_summary(rows: &[Row]) -> String {
     if whole > 0 {
         parts.push(format!(
             "{whole} run(s) simulated their whole workload from cold, with no warm-up"
+        ));
+    }
+    if recorded > 0 {
+        parts.push(format!(
+            "{recorded} run(s) replayed a sampled recording whole, measured in its recorded windows after their warm-up summaries"
         ));
     }
     parts.join("; ")
