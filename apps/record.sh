@@ -6,19 +6,20 @@
 # seconds, trace size, references, instructions, data touched, or why it failed). An application whose trace exists is
 # skipped (FORCE=1 records it again); ONLY="redis sqlite" records only those.
 #
-# usage: apps/record.sh [TRACES_DIR]   (default traces/apps; about 25 minutes on 2 cores)
+# usage: apps/record.sh [TRACES_DIR]   (default traces/apps; about 30 minutes on 2 cores)
 #
 # The sample, 10M:1M:1M: of every 10 M references of each thread, the last 1 M in full after a
 # summary of the 1 M before them (docs/model.md, "Sampled recordings"). A tenth in windows is
 # the fraction apps/sampling/validate.sh validated against full recordings (cycles per
-# reference within 0.5%); the longer period gives each recording of 3x10^8 to 10^9
-# references 30 to 100 windows per busy thread, enough for an interval, while the trace and
-# its replay hold about a tenth of the references: each replay takes seconds to tens of
-# seconds per scheme here, so the experiment's 16 runs per application fit in minutes.
+# reference within 0.5%); the 10 M period gives each recording of 10^9 references or more at
+# least 100 windows on its busy threads, enough for a tight interval, while the trace and its
+# replay hold about a tenth of the references: a replay takes 10 s to a minute or two per
+# scheme here, so the experiment's 16 runs per application fit in minutes, not hours.
 #
-# Sizes: each application's data are a few hundred MiB, far beyond the TLBs' reach with 4 KiB
-# pages (1,536 entries of the L2 TLB cover 6 MiB); the work is sized for a few 10^8 to 10^9
-# references. Under QEMU with the recorder a program runs 50 to 200 times slower than natively.
+# Sizes: each application's data are 150 to 530 MiB, far beyond the TLBs' reach with 4 KiB
+# pages (the STLB's 1,536 entries cover 6 MiB). Measured (docs/model.md, "Data-centre
+# applications"): 1.0x10^9 (JVM, BFS) to 9.6x10^9 (RocksDB) references; RocksDB and SQLite
+# are past the 10^9 aimed at, and dominate recording and replay time.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")

@@ -452,7 +452,7 @@ mod tests {
             .to_string();
         assert_eq!(
             msg,
-            "experiment apps: no recording /nonexistent/redis.vmtrace (nor 6 more): record them with `apps/record.sh /nonexistent` (about 25 minutes on 2 cores)"
+            "experiment apps: no recording /nonexistent/redis.vmtrace (nor 6 more): record them with `apps/record.sh /nonexistent` (about 30 minutes on 2 cores)"
         );
         // Unresolved, the placeholder is an error of its own, not an unreadable file.
         let msg = e.plan(false).expect_err("unresolved").to_string();
