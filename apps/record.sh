@@ -183,7 +183,9 @@ record xsbench "$work/xsbench" 68 60000 100000
 
 # The JVM (OpenJDK 17): apps/jvm/Churn.java, a HashMap of 1 M Longs to 256-byte arrays (~350
 # MiB live) and 1 M random operations, a put (new array, old one garbage) per nine gets, on a
-# 1 GiB heap with the parallel collector.
+# 1 GiB heap with the parallel collector. It records (958 M references, 16 threads), but its
+# replay stops early in start-up with a store outside any recorded mapping, so
+# experiments/apps.toml leaves it out until that is fixed (docs/model.md).
 mkdir -p "$work/jvm"
 javac -d "$work/jvm" "$here/jvm/Churn.java"
 record jvm java -Xms1g -Xmx1g -XX:+UseParallelGC -XX:ParallelGCThreads=2 -XX:-UsePerfData \
