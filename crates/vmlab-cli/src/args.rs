@@ -220,13 +220,13 @@ pub struct ListArgs {
 
 #[derive(Args)]
 pub struct ReproduceArgs {
-    /// Experiment: a built-in name (tpt, pagetable, tlb, lmbench, hugepages, remap; guest, the
+    /// Experiment: a built-in name (tpt, pagetable, tlb, lmbench, hugepages, remap, apps; guest, the
     /// user-level guest kernel's benchmarks; labt, the recorded e500 guest under each e500
     /// hypervisor model) or a path to a .toml file.
     #[arg(value_name = "NAME", required_unless_present = "list")]
     pub name: Option<String>,
     /// Describe each built-in experiment (or only NAME) in one line, and exit.
-    #[arg(long, conflicts_with_all = ["quick", "json", "out", "jobs"])]
+    #[arg(long, conflicts_with_all = ["quick", "json", "out", "jobs", "traces"])]
     pub list: bool,
     /// The quick variant: shorter samples and fewer iterations, the same workloads, sizes and schemes.
     #[arg(long)]
@@ -244,6 +244,11 @@ pub struct ReproduceArgs {
     /// labt only: the recorded e500 trace to replay [default: guests/e500/traces/e500-linux-6.1.trace.zst].
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
+    /// For experiments that replay recordings (apps): the directory of the recordings,
+    /// substituted for {traces} in the experiment's workloads [default: the experiment's,
+    /// traces/apps for apps; apps/record.sh DIR makes them].
+    #[arg(long, value_name = "DIR")]
+    pub traces: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]

@@ -99,6 +99,11 @@ pub fn guest(a: GuestArgs) -> ExitCode {
 
 /// `vmlab reproduce guest`: the benchmark suite under every mechanism.
 pub fn reproduce(a: ReproduceArgs) -> Result<(), CliError> {
+    if a.traces.is_some() {
+        return Err(
+            UsageError("--traces is for experiments that replay recordings (apps)".into()).into(),
+        );
+    }
     let exe = std::env::current_exe()
         .map_err(|e| CliError::Run(format!("cannot find the vmlab binary: {e}")))?;
     let opts = vmlab_guest::bench::Options {

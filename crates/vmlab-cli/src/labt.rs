@@ -37,6 +37,11 @@ fn trace_path(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
 }
 
 pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
+    if args.traces.is_some() {
+        return Err(
+            UsageError("--traces is for experiments that replay recordings (apps)".into()).into(),
+        );
+    }
     let trace = trace_path(args.trace.clone())?;
     let costs = E500Costs::builtin();
     let specs: Vec<&ModelSpec> = MODELS.iter().collect();

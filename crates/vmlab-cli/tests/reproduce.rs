@@ -16,8 +16,9 @@ const SIZES: [&str; 11] = [
     "4K", "16K", "64K", "256K", "1M", "8M", "16M", "32M", "64M", "128M", "256M",
 ];
 const CSV_HEADER: &str = "experiment,label,workload,size,scheme,guest_pages,host_pages,seconds,slowdown_vs_native,\
-ns_per_access,cycles_per_access,us_per_fork,us_per_iter,tlb_misses,walks,walk_refs_per_walk,vm_exits,page_faults,\
-accesses_simulated,extrapolated,accesses_warmup,warmup_end,seconds_ci,ns_per_access_ci";
+ns_per_access,cycles_per_access,us_per_fork,us_per_iter,tlb_misses,walks,walk_refs_per_walk,walk_refs,vm_exits,page_faults,\
+accesses_simulated,extrapolated,accesses_warmup,warmup_end,seconds_ci,ns_per_access_ci,tlb_misses_per_kilo_access,\
+walk_refs_per_kilo_access,speedup_over_nested,speedup_over_shadow";
 
 /// A fresh output directory for one test.
 fn out_dir(name: &str) -> PathBuf {
@@ -545,12 +546,12 @@ fn list_describes_each_experiment_in_one_line() {
 
 #[test]
 fn bad_experiments_are_one_line_usage_errors() {
-    let cases: [(&[&str], &[&str]); 3] = [
+    let cases: [(&[&str], &[&str]); 6] = [
         (
             &["reproduce", "nope"],
             &[
                 "unknown experiment 'nope'",
-                "tpt, pagetable, tlb, lmbench, hugepages, remap",
+                "tpt, pagetable, tlb, lmbench, hugepages, remap, apps",
             ],
         ),
         (
@@ -558,6 +559,23 @@ fn bad_experiments_are_one_line_usage_errors() {
             &["cannot read experiment /nonexistent/x.toml"],
         ),
         (&["reproduce", "tpt", "--jobs", "0"], &["--jobs"]),
+        // The apps experiment replays recordings: a missing one says how to make them.
+        (
+            &["reproduce", "apps", "--traces", "/nonexistent"],
+            &[
+                "experiment apps: no recording /nonexistent/redis.vmtrace",
+                "apps/record.sh /nonexistent",
+                "minutes",
+            ],
+        ),
+        (
+            &["reproduce", "apps", "--quick", "--traces", "/nonexistent/"],
+            &["no recording /nonexistent/redis.vmtrace"],
+        ),
+        (
+            &["reproduce", "tpt", "--traces", "/tmp"],
+            &["--traces is for experiments that replay recordings"],
+        ),
     ];
     for (args, mentions) in cases {
         let out = vmlab(args);

@@ -41,7 +41,9 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
             UsageError("name an experiment (vmlab reproduce --list shows them)".into()).into(),
         );
     };
-    let exp = Experiment::load(name).map_err(cli_error)?;
+    let exp = Experiment::load(name)
+        .and_then(|e| e.with_traces(args.traces.as_deref()))
+        .map_err(cli_error)?;
     let plan = exp.plan(args.quick).map_err(cli_error)?;
     let profile = plan.profile().map_err(cli_error)?;
     let threads = match args.jobs {
@@ -148,11 +150,21 @@ fn render(exp: &Experiment, plan: &Plan, rows: &[Row]) -> String {
         if plan.quick { " (quick)" } else { "" },
         exp.title
     );
-    if plan.quick {
+    if plan.quick && plan.accesses > 0 {
         let _ = writeln!(
             out,
             "quick: the full experiment's method with a shorter sample and a looser steady-state tolerance ({}%)",
             plan.tolerance * 100.0
+        );
+    }
+    if plan.quick && (exp.quick.guest_pages.is_some() || exp.quick.host_pages.is_some()) {
+        let names =
+            |v: &Option<Vec<String>>, full: &[String]| v.as_deref().unwrap_or(full).join(", ");
+        let _ = writeln!(
+            out,
+            "quick: guest pages {} and host pages {} only",
+            names(&exp.quick.guest_pages, &exp.guest_pages),
+            names(&exp.quick.host_pages, &exp.host_pages)
         );
     }
     let groups = report::groups(rows);
@@ -220,6 +232,14 @@ fn render(exp: &Experiment, plan: &Plan, rows: &[Row]) -> String {
     }
     if exp.report.tables.contains(&Metric::Slowdown) {
         out.push_str("slowdown: time over native's for the same workload, size and page sizes.\n");
+    }
+    if exp
+        .report
+        .tables
+        .iter()
+        .any(|m| matches!(m, Metric::SpeedupOverNested | Metric::SpeedupOverShadow))
+    {
+        out.push_str("speedup over nested/shadow: that scheme's time over each scheme's, for the same workload and page sizes (the tpt column: TPT's speedup).\n");
     }
     if skipped {
         out.push_str("n/a: not run: pv and the TPT schemes map a guest page with one entry, so need host pages at least as large.\n");

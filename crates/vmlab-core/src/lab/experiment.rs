@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 /// The built-in experiments (`experiments/*.toml` at the repository root, embedded in the
 /// library), by name, in the order `vmlab reproduce --list` shows them.
-pub const BUILTIN: [(&str, &str); 6] = [
+pub const BUILTIN: [(&str, &str); 7] = [
     ("tpt", include_str!("../../../../experiments/tpt.toml")),
     (
         "pagetable",
@@ -26,6 +26,7 @@ pub const BUILTIN: [(&str, &str); 6] = [
         include_str!("../../../../experiments/hugepages.toml"),
     ),
     ("remap", include_str!("../../../../experiments/remap.toml")),
+    ("apps", include_str!("../../../../experiments/apps.toml")),
 ];
 
 /// One experiment file.
@@ -62,7 +63,28 @@ pub struct Experiment {
     pub quick: Quick,
     /// The tables and the figure.
     pub report: Report,
+    /// The recordings the workloads replay, for an experiment of `trace:file={traces}/...`
+    /// specs (none: the experiment replays none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traces: Option<Traces>,
 }
+
+/// Where an experiment's recordings come from: `{traces}` in a workload spec is replaced by
+/// a directory (`vmlab reproduce --traces DIR`, default `default`), and a recording missing
+/// from it is an error that says how to make it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Traces {
+    /// The directory used without `--traces`, relative to the working directory.
+    pub default: String,
+    /// The command that records them into a directory (given as its argument).
+    pub record: String,
+    /// How long that takes (measured on a 2-core VM).
+    pub duration: String,
+}
+
+/// The placeholder of an experiment's traces directory in its workload specs.
+pub const TRACES_PLACEHOLDER: &str = "{traces}";
 
 /// A workload of an experiment, possibly over several sizes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -104,6 +126,12 @@ pub struct Quick {
     /// Workload parameters to set in every spec whose workload has them (e.g. forks = "10").
     #[serde(default)]
     pub set: BTreeMap<String, String>,
+    /// Guest page sizes of the quick variant (default: the full variant's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_pages: Option<Vec<String>>,
+    /// Host page sizes of the quick variant (default: the full variant's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_pages: Option<Vec<String>>,
 }
 
 /// What an experiment reports: its tables and its figure.
@@ -164,6 +192,17 @@ pub enum Metric {
     UsPerIter,
     /// Page-table entries read per page walk.
     WalkRefsPerWalk,
+    /// TLB misses (no TLB could translate) per 1000 measured accesses.
+    TlbMissesPerKiloAccess,
+    /// Page-table entries read by walks, both dimensions, per 1000 measured accesses.
+    WalkRefsPerKiloAccess,
+    /// VM exits of the whole run, hypercalls included.
+    VmExits,
+    /// Nested paging's time in the same group over the run's time (its column for `tpt`:
+    /// TPT's speedup over nested paging).
+    SpeedupOverNested,
+    /// Shadow paging's time in the same group over the run's time.
+    SpeedupOverShadow,
 }
 
 impl Metric {
@@ -177,6 +216,11 @@ impl Metric {
             Metric::UsPerFork => "time per fork (us)",
             Metric::UsPerIter => "time per iteration (us)",
             Metric::WalkRefsPerWalk => "references per walk (entries read)",
+            Metric::TlbMissesPerKiloAccess => "TLB misses per 1000 references",
+            Metric::WalkRefsPerKiloAccess => "walk references per 1000 references",
+            Metric::VmExits => "VM exits",
+            Metric::SpeedupOverNested => "speedup over nested (x)",
+            Metric::SpeedupOverShadow => "speedup over shadow (x)",
         }
     }
 
@@ -199,8 +243,13 @@ impl Metric {
         }
     }
 
-    /// The value for one run (`native`: native's time in the same group).
+    /// The value for one run (`native`: native's time in the same group). The speedups need
+    /// another scheme's run of the group: [`report::value`](crate::lab::report::value) has
+    /// them; here they are `None`.
     pub fn value(self, r: &RunReport, native_seconds: Option<f64>) -> Option<f64> {
+        let per_kilo = |n: u64| {
+            (r.accesses_simulated > 0).then(|| n as f64 * 1000.0 / r.accesses_simulated as f64)
+        };
         match self {
             Metric::Seconds => Some(r.seconds),
             Metric::Slowdown => native_seconds.filter(|n| *n > 0.0).map(|n| r.seconds / n),
@@ -209,6 +258,10 @@ impl Metric {
             Metric::UsPerFork => r.us_per_fork,
             Metric::UsPerIter => lmbench_iters(&r.workload).map(|n| r.seconds * 1e6 / n as f64),
             Metric::WalkRefsPerWalk => (r.walks > 0).then_some(r.walk_refs_per_walk),
+            Metric::TlbMissesPerKiloAccess => per_kilo(r.tlb_misses),
+            Metric::WalkRefsPerKiloAccess => per_kilo(r.walk_refs),
+            Metric::VmExits => Some(r.vm_exits as f64),
+            Metric::SpeedupOverNested | Metric::SpeedupOverShadow => None,
         }
     }
 
@@ -216,10 +269,17 @@ impl Metric {
     pub fn format(self, v: f64) -> String {
         match self {
             Metric::Seconds => format!("{v:.3}"),
-            Metric::Slowdown => format!("{v:.2}"),
-            Metric::CyclesPerAccess | Metric::NsPerAccess | Metric::WalkRefsPerWalk => {
+            Metric::Slowdown | Metric::SpeedupOverNested | Metric::SpeedupOverShadow => {
                 format!("{v:.2}")
             }
+            Metric::CyclesPerAccess
+            | Metric::NsPerAccess
+            | Metric::WalkRefsPerWalk
+            | Metric::TlbMissesPerKiloAccess
+            | Metric::WalkRefsPerKiloAccess => {
+                format!("{v:.2}")
+            }
+            Metric::VmExits => format!("{v:.0}"),
             Metric::UsPerFork | Metric::UsPerIter => format!("{v:.1}"),
         }
     }
@@ -297,6 +357,56 @@ impl Experiment {
             .iter()
             .map(|(name, text)| Experiment::from_toml(text, name))
             .collect()
+    }
+}
+
+impl Experiment {
+    /// The experiment with `{traces}` in its workload specs replaced by `dir` (by default its
+    /// `[traces]` default), every recording checked to exist: a missing one is an error that
+    /// names it and the command that records it. An experiment without `[traces]` is
+    /// returned as it is, unless a directory is given (an error).
+    pub fn with_traces(&self, dir: Option<&std::path::Path>) -> Result<Experiment, LabError> {
+        let err = |message: String| LabError::Experiment {
+            experiment: self.name.clone(),
+            message,
+        };
+        let Some(traces) = &self.traces else {
+            return match dir {
+                Some(_) => Err(err(
+                    "--traces is for experiments that replay recordings (apps)".to_string(),
+                )),
+                None => Ok(self.clone()),
+            };
+        };
+        let dir = dir.map_or_else(|| traces.default.clone(), |d| d.display().to_string());
+        let dir = dir.trim_end_matches('/');
+        let dir = if dir.is_empty() { "/" } else { dir };
+        let mut out = self.clone();
+        let mut missing = Vec::new();
+        for w in &mut out.workloads {
+            if !w.spec.contains(TRACES_PLACEHOLDER) {
+                continue;
+            }
+            w.spec = w.spec.replace(TRACES_PLACEHOLDER, dir);
+            let params = w.spec.split_once(':').map_or("", |(_, p)| p);
+            for file in params.split(',').filter_map(|p| p.strip_prefix("file=")) {
+                if !std::path::Path::new(file).is_file() {
+                    missing.push(file.to_string());
+                }
+            }
+        }
+        match missing.as_slice() {
+            [] => Ok(out),
+            [first, rest @ ..] => Err(err(format!(
+                "no recording {first}{}: record them with `{} {dir}` ({})",
+                match rest.len() {
+                    0 => String::new(),
+                    n => format!(" (nor {n} more)"),
+                },
+                traces.record,
+                traces.duration
+            ))),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::addr::PageSize;
 use crate::cost::Profile;
-use crate::lab::experiment::Experiment;
+use crate::lab::experiment::{Experiment, TRACES_PLACEHOLDER};
 use crate::lab::runner::dedup_key;
 use crate::lab::spec::{load_profile, parse_page_size, parse_schemes, RunSpec};
 use crate::lab::LabError;
@@ -125,12 +125,19 @@ impl Experiment {
                 .map(|n| parse_page_size(flag, n, allowed).map_err(|e| err(e.to_string())))
                 .collect()
         };
+        let (guest_pages, host_pages) = match (quick, &self.quick) {
+            (true, q) => (
+                q.guest_pages.as_ref().unwrap_or(&self.guest_pages),
+                q.host_pages.as_ref().unwrap_or(&self.host_pages),
+            ),
+            (false, _) => (&self.guest_pages, &self.host_pages),
+        };
         let guest = pages(
             "guest_pages",
-            &self.guest_pages,
+            guest_pages,
             &[PageSize::Size4K, PageSize::Size2M],
         )?;
-        let host = pages("host_pages", &self.host_pages, &PageSize::ALL)?;
+        let host = pages("host_pages", host_pages, &PageSize::ALL)?;
         if self.workloads.is_empty() {
             return Err(err("no [[workloads]]".into()));
         }
@@ -165,6 +172,11 @@ impl Experiment {
                 };
                 if quick {
                     text = set_params(&text, &self.quick.set);
+                }
+                if text.contains(TRACES_PLACEHOLDER) {
+                    return Err(err(format!(
+                        "workload '{text}': {TRACES_PLACEHOLDER} is the directory of the experiment's recordings, given by `vmlab reproduce --traces DIR` (Experiment::with_traces)"
+                    )));
                 }
                 let spec = WorkloadSpec::parse(&text).map_err(|e| err(e.to_string()))?;
                 let size = match size {
@@ -354,12 +366,95 @@ mod tests {
         for (name, text) in BUILTIN {
             let e = Experiment::from_toml(text, name).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(e.name, name);
+            if e.traces.is_some() {
+                // Needs its recordings: the apps tests below give it some.
+                continue;
+            }
             for quick in [false, true] {
                 let plan = e.plan(quick).unwrap_or_else(|e| panic!("{name}: {e}"));
                 assert!(!plan.jobs.is_empty());
                 assert!(plan.jobs.iter().any(|j| j.skip.is_none()));
             }
         }
+    }
+
+    /// A directory with an empty, complete recording for each `{traces}` workload of `e`.
+    fn fake_traces(e: &Experiment, tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("vmlab-plan-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        for w in &e.workloads {
+            let file = w
+                .spec
+                .split_once("file={traces}/")
+                .expect("a {traces} recording")
+                .1;
+            let writer = crate::trace::x86::Writer::create(
+                &dir.join(file),
+                &crate::trace::x86::Header::default(),
+            )
+            .expect("writable");
+            writer
+                .finish(true, "exited with status 0".into())
+                .expect("written");
+        }
+        dir
+    }
+
+    #[test]
+    fn the_apps_experiment_plans_its_recordings_with_accesses_zero() {
+        let e = Experiment::builtin("apps").expect("built in");
+        let dir = fake_traces(&e, "apps");
+        let resolved = e.with_traces(Some(&dir)).expect("recordings present");
+        for quick in [false, true] {
+            let plan = resolved.plan(quick).expect("plans");
+            // A sampled recording refuses --accesses: every run replays the whole recording.
+            assert_eq!(plan.accesses, 0);
+            let labels: Vec<&str> = plan
+                .jobs
+                .iter()
+                .map(|j| j.group.workload.as_str())
+                .collect();
+            for app in [
+                "redis",
+                "memcached",
+                "rocksdb",
+                "sqlite",
+                "gap-bfs",
+                "xsbench",
+            ] {
+                assert!(labels.contains(&app), "{app}");
+            }
+            for job in &plan.jobs {
+                let spec = plan.run_spec(job);
+                assert_eq!(spec.accesses, 0);
+                assert!(spec.workload.contains(dir.to_str().expect("utf-8")));
+            }
+            let distinct = plan.distinct_jobs().len();
+            // Per application, 4K/4K only when quick: 5 schemes; guest 4K on host 4K and
+            // 2M: native once, the four virtualized schemes twice.
+            assert_eq!(distinct, if quick { 6 * 5 } else { 6 * 9 }, "quick {quick}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_missing_recording_says_how_to_record_it() {
+        let e = Experiment::builtin("apps").expect("built in");
+        let msg = e
+            .with_traces(Some(std::path::Path::new("/nonexistent")))
+            .expect_err("no recordings")
+            .to_string();
+        assert_eq!(
+            msg,
+            "experiment apps: no recording /nonexistent/redis.vmtrace (nor 5 more): record them with `apps/record.sh /nonexistent` (about 30 minutes on 2 cores)"
+        );
+        // Unresolved, the placeholder is an error of its own, not an unreadable file.
+        let msg = e.plan(false).expect_err("unresolved").to_string();
+        assert!(msg.contains("{traces} is the directory"), "{msg}");
+        // Experiments without recordings take no directory.
+        let tpt = Experiment::builtin("tpt").expect("built in");
+        assert!(tpt.with_traces(Some(std::path::Path::new("x"))).is_err());
+        assert_eq!(tpt.with_traces(None).expect("as is"), tpt);
     }
 
     #[test]

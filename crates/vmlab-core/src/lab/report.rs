@@ -70,10 +70,11 @@ pub fn warmup_summary(rows: &[Row]) -> String {
         *ends.entry(r.sample.warmup_end.as_str()).or_default() += 1;
     }
     let whole = ends.remove("none").unwrap_or(0);
+    let recorded = ends.remove("recorded").unwrap_or(0);
     let mut parts = Vec::new();
     let warmed: Vec<u64> = reports
         .iter()
-        .filter(|r| r.sample.warmup_end != "none")
+        .filter(|r| !matches!(r.sample.warmup_end.as_str(), "none" | "recorded"))
         .map(|r| r.accesses_warmup)
         .collect();
     if let (Some(lo), Some(hi)) = (warmed.iter().min(), warmed.iter().max()) {
@@ -90,6 +91,11 @@ pub fn warmup_summary(rows: &[Row]) -> String {
             "{whole} run(s) simulated their whole workload from cold, with no warm-up"
         ));
     }
+    if recorded > 0 {
+        parts.push(format!(
+            "{recorded} run(s) replayed a sampled recording whole, measured in its recorded windows after their warm-up summaries"
+        ));
+    }
     parts.join("; ")
 }
 
@@ -98,7 +104,18 @@ pub fn value(rows: &[Row], group: &GroupKey, paging: Paging, metric: Metric) -> 
     let row = rows
         .iter()
         .find(|r| &r.job.group == group && r.job.paging == paging)?;
-    metric.value(row.report.as_ref()?, row.native_seconds)
+    let report = row.report.as_ref()?;
+    // A speedup over another scheme: that scheme's time in the group over this run's.
+    let over = match metric {
+        Metric::SpeedupOverNested => Some(Paging::Nested),
+        Metric::SpeedupOverShadow => Some(Paging::Shadow),
+        _ => None,
+    };
+    if let Some(base) = over {
+        let base = value(rows, group, base, Metric::Seconds)?;
+        return (report.seconds > 0.0).then(|| base / report.seconds);
+    }
+    metric.value(report, row.native_seconds)
 }
 
 /// The half-width of the interval of `metric` of the run of `paging` in `group`, if any.
@@ -269,6 +286,7 @@ pub fn csv(exp: &Experiment, rows: &[Row]) -> Result<String, LabError> {
         "tlb_misses",
         "walks",
         "walk_refs_per_walk",
+        "walk_refs",
         "vm_exits",
         "page_faults",
         "accesses_simulated",
@@ -277,6 +295,10 @@ pub fn csv(exp: &Experiment, rows: &[Row]) -> Result<String, LabError> {
         "warmup_end",
         "seconds_ci",
         "ns_per_access_ci",
+        "tlb_misses_per_kilo_access",
+        "walk_refs_per_kilo_access",
+        "speedup_over_nested",
+        "speedup_over_shadow",
     ])
     .map_err(fail)?;
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
@@ -301,6 +323,7 @@ pub fn csv(exp: &Experiment, rows: &[Row]) -> Result<String, LabError> {
             r.tlb_misses.to_string(),
             r.walks.to_string(),
             format!("{}", r.walk_refs_per_walk),
+            r.walk_refs.to_string(),
             r.vm_exits.to_string(),
             r.page_faults.to_string(),
             r.accesses_simulated.to_string(),
@@ -312,6 +335,10 @@ pub fn csv(exp: &Experiment, rows: &[Row]) -> Result<String, LabError> {
                 .sample
                 .ns_per_access_ci
                 .filter(|_| r.accesses_simulated > 0)),
+            opt(Metric::TlbMissesPerKiloAccess.value(r, None)),
+            opt(Metric::WalkRefsPerKiloAccess.value(r, None)),
+            opt(value(rows, g, row.job.paging, Metric::SpeedupOverNested)),
+            opt(value(rows, g, row.job.paging, Metric::SpeedupOverShadow)),
         ])
         .map_err(fail)?;
     }
