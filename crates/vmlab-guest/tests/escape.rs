@@ -6,36 +6,16 @@
 
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
+mod common;
+
+use common::{mechanisms, GUEST};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-const GUEST: &str = env!("CARGO_BIN_EXE_vmlab-guest");
-const MECHANISMS: [&str; 6] = ["ptrace", "sysemu", "seccomp-trace", "seccomp-notify", "sigsys", "user-dispatch"];
 const PTRACE_FAMILY: [&str; 3] = ["ptrace", "sysemu", "seccomp-trace"];
-
-/// The mechanisms this host runs; the others are skipped with a printed reason.
-fn mechanisms() -> Vec<&'static str> {
-    static RUNNABLE: OnceLock<Vec<&'static str>> = OnceLock::new();
-    RUNNABLE
-        .get_or_init(|| {
-            MECHANISMS
-                .iter()
-                .copied()
-                .filter(|m| {
-                    let out = Command::new(GUEST).args(["-M", m, "--", "true"]).output().expect("run vmlab-guest");
-                    if out.status.code() == Some(2) {
-                        eprintln!("skipping mechanism {m}: {}", String::from_utf8_lossy(&out.stderr).trim());
-                        return false;
-                    }
-                    true
-                })
-                .collect()
-        })
-        .clone()
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

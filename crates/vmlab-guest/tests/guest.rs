@@ -3,30 +3,15 @@
 
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
+mod common;
+
+use common::{mechanisms, GUEST};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const GUEST: &str = env!("CARGO_BIN_EXE_vmlab-guest");
 const BENCH: &str = env!("CARGO_BIN_EXE_vmlab-guest-bench");
-const MECHANISMS: [&str; 6] = ["ptrace", "sysemu", "seccomp-trace", "seccomp-notify", "sigsys", "user-dispatch"];
-
-/// The mechanisms this host runs; the others are skipped with a printed reason.
-fn mechanisms() -> Vec<&'static str> {
-    MECHANISMS
-        .iter()
-        .copied()
-        .filter(|m| {
-            let out = Command::new(GUEST).args(["-M", m, "--", "true"]).output().expect("run vmlab-guest");
-            if out.status.code() == Some(2) {
-                eprintln!("skipping mechanism {m}: {}", String::from_utf8_lossy(&out.stderr).trim());
-                return false;
-            }
-            true
-        })
-        .collect()
-}
 
 fn guest(mechanism: &str, root: Option<&Path>, argv: &[&str]) -> Output {
     let mut cmd = Command::new(GUEST);
