@@ -47,17 +47,20 @@ pub fn check(config: &RunConfig) -> Result<(), String> {
 }
 
 /// The schemes a workload can run under, when not all: the isolation probe rewrites the
-/// guest-controlled host-physical tables (pv and the TPT schemes); host remapping is
-/// modeled under nested paging and TPT (shadow and pv tables would need their own
-/// invalidation, and the TPT prototype pins guest memory).
-pub fn schemes_needed(workload: &WorkloadConfig) -> Option<&'static [Paging]> {
-    match workload {
-        WorkloadConfig::TptIsolationProbe(_) => {
-            Some(&[Paging::Pv, Paging::Tpt, Paging::TptPrototype])
-        }
-        WorkloadConfig::HostRemap(_) => Some(&[Paging::Nested, Paging::Tpt]),
-        _ => None,
-    }
+/// guest-built host-physical tables (schemes whose traits say `guest_built_host_tables`);
+/// host remapping needs a scheme that models it (`host_remap`).
+pub fn schemes_needed(workload: &WorkloadConfig) -> Option<Vec<Paging>> {
+    let needs: fn(crate::scheme::SchemeTraits) -> bool = match workload {
+        WorkloadConfig::TptIsolationProbe(_) => |t| t.guest_built_host_tables,
+        WorkloadConfig::HostRemap(_) => |t| t.host_remap,
+        _ => return None,
+    };
+    Some(
+        Paging::ALL
+            .into_iter()
+            .filter(|p| needs(p.traits()))
+            .collect(),
+    )
 }
 
 /// Whether the workload's footprint, its page tables and the kernel fit the memory the run

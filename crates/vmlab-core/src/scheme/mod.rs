@@ -7,21 +7,26 @@
 //! its hypervisor state; [`AnyScheme`] registers them. The system matches the scheme only on
 //! the slow path (kernel operations and faults); the access hit path never looks at it.
 //!
-//! Adding a scheme: a new module with a type implementing [`Scheme`], a [`Paging`] variant
-//! (name, summary) and an [`AnyScheme`] variant (see docs/design.md).
+//! Adding a scheme: a new module with a type implementing [`Scheme`] (whose required methods
+//! and traits say everything the rest of the tree asks of it), and its line in `registry.rs`
+//! (see docs/design.md).
 
 pub mod native;
 pub mod nested;
 pub mod pv;
+mod registry;
 pub mod shadow;
 mod system;
 pub mod tpt;
 
+pub(crate) use registry::dispatch;
+pub use registry::{AnyScheme, Paging};
 pub use system::System;
 
 use crate::addr::{Gfn, Gva, PageSize};
+use crate::hv::direct::DirectTables;
 use crate::hv::x86::exits::ExitReason;
-use crate::hv::x86::shadow::ShadowConfig;
+use crate::hv::x86::shadow::{ShadowConfig, ShadowMmu};
 use crate::hv::x86::vm::{BackingConfig, HvError, Vm};
 use crate::hw::cache::MemoryConfig;
 use crate::hw::frames::HostMemory;
@@ -29,64 +34,7 @@ use crate::hw::x86::mmu::{Mmu, TlbConfig};
 use crate::hw::x86::walker::Fault;
 use crate::os::{BackendError, Kernel, OsError, PvOps, PvResult};
 
-/// How guest-virtual addresses become host-physical ones.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Paging {
-    /// No hypervisor: the OS's tables map VA->PA, a 1D walk.
-    Native,
-    /// Hardware nested paging (Intel EPT / AMD NPT): a 2D walk.
-    Nested,
-    /// KVM-style shadow paging: the hypervisor's shadow tables, 1D walks; guest page-table
-    /// writes, CR3 loads and flushes trap.
-    Shadow,
-    /// Translation Pass-Through: the workload's process walks guest-built GVA->HPA tables
-    /// (1D) checked by memory tags; everything else runs on nested paging.
-    Tpt,
-    /// The TPT artifact's Intel prototype: the same tables, walked without tag checks (no
-    /// tagging hardware), and about 3 exits per user<->kernel round trip of a TPT process.
-    TptPrototype,
-    /// Xen-style paravirtual direct paging: guest tables hold machine frames (1D walks);
-    /// every update is a validated hypercall, batched in lazy-MMU sections; CR3 loads and
-    /// flushes are hypercalls; system calls and faults bounce through the hypervisor.
-    Pv,
-}
-
 impl Paging {
-    /// Every scheme, in the order `vmlab list` and `vmlab bench` use (a scheme's place here
-    /// is also its colour in figures).
-    pub const ALL: [Paging; 6] = [
-        Paging::Native,
-        Paging::Nested,
-        Paging::Shadow,
-        Paging::Pv,
-        Paging::Tpt,
-        Paging::TptPrototype,
-    ];
-
-    /// The scheme's name on the command line and in reports (`--paging`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Paging::Native => "native",
-            Paging::Nested => "nested",
-            Paging::Shadow => "shadow",
-            Paging::Tpt => "tpt",
-            Paging::TptPrototype => "tpt-prototype",
-            Paging::Pv => "pv",
-        }
-    }
-
-    /// One line on how the scheme translates, for `--help` and listings.
-    pub fn summary(self) -> &'static str {
-        match self {
-            Paging::Native => "bare metal: the OS's tables, 1D walks (up to 4 references)",
-            Paging::Nested => "EPT/NPT: guest tables + host EPT, 2D walks (up to 24 references)",
-            Paging::Shadow => "KVM shadow MMU: 1D walks of shadow tables; guest table writes, CR3 loads, INVLPG trap",
-            Paging::Tpt => "Translation Pass-Through: guest-built GVA->HPA tables, 1D walks with memory-tag checks",
-            Paging::TptPrototype => "TPT's Intel prototype: 1D walks without tags, ~3 exits per kernel entry of a TPT process",
-            Paging::Pv => "Xen PV direct paging: 1D walks of machine-frame tables; updates are batched hypercalls",
-        }
-    }
-
     /// The scheme called `name`, or a one-line error listing the valid names.
     pub fn parse(name: &str) -> Result<Paging, String> {
         Paging::ALL
@@ -103,23 +51,57 @@ impl Paging {
 
     /// Whether the scheme runs the kernel in a VM (every scheme but native).
     pub fn is_virtualized(self) -> bool {
-        self != Paging::Native
+        self.traits().virtualized
     }
 
     /// Why this scheme cannot run guest pages of `guest` on host pages of `host`, if it
-    /// cannot: pv and the TPT schemes map a guest page with one entry of a table of host
-    /// frames (the devirt tree has no split tables), so a guest page may not be larger than
-    /// the host page backing it.
+    /// cannot: a scheme that maps a guest page with one entry of a table of host frames (pv
+    /// and the TPT schemes: the devirt tree has no split tables) needs host pages at least
+    /// as large as the guest's.
     pub fn unsupported_pages(self, guest: PageSize, host: PageSize) -> Option<String> {
-        ((self.is_tpt() || self == Paging::Pv) && guest > host).then(|| {
+        (self.traits().guest_page_in_one_entry && guest > host).then(|| {
             format!("{} maps a guest page with one entry: guest pages of {} need host pages at least as large", self.name(), guest.name())
         })
     }
 
     /// Translation Pass-Through, with tags or as the Intel prototype.
     pub fn is_tpt(self) -> bool {
-        matches!(self, Paging::Tpt | Paging::TptPrototype)
+        self.traits().tpt_processes
     }
+}
+
+/// What a scheme is and can run, decided before it is built: the checks of a run, the guest
+/// kernel's boot options and the workloads that need a particular mechanism ask this, never
+/// a list of scheme names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchemeTraits {
+    /// The kernel runs in a VM.
+    pub virtualized: bool,
+    /// A guest page is mapped by one entry of a table of host frames, so it may not be
+    /// larger than the host page backing it.
+    pub guest_page_in_one_entry: bool,
+    /// The guest kernel may isolate its page tables (KPTI); Linux turns it off in Xen PV
+    /// guests (arch/x86/mm/pti.c, pti_check_boottime_disable).
+    pub kpti: bool,
+    /// The workload's process runs with TPT (the kernel marks the program's next exec).
+    pub tpt_processes: bool,
+    /// The guest builds tables of host frames that the hardware walks (the isolation probe
+    /// rewrites them).
+    pub guest_built_host_tables: bool,
+    /// The host can move guest pages under a running workload ([`Scheme::host_remap`]).
+    pub host_remap: bool,
+}
+
+impl SchemeTraits {
+    /// A scheme under a hypervisor with no special mechanism: nested paging's traits.
+    pub const HARDWARE_ASSISTED: SchemeTraits = SchemeTraits {
+        virtualized: true,
+        guest_page_in_one_entry: false,
+        kpti: true,
+        tpt_processes: false,
+        guest_built_host_tables: false,
+        host_remap: false,
+    };
 }
 
 /// Everything needed to build a system.
@@ -225,21 +207,29 @@ pub trait Scheme: Sized {
     /// Build the scheme's hypervisor state on `machine` (before the kernel boots).
     fn new(machine: &mut Machine, config: &SystemConfig) -> Result<Self, SimError>;
 
+    /// What the scheme built for `paging` (one of the variants it is registered for) is and
+    /// can run.
+    fn traits(paging: Paging) -> SchemeTraits;
+
     /// Which scheme this is.
     fn paging(&self) -> Paging;
 
     /// Run kernel code `f` with this scheme's pv-ops backend.
     fn with_pvops<R>(&mut self, machine: &mut Machine, f: impl FnOnce(&mut dyn PvOps) -> R) -> R;
 
-    /// The VM, under a hypervisor.
-    fn vm(&self) -> Option<&Vm> {
-        None
-    }
+    /// The VM, under a hypervisor (its exits are the run's).
+    fn vm(&self) -> Option<&Vm>;
 
     /// The VM, mutably.
-    fn vm_mut(&mut self) -> Option<&mut Vm> {
-        None
-    }
+    fn vm_mut(&mut self) -> Option<&mut Vm>;
+
+    /// The shadow MMU, if the scheme keeps shadow tables: its work is priced by the
+    /// profile's `[shadow]` table.
+    fn shadow_mmu(&self) -> Option<&ShadowMmu>;
+
+    /// The host-address tables the guest builds, if the scheme has them (pv's machine-frame
+    /// tables, TPT's devirt copies).
+    fn direct_tables(&self) -> Option<&DirectTables>;
 
     /// What entering the kernel and returning costs the scheme beyond the kernel's own work
     /// (a system call or a fault of the running process).
@@ -249,7 +239,7 @@ pub trait Scheme: Sized {
     /// virtualization the LAPIC timer is KVM's to emulate, so the tick exits (`timer`: the
     /// VMX preemption timer, KVM injecting the interrupt) and the guest's re-arming of its
     /// TSC deadline exits too (`tsc_deadline`); natively nothing.
-    fn timer_interrupt(&mut self) {
+    fn timer_interrupt(&mut self, _machine: &mut Machine) {
         if let Some(vm) = self.vm_mut() {
             vm.record_exit(ExitReason::Timer);
             vm.record_exit(ExitReason::TscDeadline);
@@ -269,59 +259,13 @@ pub trait Scheme: Sized {
         Ok(self.with_pvops(machine, |pv| kernel.page_fault(pv, va, write))?)
     }
 
-    /// The host moves the page backing guest frame `gfn` (migration, compaction).
+    /// The host moves the page backing guest frame `gfn` (migration, compaction); called
+    /// only for schemes whose traits say `host_remap`.
     fn host_remap(&mut self, _machine: &mut Machine, _gfn: Gfn) -> Result<(), SimError> {
-        let why = match self.paging() {
-            Paging::Native => "no hypervisor",
-            _ => "its host-frame tables would need their own invalidation",
-        };
         Err(SimError::Config(format!(
-            "host remapping is modeled under nested and tpt paging, not {} ({why})",
+            "{} says it can remap host pages but does not implement Scheme::host_remap",
             self.paging().name()
         )))
-    }
-}
-
-/// Every scheme, registered: the system holds one and dispatches on it outside the hot path.
-/// One value per system, never moved on the hot path: the size difference does not matter.
-#[allow(clippy::large_enum_variant)]
-pub enum AnyScheme {
-    /// No hypervisor.
-    Native(native::Native),
-    /// Nested paging (EPT).
-    Nested(nested::Nested),
-    /// KVM-style shadow paging.
-    Shadow(shadow::Shadow),
-    /// Xen-style PV direct paging.
-    Pv(pv::Pv),
-    /// Translation Pass-Through, tagged or as the Intel prototype.
-    Tpt(tpt::Tpt),
-}
-
-/// `$body` with `$s` bound to the scheme inside `$any`.
-macro_rules! dispatch {
-    ($any:expr, $s:ident => $body:expr) => {
-        match $any {
-            AnyScheme::Native($s) => $body,
-            AnyScheme::Nested($s) => $body,
-            AnyScheme::Shadow($s) => $body,
-            AnyScheme::Pv($s) => $body,
-            AnyScheme::Tpt($s) => $body,
-        }
-    };
-}
-pub(crate) use dispatch;
-
-impl AnyScheme {
-    /// The scheme `config.paging` names, built on `machine`.
-    pub fn new(machine: &mut Machine, config: &SystemConfig) -> Result<AnyScheme, SimError> {
-        Ok(match config.paging {
-            Paging::Native => AnyScheme::Native(native::Native::new(machine, config)?),
-            Paging::Nested => AnyScheme::Nested(nested::Nested::new(machine, config)?),
-            Paging::Shadow => AnyScheme::Shadow(shadow::Shadow::new(machine, config)?),
-            Paging::Pv => AnyScheme::Pv(pv::Pv::new(machine, config)?),
-            Paging::Tpt | Paging::TptPrototype => AnyScheme::Tpt(tpt::Tpt::new(machine, config)?),
-        })
     }
 }
 

@@ -1,8 +1,11 @@
 //! Native paging: the kernel's physical frames are host frames and its tables are the ones
 //! the hardware walks (1D). No hypervisor.
 
-use super::{Machine, Paging, Scheme, SimError, SystemConfig};
+use super::{Machine, Paging, Scheme, SchemeTraits, SimError, SystemConfig};
 use crate::addr::{Gfn, Gva, PageSize};
+use crate::hv::direct::DirectTables;
+use crate::hv::x86::shadow::ShadowMmu;
+use crate::hv::x86::vm::Vm;
 use crate::hw::frames::HostMemory;
 use crate::hw::x86::mmu::{Mmu, Root};
 use crate::os::{PvOps, PvResult};
@@ -15,8 +18,31 @@ impl Scheme for Native {
         Ok(Native)
     }
 
+    fn traits(_: Paging) -> SchemeTraits {
+        SchemeTraits {
+            virtualized: false,
+            ..SchemeTraits::HARDWARE_ASSISTED
+        }
+    }
+
     fn paging(&self) -> Paging {
         Paging::Native
+    }
+
+    fn vm(&self) -> Option<&Vm> {
+        None
+    }
+
+    fn vm_mut(&mut self) -> Option<&mut Vm> {
+        None
+    }
+
+    fn shadow_mmu(&self) -> Option<&ShadowMmu> {
+        None
+    }
+
+    fn direct_tables(&self) -> Option<&DirectTables> {
+        None
     }
 
     fn with_pvops<R>(&mut self, m: &mut Machine, f: impl FnOnce(&mut dyn PvOps) -> R) -> R {

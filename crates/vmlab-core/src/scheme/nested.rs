@@ -3,8 +3,10 @@
 //! the only hypervisor work is backing guest frames on first touch (EPT violations), and
 //! host moves of guest pages (p2m update, global flush).
 
-use super::{Machine, Paging, Scheme, SimError, SystemConfig};
+use super::{Machine, Paging, Scheme, SchemeTraits, SimError, SystemConfig};
 use crate::addr::{Gfn, Gva, Hpa, PageSize};
+use crate::hv::direct::DirectTables;
+use crate::hv::x86::shadow::ShadowMmu;
 use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
 use crate::hw::x86::mmu::{Mmu, Root};
@@ -20,6 +22,13 @@ impl Scheme for Nested {
         Ok(Nested {
             vm: super::new_vm(m, config)?,
         })
+    }
+
+    fn traits(_: Paging) -> SchemeTraits {
+        SchemeTraits {
+            host_remap: true,
+            ..SchemeTraits::HARDWARE_ASSISTED
+        }
     }
 
     fn paging(&self) -> Paging {
@@ -40,6 +49,14 @@ impl Scheme for Nested {
 
     fn vm_mut(&mut self) -> Option<&mut Vm> {
         Some(&mut self.vm)
+    }
+
+    fn shadow_mmu(&self) -> Option<&ShadowMmu> {
+        None
+    }
+
+    fn direct_tables(&self) -> Option<&DirectTables> {
+        None
     }
 
     fn host_remap(&mut self, m: &mut Machine, gfn: Gfn) -> Result<(), SimError> {

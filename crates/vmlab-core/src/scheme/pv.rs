@@ -6,11 +6,12 @@
 //! touch costs no exit. The guest-physical view the kernel reads stands in for Xen's
 //! machine-to-physical table.
 
-use super::{Machine, Paging, Scheme, SimError, SystemConfig};
+use super::{Machine, Paging, Scheme, SchemeTraits, SimError, SystemConfig};
 use crate::addr::{Gfn, Gva, PageSize};
 use crate::hv::direct::DirectTables;
 use crate::hv::pv::{batch, hypercall, Multicall};
 use crate::hv::x86::exits::ExitReason;
+use crate::hv::x86::shadow::ShadowMmu;
 use crate::hv::x86::vm::Vm;
 use crate::hw::frames::HostMemory;
 use crate::hw::x86::mmu::Mmu;
@@ -25,13 +26,6 @@ pub struct Pv {
     levels: u8,
 }
 
-impl Pv {
-    /// The machine-frame tables.
-    pub fn direct_tables(&self) -> &DirectTables {
-        &self.direct
-    }
-}
-
 impl Scheme for Pv {
     fn new(m: &mut Machine, config: &SystemConfig) -> Result<Pv, SimError> {
         let mut vm = super::new_vm(m, config)?;
@@ -42,6 +36,18 @@ impl Scheme for Pv {
             batch: Multicall::default(),
             levels: config.levels,
         })
+    }
+
+    fn traits(_: Paging) -> SchemeTraits {
+        SchemeTraits {
+            guest_page_in_one_entry: true,
+            // Linux turns page-table isolation off in Xen PV guests (arch/x86/mm/pti.c,
+            // pti_check_boottime_disable).
+            kpti: false,
+            guest_built_host_tables: true,
+            // Host remapping would need the machine-frame tables' own invalidation.
+            ..SchemeTraits::HARDWARE_ASSISTED
+        }
     }
 
     fn paging(&self) -> Paging {
@@ -65,6 +71,14 @@ impl Scheme for Pv {
 
     fn vm_mut(&mut self) -> Option<&mut Vm> {
         Some(&mut self.vm)
+    }
+
+    fn shadow_mmu(&self) -> Option<&ShadowMmu> {
+        None
+    }
+
+    fn direct_tables(&self) -> Option<&DirectTables> {
+        Some(&self.direct)
     }
 
     fn kernel_entry(&mut self, _kernel: &Kernel) {
@@ -91,7 +105,7 @@ impl Scheme for Pv {
     /// Xen delivers the tick as an event (VIRQ_TIMER, an upcall: the entry's bounce) and the
     /// guest re-arms its timer with a hypercall (`xen_vcpuop_set_next_event`:
     /// VCPUOP_set_singleshot_timer).
-    fn timer_interrupt(&mut self) {
+    fn timer_interrupt(&mut self, _machine: &mut Machine) {
         hypercall(&mut self.vm);
     }
 }

@@ -3,8 +3,9 @@
 //! page-table writes, CR3 loads and TLB flushes reach the hypervisor (see `hv::x86::shadow`),
 //! and every fault in the shadow tables exits to it before the guest sees anything.
 
-use super::{Machine, Paging, Scheme, SimError, SystemConfig};
+use super::{Machine, Paging, Scheme, SchemeTraits, SimError, SystemConfig};
 use crate::addr::{Gfn, Gva, Hfn, Hpa, PageSize};
+use crate::hv::direct::DirectTables;
 use crate::hv::x86::exits::ExitReason;
 use crate::hv::x86::shadow::{Ctx, ShadowConfig, ShadowMmu};
 use crate::hv::x86::vm::{HvError, Vm};
@@ -37,6 +38,11 @@ impl Scheme for Shadow {
         })
     }
 
+    fn traits(_: Paging) -> SchemeTraits {
+        // Host remapping would need the shadow tables' own invalidation: not modeled.
+        SchemeTraits::HARDWARE_ASSISTED
+    }
+
     fn paging(&self) -> Paging {
         Paging::Shadow
     }
@@ -58,6 +64,14 @@ impl Scheme for Shadow {
         Some(&mut self.vm)
     }
 
+    fn shadow_mmu(&self) -> Option<&ShadowMmu> {
+        Some(&self.shadow)
+    }
+
+    fn direct_tables(&self) -> Option<&DirectTables> {
+        None
+    }
+
     fn guest_fault(
         &mut self,
         m: &mut Machine,
@@ -65,16 +79,35 @@ impl Scheme for Shadow {
         va: Gva,
         write: bool,
     ) -> Result<(), SimError> {
-        // A fault in the shadow tables exits to the hypervisor first; only a fault the guest's
-        // own tables would raise reaches the guest.
-        let mut ctx = Ctx {
-            mem: &mut m.mem,
-            vm: &mut self.vm,
-            mmu: &mut m.mmu,
-        };
-        match self.shadow.page_fault(&mut ctx, va, write)? {
-            Ok(()) => Ok(()),
-            Err(_) => Ok(self.with_pvops(m, |pv| kernel.page_fault(pv, va, write))?),
+        shadow_fault(&mut self.vm, &mut self.shadow, m, kernel, va, write)
+    }
+}
+
+/// A fault in the shadow tables: it exits to the hypervisor first; only a fault the guest's
+/// own tables would raise reaches the guest.
+pub(super) fn shadow_fault(
+    vm: &mut Vm,
+    shadow: &mut ShadowMmu,
+    m: &mut Machine,
+    kernel: &mut Kernel,
+    va: Gva,
+    write: bool,
+) -> Result<(), SimError> {
+    let mut ctx = Ctx {
+        mem: &mut m.mem,
+        vm,
+        mmu: &mut m.mmu,
+    };
+    match shadow.page_fault(&mut ctx, va, write)? {
+        Ok(()) => Ok(()),
+        Err(_) => {
+            let mut pv = ShadowPvOps {
+                mem: &mut m.mem,
+                mmu: &mut m.mmu,
+                vm,
+                shadow,
+            };
+            Ok(kernel.page_fault(&mut pv, va, write)?)
         }
     }
 }

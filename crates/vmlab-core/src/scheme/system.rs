@@ -72,9 +72,7 @@ impl System {
                 ThpPolicy::Never
             },
             pcid: config.pcid,
-            // Linux turns page-table isolation off in Xen PV guests (arch/x86/mm/pti.c,
-            // pti_check_boottime_disable).
-            kpti: config.kpti && config.paging != Paging::Pv,
+            kpti: config.kpti && config.paging.traits().kpti,
             program: config.program,
             tpt_task: config.tpt_task.filter(|_| config.paging.is_tpt()),
         };
@@ -135,22 +133,15 @@ impl System {
         &self.scheme
     }
 
-    /// The shadow MMU, under shadow paging.
+    /// The shadow MMU, under schemes that keep shadow tables.
     pub fn shadow(&self) -> Option<&ShadowMmu> {
-        match &self.scheme {
-            AnyScheme::Shadow(s) => Some(s.mmu()),
-            _ => None,
-        }
+        dispatch!(&self.scheme, s => s.shadow_mmu())
     }
 
-    /// The host-address copies of the guest's tables, under PV (machine-frame tables) and
-    /// TPT (devirt copies).
+    /// The host-address tables the guest builds, under PV (machine-frame tables) and TPT
+    /// (devirt copies).
     pub fn direct_tables(&self) -> Option<&DirectTables> {
-        match &self.scheme {
-            AnyScheme::Pv(s) => Some(s.direct_tables()),
-            AnyScheme::Tpt(s) => Some(s.direct_tables()),
-            _ => None,
-        }
+        dispatch!(&self.scheme, s => s.direct_tables())
     }
 
     /// The probe of TPT's isolation: a malicious guest kernel points the devirt entry at
@@ -232,6 +223,19 @@ impl System {
         })?;
         let gfn =
             Gfn::new(first.raw() + ((va.raw() & (size.bytes() - 1)) >> crate::addr::PAGE_SHIFT));
+        let paging = self.paging();
+        if !paging.traits().host_remap {
+            let able: Vec<&str> = Paging::ALL
+                .iter()
+                .filter(|p| p.traits().host_remap)
+                .map(|p| p.name())
+                .collect();
+            return Err(SimError::Config(format!(
+                "host remapping is modeled under {}, not {}",
+                able.join(", "),
+                paging.name()
+            )));
+        }
         dispatch!(&mut self.scheme, s => s.host_remap(&mut self.machine, gfn))
     }
 
@@ -318,7 +322,7 @@ impl System {
     pub fn timer_tick(&mut self) -> Result<(), SimError> {
         dispatch!(&mut self.scheme, s => {
             s.kernel_entry(&self.kernel);
-            s.timer_interrupt();
+            s.timer_interrupt(&mut self.machine);
         });
         self.with_pvops(|k, pv| {
             k.enter(pv, EntryKind::Interrupt)?;

@@ -9,10 +9,11 @@
 //! of a TPT process costs about 3 exits (the switches between its host-address tables and the
 //! kernel's nested paging are hypercalls); it pins guest memory, so the host never moves it.
 
-use super::{Machine, Paging, Scheme, SimError, SystemConfig};
+use super::{Machine, Paging, Scheme, SchemeTraits, SimError, SystemConfig};
 use crate::addr::{Gfn, Gva, PageSize};
 use crate::hv::direct::DirectTables;
 use crate::hv::x86::exits::ExitReason;
+use crate::hv::x86::shadow::ShadowMmu;
 use crate::hv::x86::vm::Vm;
 use crate::hw::frames::HostMemory;
 use crate::hw::x86::mmu::Mmu;
@@ -38,16 +39,22 @@ impl Tpt {
             prototype,
         })
     }
-
-    /// The devirt copies.
-    pub fn direct_tables(&self) -> &DirectTables {
-        &self.direct
-    }
 }
 
 impl Scheme for Tpt {
     fn new(m: &mut Machine, config: &SystemConfig) -> Result<Tpt, SimError> {
         Tpt::build(m, config, config.paging == Paging::TptPrototype)
+    }
+
+    fn traits(paging: Paging) -> SchemeTraits {
+        SchemeTraits {
+            guest_page_in_one_entry: true,
+            tpt_processes: true,
+            guest_built_host_tables: true,
+            // The prototype pins guest memory, so the host never moves it.
+            host_remap: paging == Paging::Tpt,
+            ..SchemeTraits::HARDWARE_ASSISTED
+        }
     }
 
     fn paging(&self) -> Paging {
@@ -76,6 +83,14 @@ impl Scheme for Tpt {
         Some(&mut self.vm)
     }
 
+    fn shadow_mmu(&self) -> Option<&ShadowMmu> {
+        None
+    }
+
+    fn direct_tables(&self) -> Option<&DirectTables> {
+        Some(&self.direct)
+    }
+
     fn kernel_entry(&mut self, kernel: &Kernel) {
         if !self.prototype || !kernel.process(kernel.current()).is_some_and(|p| p.devirt) {
             return;
@@ -86,9 +101,6 @@ impl Scheme for Tpt {
     }
 
     fn host_remap(&mut self, m: &mut Machine, gfn: Gfn) -> Result<(), SimError> {
-        if self.prototype {
-            return Err(SimError::Config("host remapping is modeled under nested and tpt paging, not tpt-prototype (the prototype pins guest memory)".into()));
-        }
         crate::hv::tpt::move_guest_page(&mut m.mem, &mut self.vm, &mut self.direct, gfn)?;
         // A tag change is visible to every CPU only after a global flush.
         m.mmu.flush_all();

@@ -82,6 +82,24 @@ pub trait TableMemory {
     fn read(&mut self, at: crate::addr::Hpa) -> u64;
     /// Atomically set bits in an entry (A/D updates).
     fn set_bits(&mut self, at: crate::addr::Hpa, bits: u64);
+
+    /// The walk goes down through the non-leaf `entry` just read. Tables in one address
+    /// space ignore it; agile paging's tables change space below an entry with the switch
+    /// bit (`crate::hw::x86::agile`).
+    #[inline(always)]
+    fn descend(&mut self, _entry: u64) {}
+
+    /// The table space the walk is in, as bits 4..=5 of a walk-cache value (beside the
+    /// packed permissions in bits 0..=3), so a walk that starts from a cached prefix starts
+    /// in the right space. Zero for tables in one space.
+    #[inline(always)]
+    fn space_bits(&self) -> u64 {
+        0
+    }
+
+    /// Enter the table space a walk-cache value (its bits 4..=5) says the cached table is in.
+    #[inline(always)]
+    fn enter_space(&mut self, _cached: u64) {}
 }
 
 /// Paging-structure caches of one dimension: for levels 2..=4 (PDE, PDPTE, PML4E caches) they
@@ -262,6 +280,7 @@ fn walk_loop<F: EntryFormat, T: TableMemory>(
         table = value & FRAME_MASK;
         perms = value & Perms::ALL.bits();
         level = cached_level - 1;
+        tables.enter_space(value);
     }
     descend::<F, T>(
         tables, caches, dimension, mode, level, table, perms, addr, tag, write, refs,
@@ -337,10 +356,11 @@ pub(crate) fn descend<F: EntryFormat, T: TableMemory>(
             tables.set_bits(at, F::ACCESSED);
         }
         table = F::frame_addr(entry);
+        tables.descend(entry);
         if let Some(caches) = caches.as_deref_mut() {
             if level <= 4 {
                 // Every level below the cache hit (if any) was probed and missed.
-                caches.fill_absent(level, addr, tag, table | perms);
+                caches.fill_absent(level, addr, tag, table | perms | tables.space_bits());
             }
         }
         level -= 1;
