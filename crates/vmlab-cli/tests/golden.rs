@@ -17,6 +17,7 @@ use common::vmlab;
 use std::path::PathBuf;
 
 const ALL: &str = "native,nested,shadow,pv,tpt,tpt-prototype";
+const AGILE: &str = "nested,shadow,agile";
 
 /// (file name, `vmlab run` arguments after `--json`).
 const CONFIGS: &[(&str, &[&str])] = &[
@@ -165,6 +166,36 @@ const CONFIGS: &[(&str, &[&str])] = &[
             "10000",
         ],
     ),
+    // Agile paging beside the two schemes it combines, in files of its own (added with it).
+    (
+        "agile-sysbench-rnd",
+        &[
+            "-w",
+            "sysbench-mem:block=64M,mode=rnd",
+            "-p",
+            AGILE,
+            "-n",
+            "200000",
+            "--warmup",
+            "50000",
+        ],
+    ),
+    (
+        "agile-fork-bench",
+        &["-w", "fork-bench:rss=8M,forks=5", "-p", AGILE],
+    ),
+    (
+        "agile-lmbench-mmap",
+        &["-w", "lmbench:op=mmap,iters=5", "-p", AGILE],
+    ),
+    (
+        "agile-lmbench-page-fault",
+        &["-w", "lmbench:op=page-fault,size=1M,iters=3", "-p", AGILE],
+    ),
+    (
+        "agile-tlb-bench",
+        &["-w", "tlb-bench:size=8M,accesses=100000", "-p", AGILE],
+    ),
 ];
 
 fn golden_path(name: &str) -> PathBuf {
@@ -267,7 +298,7 @@ fn every_golden_configuration_reproduces_its_committed_json() {
 #[test]
 fn golden_configurations_cover_every_scheme_and_are_at_least_fifteen() {
     assert!(CONFIGS.len() >= 15);
-    for scheme in ALL.split(',') {
+    for scheme in vmlab_core::scheme::Paging::ALL.map(|p| p.name()) {
         let covered = CONFIGS
             .iter()
             .filter(|(_, a)| {

@@ -9,7 +9,9 @@
 
 mod common;
 
-use common::{ept_leaf, guest_table_gpas, guest_walk, Setup, MIB, REGION_4LEVEL, REGION_5LEVEL};
+use common::{
+    ept_leaf, guest_table_gpas, guest_walk, p2m, Setup, MIB, REGION_4LEVEL, REGION_5LEVEL,
+};
 use vmlab_core::addr::{Gva, PageSize};
 use vmlab_core::hw::x86::mmu::MmuCounters;
 use vmlab_core::hw::x86::paging::PagingMode;
@@ -418,4 +420,76 @@ fn one_dimensional_schemes_walk_like_native_and_tpt_checks_every_frame() {
             );
         }
     }
+}
+
+/// Agile paging with the guest's table at `level` moved to nested mode: each guest table at
+/// that level gets its entries written by the guest while shadowed (every write traps with
+/// unsync off), so after two trapped writes it walks nested. Returns the system and an
+/// address mapped below such a table.
+fn agile_switched_at(level: u8) -> (System, u64) {
+    let mut system = Setup {
+        shadow: Some(vmlab_core::hv::x86::shadow::ShadowConfig {
+            unsync: false,
+            ..vmlab_core::hv::x86::shadow::ShadowConfig::kvm_default(1 << 20)
+        }),
+        ..Setup::new(Paging::Agile)
+    }
+    .build();
+    // Three pages, each in a new table of the level below `level` (so each writes one new
+    // entry into the same table at `level`): 4 KiB apart for the leaf table, 2 MiB apart
+    // for the level-2 table, 1 GiB apart for the level-3 table.
+    let stride = 1u64 << (12 + 9 * (u32::from(level) - 1));
+    let region = REGION_4LEVEL;
+    system.mmap(Gva::new(region), 3 * stride, true).unwrap();
+    for page in 0..3 {
+        system
+            .access(Gva::new(region + page * stride), true)
+            .unwrap();
+    }
+    let va = region + 2 * stride;
+    (system, va)
+}
+
+#[test]
+fn agile_walks_shadow_above_the_switch_and_nested_below_it() {
+    // A switch to the guest's table at level s (4 levels): 4 - s shadow entries, the guest's
+    // table read at its host address, s - 1 guest entries each after a 4-reference EPT walk,
+    // and the data's EPT walk: 4 + 4s references, none cached (every TLB and cache is off).
+    // (level, guest-dimension refs, EPT refs)
+    let cases = [(1u8, 4u64, 4u64), (2, 4, 8), (3, 4, 12)];
+    for (level, guest_refs, ept_refs) in cases {
+        assert_eq!(guest_refs + ept_refs, 4 + 4 * u64::from(level));
+        let (mut system, va) = agile_switched_at(level);
+        let nested = system.shadow().unwrap().nested_tables();
+        assert!(nested >= 1, "level {level}: no table went nested");
+        for write in [false, true] {
+            let (d, hpa) = measure(&mut system, va, write);
+            let what = format!("agile switch to level {level}, write {write}");
+            assert_eq!(
+                Some(hpa),
+                p2m(&system, guest_walk(&system, Gva::new(va)).unwrap().gpa),
+                "{what}"
+            );
+            assert_eq!((d.walks, d.faults), (1, 0), "{what}");
+            assert_eq!((d.guest_refs, d.ept_refs), (guest_refs, ept_refs), "{what}");
+            // One GPA->HPA translation per guest table read below the switched one, and
+            // one for the data.
+            assert_eq!(d.nested_tlb_misses, u64::from(level), "{what}");
+        }
+    }
+}
+
+#[test]
+fn agile_without_a_switch_walks_like_shadow() {
+    // Pages touched once each, in separate leaf tables: no table is written twice while
+    // shadowed, so every walk stays in the shadow tables (4 references, no EPT).
+    let mut system = Setup::new(Paging::Agile).build();
+    system.mmap(Gva::new(REGION_4LEVEL), 4 * MIB, true).unwrap();
+    for offset in OFFSETS {
+        let va = REGION_4LEVEL + offset;
+        system.access(Gva::new(va), true).unwrap();
+        let (d, _) = measure(&mut system, va, false);
+        assert_eq!((d.walks, d.guest_refs, d.ept_refs), (1, 4, 0), "va {va:#x}");
+    }
+    assert_eq!(system.shadow().unwrap().nested_tables(), 0);
 }

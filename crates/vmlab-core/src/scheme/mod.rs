@@ -11,6 +11,7 @@
 //! and traits say everything the rest of the tree asks of it), and its line in `registry.rs`
 //! (see docs/design.md).
 
+pub mod agile;
 pub mod native;
 pub mod nested;
 pub mod pv;

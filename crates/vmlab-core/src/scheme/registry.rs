@@ -86,6 +86,10 @@ schemes! { $
     /// writes, CR3 loads and flushes trap.
     Shadow => super::shadow::Shadow, "shadow",
         "KVM shadow MMU: 1D walks of shadow tables; guest table writes, CR3 loads, INVLPG trap";
+    /// Agile paging: shadow tables above a switch, the guest's own tables through the EPT
+    /// below it, for the parts the guest writes often.
+    Agile => super::agile::Agile, "agile",
+        "agile paging: shadow walks above a switch, nested below it where the guest writes its tables often";
     /// Xen-style paravirtual direct paging: guest tables hold machine frames (1D walks);
     /// every update is a validated hypercall, batched in lazy-MMU sections; CR3 loads and
     /// flushes are hypercalls; system calls and faults bounce through the hypervisor.

@@ -27,6 +27,7 @@ use crate::host::prefetch::{prefetch, LeafTable, LeafTables, Lookahead, Tables, 
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
 use crate::hw::cache::{MemoryConfig, MemoryHierarchy, Requester};
 use crate::hw::frames::HostMemory;
+use crate::hw::x86::agile::{AgileTables, Space};
 use crate::hw::x86::deferred::{self, EptPaths, EptReplay};
 use crate::hw::x86::paging::{EntryKind, PagingMode, SoftWalk, X86_64_4LEVEL, X86_64_5LEVEL};
 use crate::hw::x86::pte::{EntryFormat, Ept, Perms, FRAME_MASK, X86};
@@ -134,6 +135,25 @@ pub enum Root {
         /// Host-physical address of the top-level table.
         cr3: Hpa,
     },
+    /// Agile paging: a walk of shadow tables from a host-physical root that switches to the
+    /// guest's tables, through the EPT, below an entry with the switch bit
+    /// ([`crate::hw::x86::agile`]).
+    Agile {
+        /// Host-physical address of the top-level shadow table.
+        cr3: Hpa,
+        /// Host-physical address of the EPT's top-level table.
+        eptp: Hpa,
+    },
+}
+
+impl Root {
+    /// The EPT root the walks from this root use, if they use one.
+    fn eptp(self) -> Option<Hpa> {
+        match self {
+            Root::TwoD { eptp, .. } | Root::Agile { eptp, .. } => Some(eptp),
+            Root::None | Root::OneD { .. } | Root::Tagged { .. } => None,
+        }
+    }
 }
 
 /// Event counters of the MMU (all exact).
@@ -448,10 +468,10 @@ impl Mmu {
     /// Load a new root (a CR3 write, or a VM entry with a new EPTP). With `flush`, the
     /// translations of the new tag are dropped, as a CR3 load without PCID does.
     pub fn set_root(&mut self, root: Root, tag: u64, flush: bool) {
-        if let Root::TwoD { eptp, .. } = root {
+        if let Some(eptp) = root.eptp() {
             // The EPT walks' back end learns the EPT root here, before any walk from it,
             // unless the root it has is this one: the running root's (records carry none).
-            if !matches!(self.root, Root::TwoD { eptp: running, .. } if running == eptp) {
+            if self.root.eptp() != Some(eptp) {
                 self.memory.defer(&EptReplay::root_record(eptp.raw()));
             }
         }
@@ -647,6 +667,45 @@ impl Mmu {
                 tables.check(Hpa::new(leaf.output(va)).frame().raw())?;
                 Ok((leaf.base, leaf.size, leaf.perm_bits))
             }
+            Root::Agile { cr3, eptp } if !TWO_D => {
+                let nested = Nested {
+                    mem,
+                    memory: &mut self.memory,
+                    ept_paths: &mut self.ept_paths,
+                    nested_tlb: &mut self.nested_tlb,
+                    nested_sizes_in_use: &mut self.nested_sizes_in_use,
+                    counters: &mut self.counters,
+                    eptp,
+                    mode,
+                };
+                let mut tables = AgileTables {
+                    nested,
+                    space: Space::Shadow,
+                };
+                let mut refs = 0;
+                let leaf = walk::<X86, _>(
+                    &mut tables,
+                    Some(&mut self.guest_caches),
+                    Dimension::Guest,
+                    mode,
+                    cr3.raw(),
+                    va,
+                    self.tag,
+                    write,
+                    &mut refs,
+                );
+                tables.nested.counters.guest_refs += refs;
+                let leaf = leaf?;
+                if !tables.switched() {
+                    return Ok((leaf.base, leaf.size, leaf.perm_bits));
+                }
+                // A leaf of the guest's tables: its output is guest-physical.
+                let gpa = leaf.output(va);
+                let host = tables.nested.translate(gpa, write)?;
+                let size = leaf.size.min(host.size);
+                let base = host.output(gpa) & !(size.bytes() - 1);
+                Ok((base, size, leaf.perm_bits & host.perm_bits))
+            }
             Root::TwoD { guest_cr3, eptp } if TWO_D => {
                 let mut nested = Nested {
                     mem,
@@ -678,7 +737,7 @@ impl Mmu {
                 let base = host.output(gpa) & !(size.bytes() - 1);
                 Ok((base, size, guest.perm_bits & host.perm_bits))
             }
-            Root::OneD { .. } | Root::Tagged { .. } | Root::TwoD { .. } => {
+            Root::OneD { .. } | Root::Tagged { .. } | Root::TwoD { .. } | Root::Agile { .. } => {
                 unreachable!("l1_miss::<TWO_D> is called for the root's kind")
             }
         }
@@ -699,6 +758,10 @@ impl Mmu {
         for batch in vas.chunks(LOOKAHEAD_BATCH) {
             match (self.root, stream) {
                 (Root::None, _) => return,
+                // No look-ahead for agile walks (host speed only: no simulated effect). The
+                // 1D look-ahead would read guest-physical addresses below a switch as host
+                // ones.
+                (Root::Agile { .. }, _) => return,
                 (Root::OneD { cr3 } | Root::Tagged { cr3 }, true) => {
                     self.lookahead_native::<true>(mem, cr3.raw(), batch)
                 }
@@ -1224,13 +1287,13 @@ impl TableMemory for HostTables<'_> {
 }
 
 /// Guest tables seen through the EPT: every guest table address is translated first.
-struct Nested<'a> {
+pub(crate) struct Nested<'a> {
     mem: &'a mut HostMemory,
     memory: &'a mut MemoryHierarchy,
     ept_paths: &'a mut EptPaths,
     nested_tlb: &'a mut TranslationCache,
     nested_sizes_in_use: &'a mut u8,
-    counters: &'a mut MmuCounters,
+    pub(crate) counters: &'a mut MmuCounters,
     eptp: Hpa,
     mode: &'a PagingMode,
 }
@@ -1238,7 +1301,7 @@ struct Nested<'a> {
 impl Nested<'_> {
     /// GPA -> HPA through the nested TLB, or an EPT walk.
     #[inline(always)]
-    fn translate(&mut self, gpa: u64, write: bool) -> Result<Leaf, Fault> {
+    pub(crate) fn translate(&mut self, gpa: u64, write: bool) -> Result<Leaf, Fault> {
         let (nested_tlb, mut found) = (&mut *self.nested_tlb, 0u8);
         let hit = first_size(
             *self.nested_sizes_in_use,

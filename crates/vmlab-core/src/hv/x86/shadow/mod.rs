@@ -42,6 +42,8 @@
 //! the VM's translations remotely); a guest page written wholesale (zeroed or copied) while
 //! shadowed is unshadowed at once, as flooding would do after three writes.
 
+pub mod agile;
+
 use crate::addr::{Gfn, Gpa, Gva, Hfn, Hpa, PageSize, PAGE_SHIFT};
 use crate::hv::x86::exits::ExitReason;
 use crate::hv::x86::shadow_work::{ShadowWork, ShadowWorkCounters};
@@ -167,6 +169,9 @@ pub struct ShadowMmu {
     stats: ShadowStats,
     /// The hypervisor's work by unit, priced under the profile's `[shadow]`.
     work: ShadowWorkCounters,
+    /// Agile paging: the guest tables walked in nested mode below a switch entry (`None`:
+    /// plain shadow paging).
+    agile: Option<agile::AgileMode>,
 }
 
 const ROOT_CACHE: usize = 4;
@@ -195,6 +200,7 @@ impl ShadowMmu {
             clock: 0,
             stats: ShadowStats::default(),
             work: ShadowWorkCounters::default(),
+            agile: None,
         }
     }
 
@@ -265,13 +271,8 @@ impl ShadowMmu {
         if flush {
             self.sync_all(ctx);
         }
-        ctx.mmu.set_root(
-            Root::OneD {
-                cr3: self.sp(root).hfn.addr(),
-            },
-            pcid as u64,
-            flush,
-        );
+        ctx.mmu
+            .set_root(self.hardware_root(ctx, root), pcid as u64, flush);
         Ok(())
     }
 
@@ -348,12 +349,18 @@ impl ShadowMmu {
         entry: u64,
     ) -> Result<(), HvError> {
         let Some(ids) = self.by_gfn.get(&table.raw()).cloned() else {
+            // Not shadowed (or, under agile paging, walked in nested mode): a plain store.
+            self.agile_untrapped_write(table);
             return Ok(());
         };
         if ids.iter().all(|&id| self.sp(id).unsync) {
             return Ok(()); // unsync: the write went straight to the guest's table
         }
         ctx.vm.record_exit(ExitReason::WriteProtect);
+        if self.agile_trapped_write(ctx, table, &ids) {
+            // Moved to nested mode: the write needs no emulation in shadow tables.
+            return self.ensure_root(ctx);
+        }
         if self.config.unsync && ids.iter().all(|&id| self.sp(id).role.level == 1) {
             for &id in &ids {
                 self.sp_mut(id).unsync = true;
@@ -383,6 +390,7 @@ impl ShadowMmu {
     /// The guest wrote a whole page (zeroed or copied it): if it was a shadowed page table,
     /// the page is unshadowed (one trapped write, then flooding's verdict at once).
     pub fn guest_page_written(&mut self, ctx: &mut Ctx, gfn: Gfn) -> Result<(), HvError> {
+        self.agile_forget(ctx, gfn);
         let Some(ids) = self.by_gfn.get(&gfn.raw()).cloned() else {
             return Ok(());
         };
@@ -467,6 +475,10 @@ impl ShadowMmu {
                         ctx.mem.write_u64(guest_at, entry);
                     }
                     let child_gfn = Gfn::from_table_addr(X86::frame_addr(entry));
+                    if self.agile_link_switch(ctx, sp, index, child_gfn, perms)? {
+                        // The hardware walks the guest's tables from here down.
+                        return Ok(Ok(()));
+                    }
                     sp = self.link_child(
                         ctx,
                         sp,
@@ -875,14 +887,22 @@ impl ShadowMmu {
         )?;
         self.roots.insert(0, (pgd.raw(), root, pcid));
         self.roots.truncate(ROOT_CACHE);
-        ctx.mmu.set_root(
-            Root::OneD {
-                cr3: self.sp(root).hfn.addr(),
-            },
-            pcid as u64,
-            true,
-        );
+        ctx.mmu
+            .set_root(self.hardware_root(ctx, root), pcid as u64, true);
         Ok(())
+    }
+
+    /// What the hardware walks from the shadow root `root`: a 1D walk, or under agile paging
+    /// one that may switch to the guest's tables through the EPT.
+    fn hardware_root(&self, ctx: &Ctx, root: SpId) -> Root {
+        let cr3 = self.sp(root).hfn.addr();
+        match self.agile {
+            None => Root::OneD { cr3 },
+            Some(_) => Root::Agile {
+                cr3,
+                eptp: ctx.vm.eptp(),
+            },
+        }
     }
 
     /// The level-1 shadow page and index that map `va` under the root `root`, if any.
