@@ -120,7 +120,7 @@ pub struct RunArgs {
     /// parameter, and the largest footprint the machine holds.
     #[arg(long, short = 'w', value_name = "SPEC")]
     pub workload: String,
-    /// Paging schemes to compare, comma-separated: native, nested, shadow, pv, tpt, tpt-prototype.
+    /// Paging schemes to compare, comma-separated: native, nested, shadow, agile, pv, tpt, tpt-prototype.
     #[arg(
         long,
         short = 'p',

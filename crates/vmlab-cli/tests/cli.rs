@@ -183,12 +183,13 @@ fn sizes_are_binary_and_decimal_looking_units_are_refused() {
 #[test]
 fn unknown_paging_scheme_lists_valid_schemes() {
     let mut args = vec!["run"];
-    args.extend(run_args(TLB_64M, "native,agile"));
+    args.extend(run_args(TLB_64M, "native,hybrid"));
     expect_usage_error(
         &args,
         &[
-            "agile",
+            "hybrid",
             "native",
+            "agile",
             "nested",
             "shadow",
             "pv",
@@ -1130,7 +1131,15 @@ fn list_json_has_workloads_schemes_and_profiles() {
     }
     assert_eq!(
         names("schemes"),
-        vec!["native", "nested", "shadow", "pv", "tpt", "tpt-prototype"]
+        vec![
+            "native",
+            "nested",
+            "shadow",
+            "agile",
+            "pv",
+            "tpt",
+            "tpt-prototype"
+        ]
     );
     assert!(names("profiles").iter().any(|n| n == "skylake"));
     // Workload parameters come with their keys.
@@ -1179,7 +1188,15 @@ fn bench_ok(args: &[&str], schemes: &[&str], accesses: u64) -> String {
 
 #[test]
 fn bench_json_reports_a_positive_rate_per_scheme() {
-    let all = ["native", "nested", "shadow", "pv", "tpt", "tpt-prototype"];
+    let all = [
+        "native",
+        "nested",
+        "shadow",
+        "agile",
+        "pv",
+        "tpt",
+        "tpt-prototype",
+    ];
     let stdout = bench_ok(&["--json", "-w", TLB_64M, "-n", "20000"], &all, 20000);
     let value: Value = serde_json::from_str(&stdout).expect("bench --json is JSON");
     let provenance = &value["provenance"];
@@ -1194,11 +1211,7 @@ fn bench_json_reports_a_positive_rate_per_scheme() {
     );
     let rows = value["bench"].as_array().expect("'bench' is an array");
     let names: Vec<&str> = rows.iter().map(|r| r["paging"].as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        vec!["native", "nested", "shadow", "pv", "tpt", "tpt-prototype"],
-        "one entry per scheme"
-    );
+    assert_eq!(names, all, "one entry per scheme");
     for row in rows {
         let rate = row["accesses_per_second"]
             .as_f64()

@@ -11,7 +11,15 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-const ALL_SCHEMES: [&str; 6] = ["native", "nested", "shadow", "pv", "tpt", "tpt-prototype"];
+const ALL_SCHEMES: [&str; 7] = [
+    "native",
+    "nested",
+    "shadow",
+    "agile",
+    "pv",
+    "tpt",
+    "tpt-prototype",
+];
 const SIZES: [&str; 11] = [
     "4K", "16K", "64K", "256K", "1M", "8M", "16M", "32M", "64M", "128M", "256M",
 ];
@@ -242,7 +250,7 @@ fn u(run: &Value, key: &str) -> u64 {
 #[test]
 fn tpt_runs_every_scheme_on_the_headline_workload() {
     let e = Experiment::run("tpt");
-    e.check_structure("tpt", &ALL_SCHEMES, 6, 0);
+    e.check_structure("tpt", &ALL_SCHEMES, ALL_SCHEMES.len(), 0);
     let run = |s| e.run_of("sysbench-mem:block=4G", s, "4k", "4k");
     for s in ALL_SCHEMES {
         assert_eq!(
@@ -375,9 +383,9 @@ fn lmbench_has_every_op_under_every_scheme() {
 #[test]
 fn hugepages_crosses_guest_and_host_page_sizes() {
     let e = Experiment::run("hugepages");
-    let schemes = ["native", "nested", "shadow", "tpt"];
-    // 2 workloads x 2 guest x 3 host page sizes x 4 schemes, less tpt with guest 2M on host 4K.
-    e.check_structure("hugepages", &schemes, 2 * 2 * 3 * 4 - 2, 2);
+    let schemes = ["native", "nested", "shadow", "agile", "tpt"];
+    // 2 workloads x 2 guest x 3 host page sizes x 5 schemes, less tpt with guest 2M on host 4K.
+    e.check_structure("hugepages", &schemes, 2 * 2 * 3 * 5 - 2, 2);
     for skipped in e.file["skipped"].as_array().unwrap() {
         assert_eq!(skipped["paging"], "tpt");
         assert_eq!(

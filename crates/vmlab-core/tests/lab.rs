@@ -126,7 +126,7 @@ fn run_specs_and_reports_round_trip_through_json() {
 fn bad_run_specs_are_user_errors_that_name_the_problem() {
     let cases: [(&str, &str, &str); 5] = [
         ("workload", "no-such-workload", "no-such-workload"),
-        ("paging", "agile", "unknown paging scheme 'agile'"),
+        ("paging", "hybrid", "unknown paging scheme 'hybrid'"),
         ("guest_pages", "1g", "invalid guest_pages '1g'"),
         ("machine", "no-such-machine", "no-such-machine"),
         (
