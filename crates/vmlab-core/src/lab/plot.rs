@@ -147,7 +147,7 @@ const SPARE_COLORS: [&str; 8] = [
 ];
 const SPARE_DASHES: [&str; 4] = ["4 2", "8 2 2 2", "2 5", "12 4"];
 
-/// The style of the series `name`: its fixed one ([`FIXED`]: the schemes and e500 models),
+/// The style of the series `name`: its fixed one (the x86 schemes, agile and the e500 models),
 /// or one picked by a hash of the name from spare colours, the same in every figure and
 /// every run of vmlab.
 pub fn style(name: &str) -> Style {
