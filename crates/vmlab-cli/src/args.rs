@@ -57,12 +57,16 @@ pub enum Command {
         vmlab reproduce pagetable --quick          fork latency over resident sizes, fewer forks\n  \
         vmlab reproduce tlb --out /tmp/tlb         write tlb.csv, tlb.json and tlb.svg to /tmp/tlb\n  \
         vmlab reproduce tpt --quick --json         the runs as JSON, the shape of `vmlab run --json`\n  \
+        vmlab reproduce tpt --quick --html         also tpt.html: tables, figure and provenance in one page\n  \
         vmlab reproduce my-experiment.toml         an experiment file of your own (see experiments/)\n\n\
         Each experiment crosses workloads (and sizes), guest and host page sizes and paging schemes;\n\
         every combination is one `vmlab run` with the experiment's sample, run in parallel threads\n\
         (the results do not depend on how many). The JSON file records its provenance (the vmlab\n\
         version and git commit, the command line, the profile and its hash, the seed), so a result can be rerun.")]
     Reproduce(ReproduceArgs),
+    /// Render the results `vmlab reproduce` wrote (NAME.json and NAME.svg) as one self-contained HTML page per experiment.
+    #[command(after_help = crate::report::AFTER_HELP)]
+    Report(crate::report::ReportArgs),
     /// Show a machine profile as the simulator reads it, or list the built-in ones.
     #[command(after_help = "Examples:\n  \
         vmlab profile list                           the built-in profiles, one line each\n  \
@@ -226,7 +230,7 @@ pub struct ReproduceArgs {
     #[arg(value_name = "NAME", required_unless_present = "list")]
     pub name: Option<String>,
     /// Describe each built-in experiment (or only NAME) in one line, and exit.
-    #[arg(long, conflicts_with_all = ["quick", "json", "out", "jobs", "traces"])]
+    #[arg(long, conflicts_with_all = ["quick", "json", "out", "jobs", "traces", "html"])]
     pub list: bool,
     /// The quick variant: shorter samples and fewer iterations, the same workloads, sizes and schemes.
     #[arg(long)]
@@ -235,6 +239,10 @@ pub struct ReproduceArgs {
     /// instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Also write NAME.html: the tables, the figure, every run's specification and the
+    /// provenance in one self-contained page (what `vmlab report DIR` renders later).
+    #[arg(long)]
+    pub html: bool,
     /// Directory for NAME.csv, NAME.json and NAME.svg [default: results/NAME].
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,

@@ -99,6 +99,13 @@ pub fn guest(a: GuestArgs) -> ExitCode {
 
 /// `vmlab reproduce guest`: the benchmark suite under every mechanism.
 pub fn reproduce(a: ReproduceArgs) -> Result<(), CliError> {
+    if a.html {
+        return Err(UsageError(
+            "--html is for experiments of experiments/*.toml (vmlab reproduce --list); guest writes no HTML report yet"
+                .into(),
+        )
+        .into());
+    }
     if a.traces.is_some() {
         return Err(
             UsageError("--traces is for experiments that replay recordings (apps)".into()).into(),

@@ -37,6 +37,13 @@ fn trace_path(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
 }
 
 pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
+    if args.html {
+        return Err(UsageError(
+            "--html is for experiments of experiments/*.toml (vmlab reproduce --list); labt writes no HTML report yet"
+                .into(),
+        )
+        .into());
+    }
     if args.traces.is_some() {
         return Err(
             UsageError("--traces is for experiments that replay recordings (apps)".into()).into(),

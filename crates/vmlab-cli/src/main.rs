@@ -10,6 +10,7 @@ mod list;
 mod profile;
 mod progress;
 mod record;
+mod report;
 mod reproduce;
 mod run;
 mod table;
@@ -86,6 +87,7 @@ fn main() -> ExitCode {
             labt::reproduce(a)
         }
         args::Command::Reproduce(a) => reproduce::reproduce(a),
+        args::Command::Report(a) => report::report(a),
         args::Command::Profile(a) => profile::profile(a),
         args::Command::Guest(a) => return guest::guest(a),
         args::Command::Trace(a) => trace::trace(a),

@@ -1,5 +1,6 @@
 //! `vmlab reproduce`: runs an experiment of `experiments/*.toml` (built into the binary) and
-//! writes its table to stdout and a CSV, a JSON and an SVG figure to a directory.
+//! writes its table to stdout and a CSV, a JSON and an SVG figure to a directory (and, with
+//! `--html`, the page `vmlab report` renders from them).
 //!
 //! Planning, running and the CSV, JSON and SVG renderings are the library's
 //! (`vmlab_core::lab`); this module adds the terminal table, the progress bar and the files.
@@ -69,22 +70,25 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
 
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| CliError::Run(format!("cannot create {}: {e}", out_dir.display())))?;
-    let files = [
+    let experiment_report = ExperimentReport::new(&exp, &plan, &rows, provenance.clone());
+    let svg = report::figure(&exp, &plan, &rows).to_svg();
+    let mut files = vec![
         (
             out_dir.join(format!("{}.csv", exp.name)),
             report::csv(&exp, &rows).map_err(cli_error)?,
         ),
         (
             out_dir.join(format!("{}.json", exp.name)),
-            ExperimentReport::new(&exp, &plan, &rows, provenance.clone())
-                .to_json()
-                .map_err(cli_error)?,
-        ),
-        (
-            out_dir.join(format!("{}.svg", exp.name)),
-            report::figure(&exp, &plan, &rows).to_svg(),
+            experiment_report.to_json().map_err(cli_error)?,
         ),
     ];
+    if args.html {
+        files.push((
+            out_dir.join(format!("{}.html", exp.name)),
+            vmlab_core::lab::html::render(&experiment_report, Some(&svg)),
+        ));
+    }
+    files.insert(2, (out_dir.join(format!("{}.svg", exp.name)), svg));
     for (path, text) in &files {
         std::fs::write(path, text)
             .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))?;

@@ -355,11 +355,8 @@ impl LabtReport {
                 "slowdown over bare hardware and exits per operation; {} MHz, CPI {}",
                 self.frequency_mhz, self.cpi
             ),
-            series: configs
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (c.to_string(), i + 1))
-                .collect(),
+            // Each model in its name's style (plot::style).
+            series: configs.iter().map(|c| c.to_string()).collect(),
             kind: Kind::Bars,
             panels: vec![
                 Panel {

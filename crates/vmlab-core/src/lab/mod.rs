@@ -13,12 +13,15 @@
 //! - [`report`]: the results (a row per run or skipped combination), the experiment's
 //!   serializable report, and its CSV, JSON and SVG renderings.
 //! - [`plot`]: the SVG figure writer.
+//! - [`html`]: an experiment's report as one self-contained HTML page (tables, the figure
+//!   inline, run specifications, provenance), rendered from the serializable report.
 //!
 //! Like the rest of the library it does no I/O besides reading the experiment and profile
 //! files it is pointed at; printing, progress bars and writing files are the caller's.
 
 pub mod e500;
 pub mod experiment;
+pub mod html;
 pub mod plan;
 pub mod plot;
 pub mod report;

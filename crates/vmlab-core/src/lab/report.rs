@@ -362,17 +362,8 @@ pub fn figure(exp: &Experiment, plan: &Plan, rows: &[Row]) -> plot::Figure {
             None => panels.push((key, vec![g])),
         }
     }
-    // A scheme's style is its place in Paging::ALL: the same colour in every figure.
-    let series: Vec<(String, usize)> = plan
-        .schemes
-        .iter()
-        .map(|p| {
-            (
-                p.name().to_string(),
-                Paging::ALL.iter().position(|q| q == p).unwrap_or(0),
-            )
-        })
-        .collect();
+    // Each scheme is drawn in its name's style (plot::style): the same colour in every figure.
+    let series: Vec<String> = plan.schemes.iter().map(|p| p.name().to_string()).collect();
     // Every bar label in the figure gets the same number of decimals.
     let all: Vec<f64> = panels
         .iter()
