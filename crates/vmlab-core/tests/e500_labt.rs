@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 use vmlab_core::cost::e500::E500Costs;
-use vmlab_core::hv::e500::labt::{Labt, LabtConfig, Variant};
 use vmlab_core::hv::e500::registry;
 use vmlab_core::hv::e500::replay::{replay, ReplayReport};
 use vmlab_core::hv::e500::{E500Exit, HvModel};
@@ -104,52 +103,5 @@ fn pv_and_labt_over_the_committed_trace() {
     // The translation cache window stays unused by the guest.
     for n in ["labt", "labt-resize", "labt-avoid", "labt-all"] {
         assert_eq!(get(n).extra.get("tc_window_accesses"), None, "{n}");
-    }
-}
-
-/// The split policy's parameter, swept: `cargo test --release -p vmlab-core --test
-/// e500_labt -- --ignored --nocapture` prints what docs/mechanisms.md section 8 quotes.
-#[test]
-#[ignore]
-fn resize_unit_sweep() {
-    let costs = E500Costs::builtin();
-    let units: [u64; 6] = [4 << 10, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20];
-    let names = ["4K", "16K", "64K", "128K", "256K", "1M"];
-    let mut models: Vec<Box<dyn HvModel>> = ["pv", "labt", "labt-avoid"]
-        .iter()
-        .map(|n| (registry::find(n).unwrap().build)(&costs).unwrap())
-        .collect();
-    for (i, &unit) in units.iter().enumerate() {
-        for avoid in [false, true] {
-            let base = if avoid { Variant::All } else { Variant::Resize };
-            let cfg = LabtConfig {
-                resize_unit: Some(unit),
-                ..base.config()
-            };
-            let name: &'static str =
-                Box::leak(format!("{}-{}", base.name(), names[i]).into_boxed_str());
-            models.push(Box::new(Labt::with_config(&costs, name, cfg).unwrap()));
-        }
-    }
-    let r = run(models);
-    println!(
-        "| configuration | tracing faults | host TLB misses | splits | merges | added cycles |"
-    );
-    println!("|---|---|---|---|---|---|");
-    for (i, n) in r.model_names.iter().enumerate() {
-        let c = &r.total[i];
-        println!(
-            "| {n} | {} | {} | {} | {} | {} |",
-            c.tracing_faults,
-            c.exits.get(E500Exit::HostTlbMiss),
-            c.splits,
-            c.merges,
-            c.cycles
-        );
-    }
-    for (i, n) in r.model_names.iter().enumerate() {
-        let c = &r.total[i];
-        println!("{n}: {:?}", c.exits.nonzero().collect::<Vec<_>>());
-        println!("{n}: {:?}", c.extra);
     }
 }
