@@ -1116,6 +1116,7 @@ fn report<W: Workload>(
         us_per_fork: (kernel.forks > 0).then(|| cycles / (ghz * 1e3) / kernel.forks as f64),
         os: kernel,
         remap,
+        agile: sys.shadow().and_then(|s| s.agile_stats()).copied(),
         setup,
         structures: sys
             .mmu()

@@ -227,6 +227,10 @@ pub struct RunReport {
     pub os: KernelCounters,
     /// Host remapping of guest pages in the measured phase (`host-remap` workload).
     pub remap: crate::hv::RemapCounters,
+    /// Agile paging's moves between shadow and nested mode over the whole run, set-up
+    /// included (absent under other schemes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agile: Option<crate::hv::x86::shadow::agile::AgileStats>,
     /// What the set-up phase did, apart from the measured numbers.
     pub setup: SetupReport,
     /// Hits and misses of every TLB and walk cache, over the whole run.

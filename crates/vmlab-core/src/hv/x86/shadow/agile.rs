@@ -39,7 +39,7 @@ pub const WRITES_TO_NESTED: u32 = 2;
 pub const REVERT_TICKS: u32 = 250;
 
 /// Counts of agile paging's moves.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AgileStats {
     /// Guest tables moved from shadow to nested mode.
     pub to_nested: u64,
