@@ -11,6 +11,8 @@
 //! and traits say everything the rest of the tree asks of it), and its line in `registry.rs`
 //! (see docs/design.md).
 
+#[macro_use]
+mod pvops_common;
 pub mod agile;
 pub mod native;
 pub mod nested;

@@ -2,7 +2,7 @@
 //! the hardware walks (1D). No hypervisor.
 
 use super::{Machine, Paging, Scheme, SchemeTraits, SimError, SystemConfig};
-use crate::addr::{Gfn, Gva, PageSize};
+use crate::addr::{Gfn, PageSize};
 use crate::hv::direct::DirectTables;
 use crate::hv::x86::shadow::ShadowMmu;
 use crate::hv::x86::vm::Vm;
@@ -110,18 +110,5 @@ impl PvOps for NativePvOps<'_> {
         Ok(())
     }
 
-    fn invlpg(&mut self, va: Gva) -> PvResult {
-        self.mmu.invlpg(va);
-        Ok(())
-    }
-
-    fn flush_tlb(&mut self) -> PvResult {
-        self.mmu.flush_current();
-        Ok(())
-    }
-
-    fn invpcid_addr(&mut self, pcid: u16, va: Gva) -> PvResult {
-        self.mmu.invlpg_tag(va, pcid as u64);
-        Ok(())
-    }
+    hardware_tlb_ops!();
 }

@@ -4,7 +4,7 @@
 //! host moves of guest pages (p2m update, global flush).
 
 use super::{Machine, Paging, Scheme, SchemeTraits, SimError, SystemConfig};
-use crate::addr::{Gfn, Gva, Hpa, PageSize};
+use crate::addr::{Gfn, Hpa};
 use crate::hv::direct::DirectTables;
 use crate::hv::x86::shadow::ShadowMmu;
 use crate::hv::x86::vm::{HvError, Vm};
@@ -119,13 +119,7 @@ impl PvOps for NestedPvOps<'_> {
         Ok(())
     }
 
-    fn clear_page(&mut self, frame: Gfn, size: PageSize) -> PvResult {
-        super::touch_frames(self.mem, self.vm, frame, size)
-    }
-
-    fn copy_page(&mut self, _from: Gfn, to: Gfn, size: PageSize) -> PvResult {
-        super::touch_frames(self.mem, self.vm, to, size)
-    }
+    backed_page_writes!();
 
     fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) -> PvResult {
         self.mmu.set_root(
@@ -139,18 +133,5 @@ impl PvOps for NestedPvOps<'_> {
         Ok(())
     }
 
-    fn invlpg(&mut self, va: Gva) -> PvResult {
-        self.mmu.invlpg(va);
-        Ok(())
-    }
-
-    fn flush_tlb(&mut self) -> PvResult {
-        self.mmu.flush_current();
-        Ok(())
-    }
-
-    fn invpcid_addr(&mut self, pcid: u16, va: Gva) -> PvResult {
-        self.mmu.invlpg_tag(va, pcid as u64);
-        Ok(())
-    }
+    hardware_tlb_ops!();
 }

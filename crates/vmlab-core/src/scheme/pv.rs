@@ -7,7 +7,7 @@
 //! machine-to-physical table.
 
 use super::{Machine, Paging, Scheme, SchemeTraits, SimError, SystemConfig};
-use crate::addr::{Gfn, Gva, PageSize};
+use crate::addr::{Gfn, Gva};
 use crate::hv::direct::DirectTables;
 use crate::hv::pv::{batch, hypercall, Multicall};
 use crate::hv::x86::exits::ExitReason;
@@ -159,13 +159,7 @@ impl PvOps for PvPvOps<'_> {
         Ok(())
     }
 
-    fn clear_page(&mut self, frame: Gfn, size: PageSize) -> PvResult {
-        super::touch_frames(self.mem, self.vm, frame, size)
-    }
-
-    fn copy_page(&mut self, _from: Gfn, to: Gfn, size: PageSize) -> PvResult {
-        super::touch_frames(self.mem, self.vm, to, size)
-    }
+    backed_page_writes!();
 
     fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) -> PvResult {
         let root = self.direct.root(pgd, self.vm.eptp(), false);

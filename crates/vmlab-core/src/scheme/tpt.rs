@@ -10,7 +10,7 @@
 //! kernel's nested paging are hypercalls); it pins guest memory, so the host never moves it.
 
 use super::{Machine, Paging, Scheme, SchemeTraits, SimError, SystemConfig};
-use crate::addr::{Gfn, Gva, PageSize};
+use crate::addr::Gfn;
 use crate::hv::direct::DirectTables;
 use crate::hv::x86::exits::ExitReason;
 use crate::hv::x86::shadow::ShadowMmu;
@@ -150,13 +150,7 @@ impl PvOps for TptPvOps<'_> {
         Ok(())
     }
 
-    fn clear_page(&mut self, frame: Gfn, size: PageSize) -> PvResult {
-        super::touch_frames(self.mem, self.vm, frame, size)
-    }
-
-    fn copy_page(&mut self, _from: Gfn, to: Gfn, size: PageSize) -> PvResult {
-        super::touch_frames(self.mem, self.vm, to, size)
-    }
+    backed_page_writes!();
 
     fn write_cr3(&mut self, pgd: Gfn, pcid: u16, flush: bool) -> PvResult {
         let root = self.direct.root(pgd, self.vm.eptp(), self.tagged);
@@ -164,20 +158,7 @@ impl PvOps for TptPvOps<'_> {
         Ok(())
     }
 
-    fn invlpg(&mut self, va: Gva) -> PvResult {
-        self.mmu.invlpg(va);
-        Ok(())
-    }
-
-    fn flush_tlb(&mut self) -> PvResult {
-        self.mmu.flush_current();
-        Ok(())
-    }
-
-    fn invpcid_addr(&mut self, pcid: u16, va: Gva) -> PvResult {
-        self.mmu.invlpg_tag(va, pcid as u64);
-        Ok(())
-    }
+    hardware_tlb_ops!();
 
     fn mm_created(&mut self, pgd: Gfn, devirt: bool) -> PvResult {
         if devirt {
