@@ -8,7 +8,7 @@
 use super::shadow::{shadow_fault, ShadowPvOps};
 use super::{Machine, Paging, Scheme, SchemeTraits, SimError, SystemConfig};
 use crate::addr::Gva;
-use crate::hv::direct::DirectTables;
+use crate::hv::x86::direct::DirectTables;
 use crate::hv::x86::exits::ExitReason;
 use crate::hv::x86::shadow::{Ctx, ShadowConfig, ShadowMmu};
 use crate::hv::x86::vm::Vm;

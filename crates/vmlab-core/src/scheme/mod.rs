@@ -27,7 +27,7 @@ pub use registry::{AnyScheme, Paging};
 pub use system::System;
 
 use crate::addr::{Gfn, Gva, PageSize};
-use crate::hv::direct::DirectTables;
+use crate::hv::x86::direct::DirectTables;
 use crate::hv::x86::exits::ExitReason;
 use crate::hv::x86::shadow::{ShadowConfig, ShadowMmu};
 use crate::hv::x86::vm::{BackingConfig, HvError, Vm};

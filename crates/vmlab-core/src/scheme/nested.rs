@@ -5,7 +5,7 @@
 
 use super::{Machine, Paging, Scheme, SchemeTraits, SimError, SystemConfig};
 use crate::addr::{Gfn, Hpa};
-use crate::hv::direct::DirectTables;
+use crate::hv::x86::direct::DirectTables;
 use crate::hv::x86::shadow::ShadowMmu;
 use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;

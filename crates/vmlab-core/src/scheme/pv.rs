@@ -1,6 +1,6 @@
 //! Xen-style paravirtual direct paging: every address space's tables hold machine frames
-//! (the copies of `hv::direct`, walked in 1D); every update is a validated hypercall, batched
-//! in lazy-MMU sections (`hv::pv`); CR3 loads and flushes are hypercalls; system calls and
+//! (the copies of `hv::x86::direct`, walked in 1D); every update is a validated hypercall, batched
+//! in lazy-MMU sections (`hv::x86::pv`); CR3 loads and flushes are hypercalls; system calls and
 //! faults bounce through the hypervisor, since a 64-bit PV kernel runs in ring 3. There is
 //! no EPT: the toolstack populates the guest's memory when it builds the domain, so a first
 //! touch costs no exit. The guest-physical view the kernel reads stands in for Xen's
@@ -8,9 +8,9 @@
 
 use super::{Machine, Paging, Scheme, SchemeTraits, SimError, SystemConfig};
 use crate::addr::{Gfn, Gva};
-use crate::hv::direct::DirectTables;
-use crate::hv::pv::{batch, hypercall, Multicall};
+use crate::hv::x86::direct::DirectTables;
 use crate::hv::x86::exits::ExitReason;
+use crate::hv::x86::pv::{batch, hypercall, Multicall};
 use crate::hv::x86::shadow::ShadowMmu;
 use crate::hv::x86::vm::Vm;
 use crate::hw::frames::HostMemory;

@@ -5,7 +5,7 @@
 
 use super::{Machine, Paging, Scheme, SchemeTraits, SimError, SystemConfig};
 use crate::addr::{Gfn, Gva, Hfn, Hpa, PageSize};
-use crate::hv::direct::DirectTables;
+use crate::hv::x86::direct::DirectTables;
 use crate::hv::x86::exits::ExitReason;
 use crate::hv::x86::shadow::{Ctx, ShadowConfig, ShadowMmu};
 use crate::hv::x86::vm::{HvError, Vm};

@@ -5,7 +5,7 @@ use super::nested::NestedPvOps;
 use super::{dispatch, AnyScheme, Machine, Paging, Scheme, SimError, SystemConfig};
 use crate::addr::{Gfn, Gpa, Gva, Hfn, Hpa, PageSize};
 use crate::engine::Pipeline;
-use crate::hv::direct::DirectTables;
+use crate::hv::x86::direct::DirectTables;
 use crate::hv::x86::shadow::ShadowMmu;
 use crate::hv::x86::vm::Vm;
 use crate::hv::{ExitCounters, RemapCounters};

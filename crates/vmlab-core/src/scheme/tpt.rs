@@ -1,5 +1,5 @@
 //! Translation Pass-Through (USENIX ATC 2023; docs/mechanisms.md, section 1): for chosen processes the guest
-//! keeps one-dimensional GVA->HPA page tables (the devirt copies of `hv::direct`, kept by dual
+//! keeps one-dimensional GVA->HPA page tables (the devirt copies of `hv::x86::direct`, kept by dual
 //! writes), the hardware walks them in user mode, and memory tags keep the guest inside its
 //! own frames. Other processes, and the guest kernel, run on nested paging. The mechanism
 //! follows the artifact's guest pv-ops backend.
@@ -11,7 +11,7 @@
 
 use super::{Machine, Paging, Scheme, SchemeTraits, SimError, SystemConfig};
 use crate::addr::Gfn;
-use crate::hv::direct::DirectTables;
+use crate::hv::x86::direct::DirectTables;
 use crate::hv::x86::exits::ExitReason;
 use crate::hv::x86::shadow::ShadowMmu;
 use crate::hv::x86::vm::Vm;
@@ -101,7 +101,7 @@ impl Scheme for Tpt {
     }
 
     fn host_remap(&mut self, m: &mut Machine, gfn: Gfn) -> Result<(), SimError> {
-        crate::hv::tpt::move_guest_page(&mut m.mem, &mut self.vm, &mut self.direct, gfn)?;
+        crate::hv::x86::tpt::move_guest_page(&mut m.mem, &mut self.vm, &mut self.direct, gfn)?;
         // A tag change is visible to every CPU only after a global flush.
         m.mmu.flush_all();
         Ok(())

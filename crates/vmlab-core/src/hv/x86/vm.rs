@@ -6,9 +6,9 @@
 //! violation: one exit, after which the frame's backing page (4K, 2M or 1G) is mapped.
 
 use crate::addr::{Gfn, Gpa, Hfn, Hpa, PageSize};
-use crate::hv::remap::RemapCounters;
 use crate::hv::x86::exits::{ExitCounters, ExitReason};
 use crate::hv::x86::p2m_memo::P2mMemo;
+use crate::hv::x86::remap::RemapCounters;
 use crate::hw::frames::{HostMemory, OutOfMemory};
 use crate::hw::x86::paging::{Cursor, PagingMode, SoftWalk};
 use crate::hw::x86::pte::{EntryFormat, Ept};

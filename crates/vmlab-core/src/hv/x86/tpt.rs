@@ -1,11 +1,11 @@
 //! Translation Pass-Through, the hypervisor's side (USENIX ATC 2023; docs/mechanisms.md, section 1): the TPT
 //! device that exposes `gfn_to_hfn` to the guest (read through the p2m here, see
-//! `hv::direct`), the memory tags that mark every host frame of the VM (`hw::tags`, set when
+//! `hv::x86::direct`), the memory tags that mark every host frame of the VM (`hw::tags`, set when
 //! the VM's memory is backed and when a copy table is allocated), and the host's moves of
 //! guest pages, which retag both pages and notify the guest so it fixes its copies.
 
 use crate::addr::Gfn;
-use crate::hv::direct::DirectTables;
+use crate::hv::x86::direct::DirectTables;
 use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
 

@@ -18,7 +18,7 @@
 //! tag checks) is the schemes' (`scheme::pv`, `scheme::tpt`).
 
 use crate::addr::{Gfn, Hfn, Hpa, PageSize};
-use crate::hv::remap::Moved;
+use crate::hv::x86::remap::Moved;
 use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
 use crate::hw::x86::mmu::Root;
