@@ -30,7 +30,9 @@ use crate::hw::frames::HostMemory;
 use crate::hw::pipeline::{Replay, RECORD_REFS, RECORD_WORDS};
 use crate::hw::x86::paging::{PagingMode, X86_64_4LEVEL, X86_64_5LEVEL};
 use crate::hw::x86::pte::{EntryFormat, Ept, Perms, FRAME_MASK};
-use crate::hw::x86::walker::{descend, walk_fast, Dimension, Fault, Leaf, TableMemory, WalkCaches};
+use crate::hw::x86::walker::{
+    descend, walk_fast, Dimension, Fault, Leaf, Start, TableMemory, WalkCaches, WalkRequest,
+};
 
 /// A record's header: the guest-physical page in its upper bits, then what fits in the page
 /// offset's bits: the level of the last entry read, the top level, and the flags of the
@@ -82,12 +84,17 @@ pub(crate) fn walk(
             None,
             Dimension::Ept,
             &X86_64_4LEVEL,
-            1,
-            fill2 & FRAME_MASK,
-            fill2 & Perms::ALL.bits(),
-            gpa,
-            0,
-            write,
+            Start {
+                level: 1,
+                table: fill2 & FRAME_MASK,
+                perms: fill2 & Perms::ALL.bits(),
+            },
+            WalkRequest {
+                root: 0,
+                addr: gpa,
+                tag: 0,
+                write,
+            },
             &mut reads,
         );
         recorder.finish(gpa);
@@ -165,10 +172,12 @@ fn walk_from_root(
         None,
         Dimension::Ept,
         mode,
-        eptp,
-        gpa,
-        0,
-        write,
+        WalkRequest {
+            root: eptp,
+            addr: gpa,
+            tag: 0,
+            write,
+        },
         &mut reads,
     );
     if let Some(path) = recorder.path() {
@@ -643,10 +652,7 @@ mod tests {
                 let gpa = page * 0x1000 + 0x123;
                 let mut reads = Reads { mem: &mut expected_mem, reads: Vec::new() };
                 let mut count = 0;
-                let expected = walk::<Ept, _>(
-                    &mut reads, Some(&mut expected_caches), Dimension::Ept, &X86_64_4LEVEL,
-                    EPTP, gpa, 0, write, &mut count,
-                );
+                let expected = walk::<Ept, _>(&mut reads, Some(&mut expected_caches), Dimension::Ept, &X86_64_4LEVEL, WalkRequest { root: EPTP, addr: gpa, tag: 0, write }, &mut count);
                 let mut record = [0; RECORD_WORDS];
                 // As the nested TLB's miss does: the fast path where it applies, else the
                 // whole walk.

@@ -32,7 +32,7 @@ use crate::hw::x86::deferred::{self, EptPaths, EptReplay};
 use crate::hw::x86::paging::{EntryKind, PagingMode, SoftWalk, X86_64_4LEVEL, X86_64_5LEVEL};
 use crate::hw::x86::pte::{EntryFormat, Ept, Perms, FRAME_MASK, X86};
 use crate::hw::x86::walker::{
-    walk, walk_fast, Dimension, Fault, Leaf, TableMemory, WalkCaches, TAG_SHIFT,
+    walk, walk_fast, Dimension, Fault, Leaf, TableMemory, WalkCaches, WalkRequest, TAG_SHIFT,
 };
 
 /// Geometry of every translation structure; `entries = 0` disables one.
@@ -628,10 +628,12 @@ impl Mmu {
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
                     mode,
-                    cr3.raw(),
-                    va,
-                    self.tag,
-                    write,
+                    WalkRequest {
+                        root: cr3.raw(),
+                        addr: va,
+                        tag: self.tag,
+                        write,
+                    },
                     &mut self.counters.guest_refs,
                 )?;
                 Ok((leaf.base, leaf.size, leaf.perm_bits))
@@ -655,10 +657,12 @@ impl Mmu {
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
                     mode,
-                    cr3.raw(),
-                    va,
-                    self.tag,
-                    write,
+                    WalkRequest {
+                        root: cr3.raw(),
+                        addr: va,
+                        tag: self.tag,
+                        write,
+                    },
                     &mut refs,
                 );
                 tables.counters.guest_refs += refs;
@@ -688,10 +692,12 @@ impl Mmu {
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
                     mode,
-                    cr3.raw(),
-                    va,
-                    self.tag,
-                    write,
+                    WalkRequest {
+                        root: cr3.raw(),
+                        addr: va,
+                        tag: self.tag,
+                        write,
+                    },
                     &mut refs,
                 );
                 tables.nested.counters.guest_refs += refs;
@@ -723,10 +729,12 @@ impl Mmu {
                     Some(&mut self.guest_caches),
                     Dimension::Guest,
                     mode,
-                    guest_cr3.raw(),
-                    va,
-                    self.tag,
-                    write,
+                    WalkRequest {
+                        root: guest_cr3.raw(),
+                        addr: va,
+                        tag: self.tag,
+                        write,
+                    },
                     &mut guest_refs,
                 );
                 nested.counters.guest_refs += guest_refs;

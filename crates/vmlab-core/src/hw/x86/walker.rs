@@ -197,114 +197,116 @@ pub const fn level_shift(level: u8) -> u32 {
     X86_64_4LEVEL.level_shift(level)
 }
 
-/// Walk the tables rooted at `root` (an address in the table space) for `addr`.
+/// What one walk translates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalkRequest {
+    /// The top-level table's address, in the walked dimension's table space.
+    pub root: u64,
+    /// The address to translate.
+    pub addr: u64,
+    /// The address space's tag (PCID or VPID): part of every walk-cache key.
+    pub tag: u64,
+    /// Whether the access is a write (the leaf's D bit, write permission).
+    pub write: bool,
+}
+
+/// Where a walk starts: the table at `level`, the entries above having allowed `perms`
+/// (packed [`Perms::bits`]). The root, or the table a walk cache remembered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Start {
+    pub(crate) level: u8,
+    pub(crate) table: u64,
+    pub(crate) perms: u64,
+}
+
+/// Walk the tables rooted at `req.root` (an address in the table space) for `req.addr`.
 ///
-/// `mode` gives the levels, the index of each and the leaf rules. `caches`, if given, are probed deepest first to skip upper levels and
-/// filled with each non-leaf entry read. Sets A on every entry used and D on the leaf of a
-/// write; a failed permission check leaves the leaf's D bit alone. Returns the number of
-/// entry reads through `refs`.
-#[allow(clippy::too_many_arguments)]
+/// `mode` gives the levels, the index of each and the leaf rules. `caches`, if given, are
+/// probed deepest first to skip upper levels and filled with each non-leaf entry read. Sets A
+/// on every entry used and D on the leaf of a write; a failed permission check leaves the
+/// leaf's D bit alone. Returns the number of entry reads through `refs`.
 pub fn walk<F: EntryFormat, T: TableMemory>(
     tables: &mut T,
     caches: Option<&mut WalkCaches>,
     dimension: Dimension,
     mode: &PagingMode,
-    root: u64,
-    addr: u64,
-    tag: u64,
-    write: bool,
+    req: WalkRequest,
     refs: &mut u64,
 ) -> Result<Leaf, Fault> {
-    walk_loop::<F, T>(
-        tables, caches, dimension, mode, root, addr, tag, write, refs,
-    )
+    walk_loop::<F, T>(tables, caches, dimension, mode, req, refs)
 }
 
 /// [`walk`] for the x86 MMU's miss path, whose modes are x86-64 ones: at 4 levels (the usual
 /// case) the loop runs on the constant descriptor, so its geometry folds into the
 /// instructions as if it were written out; at 5 the same loop reads the descriptor.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn walk_fast<F: EntryFormat, T: TableMemory>(
     tables: &mut T,
     caches: Option<&mut WalkCaches>,
     dimension: Dimension,
     mode: &PagingMode,
-    root: u64,
-    addr: u64,
-    tag: u64,
-    write: bool,
+    req: WalkRequest,
     refs: &mut u64,
 ) -> Result<Leaf, Fault> {
     if mode.levels() == X86_64_4LEVEL.levels() {
         debug_assert_eq!(*mode, X86_64_4LEVEL);
-        walk_loop::<F, T>(
-            tables,
-            caches,
-            dimension,
-            &X86_64_4LEVEL,
-            root,
-            addr,
-            tag,
-            write,
-            refs,
-        )
+        walk_loop::<F, T>(tables, caches, dimension, &X86_64_4LEVEL, req, refs)
     } else {
-        walk_loop::<F, T>(
-            tables, caches, dimension, mode, root, addr, tag, write, refs,
-        )
+        walk_loop::<F, T>(tables, caches, dimension, mode, req, refs)
     }
 }
 
 /// The walk loop, inlined into [`walk`] and [`walk_fast`].
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn walk_loop<F: EntryFormat, T: TableMemory>(
     tables: &mut T,
     mut caches: Option<&mut WalkCaches>,
     dimension: Dimension,
     mode: &PagingMode,
-    root: u64,
-    addr: u64,
-    tag: u64,
-    write: bool,
+    req: WalkRequest,
     refs: &mut u64,
 ) -> Result<Leaf, Fault> {
-    let mut level = mode.levels();
-    let mut table = root & FRAME_MASK;
-    // Accumulated as packed [`Perms::bits`]: one AND per level.
-    let mut perms = Perms::ALL.bits();
-
+    let mut start = Start {
+        level: mode.levels(),
+        table: req.root & FRAME_MASK,
+        // Accumulated as packed [`Perms::bits`]: one AND per level.
+        perms: Perms::ALL.bits(),
+    };
     debug_assert!(mode.levels() >= 4, "walk caches cover levels 2..=4");
-    if let Some((cached_level, value)) = caches.as_deref_mut().and_then(|c| c.probe(addr, tag)) {
-        table = value & FRAME_MASK;
-        perms = value & Perms::ALL.bits();
-        level = cached_level - 1;
+    if let Some((cached_level, value)) = caches
+        .as_deref_mut()
+        .and_then(|c| c.probe(req.addr, req.tag))
+    {
+        start = Start {
+            level: cached_level - 1,
+            table: value & FRAME_MASK,
+            perms: value & Perms::ALL.bits(),
+        };
         tables.enter_space(value);
     }
-    descend::<F, T>(
-        tables, caches, dimension, mode, level, table, perms, addr, tag, write, refs,
-    )
+    descend::<F, T>(tables, caches, dimension, mode, start, req, refs)
 }
 
-/// The walk from the table `table` at `level`, the entries above having allowed `perms`
-/// (packed [`Perms::bits`]): what [`walk`] does below where its caches let it start.
-/// `caches`, if given, are filled with each non-leaf entry read.
-#[allow(clippy::too_many_arguments)]
+/// The walk from `start`: what [`walk`] does below where its caches let it start (`req.root`
+/// is not read). `caches`, if given, are filled with each non-leaf entry read.
 #[inline(always)]
 pub(crate) fn descend<F: EntryFormat, T: TableMemory>(
     tables: &mut T,
     mut caches: Option<&mut WalkCaches>,
     dimension: Dimension,
     mode: &PagingMode,
-    mut level: u8,
-    mut table: u64,
-    mut perms: u64,
-    addr: u64,
-    tag: u64,
-    write: bool,
+    start: Start,
+    req: WalkRequest,
     refs: &mut u64,
 ) -> Result<Leaf, Fault> {
+    let WalkRequest {
+        addr, tag, write, ..
+    } = req;
+    let Start {
+        mut level,
+        mut table,
+        mut perms,
+    } = start;
     let fault = |level, kind| Fault {
         dimension,
         addr,
@@ -421,10 +423,12 @@ mod tests {
             None,
             Dimension::Guest,
             &X86_64_4LEVEL,
-            0x1000,
-            va + 0x123,
-            0,
-            false,
+            WalkRequest {
+                root: 0x1000,
+                addr: va + 0x123,
+                tag: 0,
+                write: false,
+            },
             &mut refs,
         )
         .unwrap();
@@ -440,10 +444,12 @@ mod tests {
             None,
             Dimension::Guest,
             &X86_64_4LEVEL,
-            0x1000,
-            va,
-            0,
-            true,
+            WalkRequest {
+                root: 0x1000,
+                addr: va,
+                tag: 0,
+                write: true,
+            },
             &mut refs,
         )
         .unwrap();
@@ -467,10 +473,12 @@ mod tests {
             None,
             Dimension::Guest,
             &X86_64_4LEVEL,
-            0x1000,
-            va,
-            0,
-            true,
+            WalkRequest {
+                root: 0x1000,
+                addr: va,
+                tag: 0,
+                write: true,
+            },
             &mut refs,
         )
         .unwrap_err();
@@ -491,10 +499,12 @@ mod tests {
             None,
             Dimension::Guest,
             &X86_64_4LEVEL,
-            0x1000,
-            0x1234_5000,
-            0,
-            false,
+            WalkRequest {
+                root: 0x1000,
+                addr: 0x1234_5000,
+                tag: 0,
+                write: false,
+            },
             &mut refs,
         )
         .unwrap_err();
@@ -516,10 +526,12 @@ mod tests {
             Some(&mut caches),
             Dimension::Guest,
             &X86_64_4LEVEL,
-            0x1000,
-            va,
-            0,
-            false,
+            WalkRequest {
+                root: 0x1000,
+                addr: va,
+                tag: 0,
+                write: false,
+            },
             &mut refs,
         )
         .unwrap();
@@ -530,10 +542,12 @@ mod tests {
             Some(&mut caches),
             Dimension::Guest,
             &X86_64_4LEVEL,
-            0x1000,
-            va + 0x1000,
-            0,
-            false,
+            WalkRequest {
+                root: 0x1000,
+                addr: va + 0x1000,
+                tag: 0,
+                write: false,
+            },
             &mut refs,
         )
         .unwrap_err();
@@ -544,10 +558,12 @@ mod tests {
             Some(&mut caches),
             Dimension::Guest,
             &X86_64_4LEVEL,
-            0x1000,
-            va,
-            7,
-            false,
+            WalkRequest {
+                root: 0x1000,
+                addr: va,
+                tag: 7,
+                write: false,
+            },
             &mut refs,
         )
         .unwrap();
@@ -558,10 +574,12 @@ mod tests {
             Some(&mut caches),
             Dimension::Guest,
             &X86_64_4LEVEL,
-            0x1000,
-            va,
-            0,
-            false,
+            WalkRequest {
+                root: 0x1000,
+                addr: va,
+                tag: 0,
+                write: false,
+            },
             &mut refs,
         )
         .unwrap();
@@ -581,10 +599,12 @@ mod tests {
             None,
             Dimension::Guest,
             &X86_64_4LEVEL,
-            0x1000,
-            va,
-            0,
-            false,
+            WalkRequest {
+                root: 0x1000,
+                addr: va,
+                tag: 0,
+                write: false,
+            },
             &mut refs,
         )
         .unwrap();
@@ -659,10 +679,7 @@ mod tests {
                     };
                     let soft = mode.soft_walk::<X86, _, _>(Hfn::new(1), addr, read).unwrap();
                     let mut refs = 0;
-                    let hard = walk::<X86, _>(
-                        &mut Direct(&mut mem), None, Dimension::Guest, &mode, 0x1000, addr, 0,
-                        write, &mut refs,
-                    );
+                    let hard = walk::<X86, _>(&mut Direct(&mut mem), None, Dimension::Guest, &mode, WalkRequest { root: 0x1000, addr, tag: 0, write }, &mut refs);
                     match (soft, hard) {
                         (SoftWalk::Leaf { at, size, perms }, Ok(leaf)) => {
                             prop_assert!(perms.allows(write));
