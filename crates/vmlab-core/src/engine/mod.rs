@@ -927,7 +927,7 @@ fn sample_report(
     cycles_per_access_to_seconds: f64,
     ghz: f64,
 ) -> (String, SampleReport) {
-    let ci = sampling::mean_ci(&sampled.windows.costs).map(|c| c.half_width);
+    let ci = crate::stats::ci::mean_ci(&sampled.windows.costs).map(|c| c.half_width);
     let mut report = SampleReport {
         warmup_end: sampled.end.name().to_string(),
         converged: sampled.end == WarmupEnd::Converged,
@@ -942,7 +942,7 @@ fn sample_report(
         window_cycles_per_access: sampled.windows.costs.clone(),
         warmup_llc_policy_selector: sampled.warmup.llc_policy_selector.clone(),
         window_llc_policy_selector: sampled.windows.llc_policy_selector.clone(),
-        confidence: sampling::CONFIDENCE,
+        confidence: crate::stats::ci::CONFIDENCE,
         cycles_per_access_ci: ci,
         seconds_ci: ci.map(|h| h * cycles_per_access_to_seconds),
         ns_per_access_ci: ci.map(|h| h / ghz),
@@ -973,7 +973,7 @@ fn sample_report(
             format!(
                 "{warm}; then {simulated} measured accesses in {n} windows, {conf}% Student-t interval over the windows{extra}",
                 n = report.windows,
-                conf = sampling::CONFIDENCE * 100.0,
+                conf = crate::stats::ci::CONFIDENCE * 100.0,
                 extra = if simulated < total {
                     format!("; time extrapolated to {total} accesses")
                 } else {

@@ -12,7 +12,6 @@
 //! run, not extrapolated. The interval is Student-t over the windows' cycles per
 //! reference. docs/model.md, "Sampled recordings", gives the reasoning and the validation.
 
-use super::sampling::{mean_ci, CONFIDENCE};
 use super::ticks::Ticker;
 use super::{
     os_op, report_progress, retired, EngineError, Phase, Progress, ProgressFn, Snapshot,
@@ -21,6 +20,7 @@ use super::{
 use crate::hw::cache::MemoryStats;
 use crate::hw::x86::mmu::MmuCounters;
 use crate::scheme::System;
+use crate::stats::ci::{mean_ci, CONFIDENCE};
 use crate::stats::SampleReport;
 use crate::workload::{Op, Workload};
 

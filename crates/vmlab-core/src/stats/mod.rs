@@ -12,6 +12,7 @@
 //! Every report type is `Deserialize` too, so a report written as JSON reads back into the
 //! same value (names are owned strings; their JSON is the same as before).
 
+pub mod ci;
 pub mod seeds;
 
 use crate::cost::CycleBreakdown;

@@ -7,7 +7,7 @@
 //! result depends on the random choices the seed makes (the workload's random indices, host
 //! fragmentation), and so how much of a difference between schemes is the seed's.
 
-use crate::engine::sampling::{mean_ci, CONFIDENCE};
+use super::ci::{mean_ci, CONFIDENCE};
 use crate::stats::RunReport;
 use serde::{Deserialize, Serialize};
 
