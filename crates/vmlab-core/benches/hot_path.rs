@@ -18,7 +18,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use vmlab_core::addr::{Gva, Hpa};
 use vmlab_core::cost::profile::Profile;
 use vmlab_core::hw::assoc::{TranslationCache, TranslationCacheConfig};
-use vmlab_core::hw::cache::{MemLevel, MemoryHierarchy, Requester};
+use vmlab_core::hw::cache::{MemLevel, Requester};
+use vmlab_core::hw::memory::MemoryHierarchy;
 use vmlab_core::scheme::{Paging, System};
 use vmlab_core::workload::{AnyWorkload, Op, Workload, WorkloadSpec, BUFFER_BASE};
 

@@ -1002,7 +1002,8 @@ mod tests {
 
     #[test]
     fn taggable_bytes_match_the_cache_model() {
-        use crate::hw::cache::{MemoryHierarchy, Replacement};
+        use crate::hw::cache::Replacement;
+        use crate::hw::memory::MemoryHierarchy;
         let skylake = Profile::builtin("skylake").unwrap().memory;
         let level = |size: u64, ways: u32| CacheConfig {
             size,

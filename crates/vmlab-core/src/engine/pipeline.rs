@@ -6,7 +6,7 @@
 //! big first touch of pages (set-up's, a fault per page) runs in a window of its own
 //! (`engine::touch_pages`).
 
-use crate::hw::cache::Levels;
+use crate::hw::pipeline::Levels;
 use crate::scheme::System;
 use std::thread::{Scope, ScopedJoinHandle};
 

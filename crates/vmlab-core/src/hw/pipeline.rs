@@ -17,7 +17,7 @@
 //! outside the engine's batch loop see), buffered and served a chunk at a time, or sent in
 //! chunks over a bounded queue to a thread that owns the cache levels. A chunk is served in
 //! the order it was emitted, and the queue keeps chunks in order, so thread timing cannot
-//! change any result. [`crate::hw::cache::MemoryHierarchy::end_stream`] serves (or waits
+//! change any result. [`crate::hw::memory::MemoryHierarchy::end_stream`] serves (or waits
 //! for) every pending reference, so counters read after it are exact.
 //!
 //! Deferred work: besides references, the stream carries *records* of work translation
@@ -27,7 +27,7 @@
 //! it reads, `crate::hw::x86::deferred`), provided no translation result depends on that
 //! state. Served at once, a record is expanded at once.
 
-use crate::hw::cache::{Cache, Levels, MemLevel, MemoryStats, Requester};
+use crate::hw::cache::{Cache, CacheConfig, MemLevel, MemoryStats, Replacement, Requester};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::time::{Duration, Instant};
 
@@ -463,10 +463,71 @@ fn pass_with(
     missed
 }
 
+/// The cache levels and their counts: what the cache thread owns while the memory pipeline
+/// runs threaded (see the module documentation).
+#[derive(Debug)]
+pub struct Levels {
+    pub(crate) l1: Cache,
+    pub(crate) l2: Cache,
+    pub(crate) llc: Cache,
+    pub(crate) stats: MemoryStats,
+    /// What expands the stream's records into references ([`Replay`]).
+    pub(crate) replay: Option<Box<dyn Replay>>,
+    /// log2 of the line size: a reference's line is its address shifted by this.
+    pub(crate) line_shift: u32,
+}
+
+impl Levels {
+    /// Every level disabled: what the hierarchy keeps while its levels are away.
+    pub(crate) fn placeholder(line_shift: u32) -> Self {
+        let off = CacheConfig {
+            size: 0,
+            ways: 1,
+            replacement: Replacement::Lru,
+        };
+        Levels {
+            l1: Cache::new(&off, line_shift),
+            l2: Cache::new(&off, line_shift),
+            llc: Cache::new(&off, line_shift),
+            stats: MemoryStats::default(),
+            replay: None,
+            line_shift,
+        }
+    }
+
+    /// The levels in order and the counts, for the pipeline's level-by-level loops.
+    pub(crate) fn parts(&mut self) -> (&mut Cache, &mut Cache, &mut Cache, &mut MemoryStats) {
+        (&mut self.l1, &mut self.l2, &mut self.llc, &mut self.stats)
+    }
+
+    /// What expands records, if anything does, and the line shift of their references.
+    pub(crate) fn replay_mut(&mut self) -> (Option<&mut dyn Replay>, u32) {
+        (self.replay.as_deref_mut(), self.line_shift)
+    }
+
+    #[inline]
+    pub(crate) fn access(&mut self, line: u64, who: Requester) -> MemLevel {
+        // Each `access` inserts on a miss, so probing in order fills exactly the levels above
+        // the one that serves; a disabled level costs one predictable branch.
+        let level = if self.l1.access(line) {
+            MemLevel::L1
+        } else if self.l2.access(line) {
+            MemLevel::L2
+        } else if self.llc.access(line) {
+            MemLevel::Llc
+        } else {
+            MemLevel::Dram
+        };
+        self.stats.served[who as usize][level as usize] += 1;
+        level
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::addr::Hpa;
-    use crate::hw::cache::{CacheConfig, MemoryConfig, MemoryHierarchy, Replacement, Requester};
+    use crate::hw::cache::{CacheConfig, MemoryConfig, Replacement, Requester};
+    use crate::hw::memory::MemoryHierarchy;
     use proptest::prelude::*;
 
     /// Small levels (4 and 16 ways, L2 disabled in some cases) so that random lines hit,

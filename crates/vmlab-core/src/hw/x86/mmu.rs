@@ -25,8 +25,9 @@
 use crate::addr::{Gfn, Gpa, Gva, Hfn, Hpa, PageSize};
 use crate::host::prefetch::{prefetch, LeafTable, LeafTables, Lookahead, Tables, LOOKAHEAD_BATCH};
 use crate::hw::assoc::{TranslationCache, TranslationCacheConfig};
-use crate::hw::cache::{MemoryConfig, MemoryHierarchy, Requester};
+use crate::hw::cache::{MemoryConfig, Requester};
 use crate::hw::frames::HostMemory;
+use crate::hw::memory::MemoryHierarchy;
 use crate::hw::x86::agile::{AgileTables, Space};
 use crate::hw::x86::deferred::{self, EptPaths, EptReplay};
 use crate::hw::x86::paging::{EntryKind, PagingMode, SoftWalk, X86_64_4LEVEL, X86_64_5LEVEL};
