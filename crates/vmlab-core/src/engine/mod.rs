@@ -34,7 +34,7 @@ use ticks::Ticker;
 
 mod pipeline;
 mod ticks;
-pub use pipeline::Pipeline;
+pub use crate::hw::pipeline::Pipeline;
 
 /// One run to do.
 #[derive(Clone, Debug)]
@@ -245,7 +245,7 @@ pub fn run(config: &RunConfig, progress: &mut ProgressFn<'_>) -> Result<RunRepor
         tpt_task: config.workload.tpt_task(),
         ..system_config(config.paging, profile)
     })?;
-    system.set_pipeline(config.pipeline);
+    system.memory_mut().set_pipeline(config.pipeline);
     if config.pretouch {
         system.pretouch_guest_memory()?;
     }
@@ -767,7 +767,7 @@ fn touch_pages(
         return touch(sys);
     }
     std::thread::scope(|scope| {
-        let mut window = pipeline::Window::new(sys.pipeline(), scope);
+        let mut window = pipeline::Window::new(sys.mmu().memory().pipeline(), scope);
         window.open(sys);
         // Closed whatever happens, as in `run_accesses`.
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| touch(sys)));
@@ -799,7 +799,7 @@ fn run_accesses<W: Workload>(
             total: n,
         },
     )?;
-    let mode = sys.pipeline();
+    let mode = sys.mmu().memory().pipeline();
     std::thread::scope(|scope| {
         let mut window = pipeline::Window::new(mode, scope);
         window.open(sys);

@@ -6,60 +6,9 @@
 //! big first touch of pages (set-up's, a fault per page) runs in a window of its own
 //! (`engine::touch_pages`).
 
-use crate::hw::pipeline::Levels;
+use crate::hw::pipeline::{Levels, Pipeline};
 use crate::scheme::System;
 use std::thread::{Scope, ScopedJoinHandle};
-
-/// How the memory references of the engine's batches are served.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Pipeline {
-    /// Threaded where the host has two or more CPUs, else staged.
-    #[default]
-    Auto,
-    /// One access at a time through every level, as single accesses are.
-    Immediate,
-    /// Level by level, a chunk at a time, on the translating thread.
-    Staged,
-    /// Level by level on a second thread, fed over a bounded queue.
-    Threaded,
-}
-
-impl Pipeline {
-    /// The pipeline of `threads` host threads (1 staged, 2 threaded).
-    pub fn with_threads(threads: usize) -> Option<Pipeline> {
-        match threads {
-            1 => Some(Pipeline::Staged),
-            2 => Some(Pipeline::Threaded),
-            _ => None,
-        }
-    }
-
-    /// Host threads this pipeline runs on here: 0 with no pipeline (references served at
-    /// once), 1 staged, 2 threaded (`Auto` resolved for this host).
-    pub fn threads(self) -> usize {
-        match self.resolve() {
-            Pipeline::Immediate => 0,
-            Pipeline::Auto | Pipeline::Staged => 1,
-            Pipeline::Threaded => 2,
-        }
-    }
-
-    /// `Auto` made concrete for this host.
-    fn resolve(self) -> Pipeline {
-        match self {
-            Pipeline::Auto => {
-                let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-                if cpus >= 2 {
-                    Pipeline::Threaded
-                } else {
-                    Pipeline::Staged
-                }
-            }
-            other => other,
-        }
-    }
-}
 
 /// A window's pipeline, opened and closed around the cold operations between batches.
 pub struct Window<'scope, 'env> {

@@ -5,7 +5,7 @@
 
 use crate::addr::Hpa;
 use crate::hw::cache::{Cache, MemLevel, MemoryConfig, MemoryStats, Requester};
-use crate::hw::pipeline::{self, Levels, Stream};
+use crate::hw::pipeline::{self, Levels, Pipeline, Stream};
 
 /// L1D, L2 and LLC in front of DRAM, shared by data accesses and page-walk references.
 #[derive(Debug)]
@@ -18,6 +18,8 @@ pub struct MemoryHierarchy {
     pending: pipeline::Chunk,
     /// Where a record is written when no stream is open ([`Self::record_slot`]).
     scratch_record: [u64; pipeline::RECORD_WORDS],
+    /// How the engine is to stream references here (its windows read it).
+    mode: Pipeline,
 }
 
 impl MemoryHierarchy {
@@ -38,7 +40,18 @@ impl MemoryHierarchy {
             stream: Stream::Immediate,
             pending: pipeline::Chunk::default(),
             scratch_record: [0; pipeline::RECORD_WORDS],
+            mode: Pipeline::default(),
         }
+    }
+
+    /// How the engine is to stream references to this hierarchy (host speed only).
+    pub fn pipeline(&self) -> Pipeline {
+        self.mode
+    }
+
+    /// Choose how the engine streams references here (host speed only).
+    pub fn set_pipeline(&mut self, mode: Pipeline) {
+        self.mode = mode;
     }
 
     /// Looks the line of `hpa` up in L1D, then L2, then LLC; the first level that has it

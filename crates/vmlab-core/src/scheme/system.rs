@@ -4,7 +4,6 @@ use super::native::NativePvOps;
 use super::nested::NestedPvOps;
 use super::{dispatch, AnyScheme, Machine, Paging, Scheme, SimError, SystemConfig};
 use crate::addr::{Gfn, Gpa, Gva, Hfn, Hpa, PageSize};
-use crate::engine::Pipeline;
 use crate::hv::x86::direct::DirectTables;
 use crate::hv::x86::shadow::ShadowMmu;
 use crate::hv::x86::vm::Vm;
@@ -22,8 +21,6 @@ pub struct System {
     scheme: AnyScheme,
     /// Probe accesses that reached a frame the VM does not own.
     foreign_accesses: u64,
-    /// How the engine serves this system's memory references.
-    pipeline: Pipeline,
 }
 
 /// A fault the hardware keeps raising after this many handling rounds is a bug, not a
@@ -83,7 +80,6 @@ impl System {
             kernel,
             scheme,
             foreign_accesses: 0,
-            pipeline: Pipeline::default(),
         })
     }
 
@@ -101,16 +97,6 @@ impl System {
     /// pipeline).
     pub fn memory_mut(&mut self) -> &mut MemoryHierarchy {
         self.machine.mmu.memory_mut()
-    }
-
-    /// How the engine serves this system's memory references.
-    pub fn pipeline(&self) -> Pipeline {
-        self.pipeline
-    }
-
-    /// Choose how the engine serves memory references (host speed only).
-    pub fn set_pipeline(&mut self, pipeline: Pipeline) {
-        self.pipeline = pipeline;
     }
 
     /// The kernel model, for its processes and counters.
