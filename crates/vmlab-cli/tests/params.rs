@@ -171,6 +171,10 @@ fn rerun_of_a_run_json_reproduces_identical_numbers() {
     let edited = std::fs::read_to_string(&profile)
         .unwrap()
         .replace("dram_ns = 90.0", "dram_ns = 10.0");
+    assert!(
+        edited.contains("dram_ns = 10.0"),
+        "the profile file is edited"
+    );
     std::fs::write(&profile, edited).expect("written");
     let text = vmlab_ok(&["rerun", mine_path.to_str().unwrap()]);
     assert!(text.contains("rerun: identical"), "{text}");

@@ -445,6 +445,11 @@ fn a_sweep_expands_into_runs_with_its_values_as_columns() {
         1 + 2 * (2 * 4 * 3 - 4),
         "runs less tpt's skipped"
     );
+    // Lines over sizes: a panel per point of the sweep, titled with it.
+    let figure = report::figure(&exp, &outcome.plan, &outcome.rows);
+    let titles: Vec<Option<String>> = figure.panels.iter().map(|p| p.title.clone()).collect();
+    assert_eq!(titles.len(), 4);
+    assert_eq!(titles[3].as_deref(), Some("latency.dram_ns=120, seed=2"));
     // Each run is its spec: the swept values reach the engine.
     let runs: Vec<&report::Row> = outcome.rows.iter().filter(|r| r.report.is_some()).collect();
     for row in &runs {

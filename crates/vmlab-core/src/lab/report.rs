@@ -387,10 +387,18 @@ pub fn csv(exp: &Experiment, rows: &[Row]) -> Result<String, LabError> {
 pub fn figure(exp: &Experiment, plan: &Plan, rows: &[Row]) -> plot::Figure {
     let spec = &exp.report.plot;
     let groups = groups(rows);
-    // Panels: one per workload when asked (and there are several), else one.
+    // Panels: one per workload when asked (and there are several), and for lines over sizes
+    // one per point of a sweep (a size axis has room for one line per scheme); else one.
     let mut panels: Vec<(Option<String>, Vec<&GroupKey>)> = Vec::new();
     for g in &groups {
-        let key = (spec.panel_per_workload && plan.varies.workload).then(|| g.workload.clone());
+        let mut parts = Vec::new();
+        if spec.panel_per_workload && plan.varies.workload {
+            parts.push(g.workload.clone());
+        }
+        if spec.kind == PlotKind::Lines && plan.varies.sweep {
+            parts.extend(g.point.iter().map(|(k, v)| format!("{k}={v}")));
+        }
+        let key = (!parts.is_empty()).then(|| parts.join(", "));
         match panels.iter_mut().find(|(k, _)| *k == key) {
             Some((_, gs)) => gs.push(g),
             None => panels.push((key, vec![g])),

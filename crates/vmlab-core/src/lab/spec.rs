@@ -4,7 +4,7 @@
 //!
 //! [`RunSpec::resolve`] (and its variants) is the one conversion from what a front end says
 //! to what the engine runs: it loads the profile and applies the overrides, parses every
-//! name, and checks the run ([`engine::check`]), so a [`RunConfig`] it returns is one the
+//! name, and checks the run ([`engine::check()`]), so a [`RunConfig`] it returns is one the
 //! engine can run.
 
 use crate::addr::PageSize;
@@ -138,7 +138,7 @@ impl RunSpec {
 
     /// The same, its errors naming each setting as `names` says (a spec file's field, or
     /// `vmlab run`'s flag for the same setting). The run is checked as the engine checks it
-    /// ([`engine::check`]: page sizes the scheme supports, schemes the workload runs under,
+    /// ([`engine::check()`]: page sizes the scheme supports, schemes the workload runs under,
     /// a footprint the machine holds); that error names the workload and the scheme.
     pub fn resolve_named(
         &self,
