@@ -117,10 +117,27 @@ pub(crate) fn render(report: &ComparisonReport) -> String {
         .cloned()
         .collect();
     let mut out = table::render(&first);
+    if let Some(line) = overrides_line(&report.provenance.overrides) {
+        out.push_str(&line);
+    }
     if let Some(across) = &report.across_seeds {
         out.push_str(&table::render_seeds(across));
     }
     out
+}
+
+/// "overrides latency.dram_ns=60, ... (--set, on top of the profile)" and a newline, when
+/// there are any.
+pub(crate) fn overrides_line(
+    overrides: &std::collections::BTreeMap<String, String>,
+) -> Option<String> {
+    (!overrides.is_empty()).then(|| {
+        let set: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!(
+            "overrides: {} (on top of the profile file; the JSON has the effective profile)\n",
+            set.join(", ")
+        )
+    })
 }
 
 /// `vmlab rerun FILE`: the comparison of a `vmlab run --json` report, run again on the

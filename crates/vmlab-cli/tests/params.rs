@@ -77,6 +77,20 @@ fn set_changes_the_effective_profile_and_the_time_but_not_the_counts() {
         );
         assert!(tb < ta, "{}: {ta} then {tb}", a["paging"]);
     }
+    // The table says what was overridden.
+    let table = vmlab_ok(&[
+        "run",
+        "-w",
+        TLB,
+        "-p",
+        "native",
+        "--set",
+        "latency.dram_ns=45",
+    ]);
+    assert!(
+        table.contains("overrides: latency.dram_ns=45 (on top of"),
+        "{table}"
+    );
 }
 
 #[test]
@@ -280,6 +294,10 @@ fn an_experiment_sweep_expands_into_runs_with_swept_columns() {
         "--set",
         "latency.llc=40",
     ]);
+    assert!(
+        text.contains("overrides: latency.llc=40 (on top of the profile file"),
+        "{text}"
+    );
     for label in ["latency.dram_ns=60 seed=1", "latency.dram_ns=120 seed=2"] {
         assert!(text.contains(label), "row {label}:\n{text}");
     }

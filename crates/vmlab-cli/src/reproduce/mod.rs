@@ -162,6 +162,9 @@ fn render(exp: &Experiment, plan: &Plan, rows: &[Row]) -> String {
             names(&exp.quick.host_pages, &exp.host_pages)
         );
     }
+    if let Some(line) = crate::run::overrides_line(&plan.overrides) {
+        out.push_str(&line);
+    }
     let groups = report::groups(rows);
     if groups.len() == 1 {
         let reports: Vec<RunReport> = rows.iter().filter_map(|r| r.report.clone()).collect();
