@@ -4,10 +4,8 @@ use crate::UsageError;
 use clap::{Args, Parser, Subcommand};
 use vmlab_core::addr::PageSize;
 use vmlab_core::cost::{Profile, DEFAULT_PROFILE};
-use vmlab_core::engine::{sampling, RunConfig};
+use vmlab_core::engine::sampling;
 use vmlab_core::lab;
-use vmlab_core::scheme::Paging;
-use vmlab_core::workload::WorkloadSpec;
 
 #[derive(Parser)]
 #[command(
@@ -32,10 +30,14 @@ pub enum Command {
     #[command(after_help = "Examples:\n  \
         vmlab run -w sysbench-mem:block=4G,mode=rnd            native vs nested on the TPT headline workload\n  \
         vmlab run -w tlb-bench:size=256M --host-pages 2m        TLB reach with 2 MiB host backing\n  \
-        vmlab run -w gups:table=1G --guest-pages 2m --json      machine-readable, THP in the guest\n\n\
+        vmlab run -w gups:table=1G --guest-pages 2m --json      machine-readable, THP in the guest\n  \
+        vmlab run -w gups:table=1G --set latency.dram_ns=60     the same machine with faster DRAM\n  \
+        vmlab run -w tlb-bench:size=64M --seeds 5 --out res     five seeds; res/run.csv, run.json, run.svg\n  \
+        vmlab rerun res/run.json                                 the same runs again: identical numbers?\n\n\
         Event counts cover the simulated sample and are exact; cycles and seconds come from the machine\n\
-        profile's cost model and are extrapolated to the whole workload. `vmlab list` shows every\n\
-        workload parameter; docs/model.md explains the model.")]
+        profile's cost model and are extrapolated to the whole workload, so --set on a cost or latency\n\
+        moves times and not counts. `vmlab list` shows every workload parameter, `vmlab profile show`\n\
+        every profile key --set takes; docs/model.md explains the model.")]
     Run(RunArgs),
     /// List workloads (with their parameters), paging schemes and machine profiles.
     List(ListArgs),
@@ -58,7 +60,11 @@ pub enum Command {
         vmlab reproduce tlb --out /tmp/tlb         write tlb.csv, tlb.json and tlb.svg to /tmp/tlb\n  \
         vmlab reproduce tpt --quick --json         the runs as JSON, the shape of `vmlab run --json`\n  \
         vmlab reproduce tpt --quick --html         also tpt.html: tables, figure and provenance in one page\n  \
-        vmlab reproduce my-experiment.toml         an experiment file of your own (see experiments/)\n\n\
+        vmlab reproduce my-experiment.toml         an experiment file of your own (see experiments/)\n  \
+        vmlab reproduce tpt --set exits.ept_violation=5000    every run with a dearer EPT violation\n\n\
+        An experiment file may sweep settings, each crossed with the rest: a profile key, seed,\n\
+        fragmentation or pretouch, e.g. sweep = { \"latency.dram_ns\" = [60, 90, 120], seed = [1, 2] };\n\
+        each swept value is a column of the CSV and part of its row's label.\n\n\
         Each experiment crosses workloads (and sizes), guest and host page sizes and paging schemes;\n\
         every combination is one `vmlab run` with the experiment's sample, run in parallel threads\n\
         (the results do not depend on how many). The JSON file records its provenance (the vmlab\n\
@@ -67,6 +73,17 @@ pub enum Command {
     /// Render the results `vmlab reproduce` wrote (NAME.json and NAME.svg) as one self-contained HTML page per experiment.
     #[command(after_help = crate::report::AFTER_HELP)]
     Report(crate::report::ReportArgs),
+    /// Run the runs of a `vmlab run --json` report again, from the report alone, and say
+    /// whether every number is identical.
+    #[command(after_help = "Examples:\n  \
+        vmlab run -w gups:table=64M -p native,nested --set latency.dram_ns=60 --json > r.json\n  \
+        vmlab rerun r.json                 the same runs again: the table, then `rerun: identical: ...`\n  \
+        vmlab rerun r.json --json          the new report as JSON (exit status 1 if a number differs)\n\n\
+        The report holds what was asked (its \"comparison\": run spec, profile overrides, schemes, seeds)\n\
+        and the effective machine profile (provenance.profile, every key with the value used), so the\n\
+        rerun does not read the profile file again: an edited file does not change it. Exit status 0 when\n\
+        every number of every run is identical, 1 (with the first differences on stderr) when not.")]
+    Rerun(RerunArgs),
     /// Show a machine profile as the simulator reads it, or list the built-in ones.
     #[command(after_help = "Examples:\n  \
         vmlab profile list                           the built-in profiles, one line each\n  \
@@ -140,13 +157,30 @@ pub struct RunArgs {
     /// over its windows: how much a result depends on the seed's random choices.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub seeds: u64,
-    /// Print one JSON object {"provenance": {...}, "runs": [...]} instead of a table (with
-    /// --seeds, every seed's run and "across_seeds": one summary per scheme).
+    /// Print one JSON object {"comparison": {...}, "provenance": {...}, "runs": [...]}
+    /// instead of a table (with --seeds, every seed's run and "across_seeds": one summary
+    /// per scheme). `vmlab rerun FILE` runs it again from that JSON alone.
     #[arg(long)]
     pub json: bool,
+    /// Also write run.csv (a row per run), run.json (the --json report, which `vmlab rerun`
+    /// takes) and run.svg (the time per scheme, a bar each) to DIR.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 impl RunArgs {
+    /// The comparison these arguments ask for (checked when it runs).
+    pub fn comparison(&self) -> Result<lab::Comparison, UsageError> {
+        self.seed_list()?;
+        let mut spec = self.sim.spec(&self.workload);
+        spec.overrides = self.sim.set.overrides()?;
+        Ok(lab::Comparison {
+            spec,
+            schemes: self.paging.clone(),
+            seeds: self.seeds,
+        })
+    }
+
     /// The seeds to run: --seed and the --seeds - 1 after it, checked against overflow.
     pub fn seed_list(&self) -> Result<Vec<u64>, UsageError> {
         let first = self.sim.seed;
@@ -213,6 +247,54 @@ pub struct SimArgs {
     /// 4k host pages). No effect under native paging.
     #[arg(long)]
     pub pretouch: bool,
+    #[command(flatten)]
+    pub set: SetArgs,
+}
+
+/// `--set SECTION.KEY=VALUE`, shared by the commands that simulate.
+#[derive(Args, Clone, Default)]
+pub struct SetArgs {
+    /// Override a machine-profile key for this command, as `vmlab profile show` names it:
+    /// SECTION.KEY=VALUE (e.g. latency.dram_ns=60, exits.cr3_load=1000, tlb.stlb.entries=3072,
+    /// memory.llc.size=44M, kernel.pcid=false). Repeatable; validated like the profile file
+    /// (an unknown key or a value out of bounds is an error). The JSON's provenance records
+    /// the overrides and the effective profile.
+    #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+impl SetArgs {
+    /// The overrides, by key (a key given twice: the last value).
+    pub fn overrides(&self) -> Result<std::collections::BTreeMap<String, String>, UsageError> {
+        let mut out = std::collections::BTreeMap::new();
+        for text in &self.set {
+            let Some((key, value)) = text.split_once('=') else {
+                return Err(UsageError(format!(
+                    "--set '{text}': want SECTION.KEY=VALUE, e.g. --set latency.dram_ns=60 (`vmlab profile show` lists every key)"
+                )));
+            };
+            out.insert(key.trim().to_string(), value.trim().to_string());
+        }
+        Ok(out)
+    }
+
+    /// `profile` with the overrides applied (errors name the override).
+    pub fn apply(&self, profile: &Profile) -> Result<Profile, UsageError> {
+        let overrides: Vec<(String, String)> = self.overrides()?.into_iter().collect();
+        profile
+            .with_overrides(&overrides)
+            .map_err(|e| UsageError(e.to_string()))
+    }
+}
+
+#[derive(Args)]
+pub struct RerunArgs {
+    /// A report written by `vmlab run --json` (or `vmlab run --out DIR`'s run.json).
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+    /// Print the new report as JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -230,7 +312,7 @@ pub struct ReproduceArgs {
     #[arg(value_name = "NAME", required_unless_present = "list")]
     pub name: Option<String>,
     /// Describe each built-in experiment (or only NAME) in one line, and exit.
-    #[arg(long, conflicts_with_all = ["quick", "json", "out", "jobs", "traces", "html"])]
+    #[arg(long, conflicts_with_all = ["quick", "json", "out", "jobs", "traces", "html", "set"])]
     pub list: bool,
     /// The quick variant: shorter samples and fewer iterations, the same workloads, sizes and schemes.
     #[arg(long)]
@@ -252,6 +334,8 @@ pub struct ReproduceArgs {
     /// labt only: the recorded e500 trace to replay [default: guests/e500/traces/e500-linux-6.1.trace.zst].
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub set: SetArgs,
     /// For experiments that replay recordings (apps): the directory of the recordings,
     /// substituted for {traces} in the experiment's workloads [default: the experiment's,
     /// traces/apps for apps; apps/record.sh DIR makes them].
@@ -290,17 +374,11 @@ pub struct BenchArgs {
     /// with two or more CPUs, else 1.
     #[arg(long, short = 't', value_name = "N", value_parser = clap::value_parser!(u8).range(0..=2))]
     pub threads: Option<u8>,
+    #[command(flatten)]
+    pub set: SetArgs,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-}
-
-pub fn parse_workload(text: &str) -> Result<WorkloadSpec, UsageError> {
-    WorkloadSpec::parse(text).map_err(|e| UsageError(e.to_string()))
-}
-
-pub fn parse_schemes(names: &[String]) -> Result<Vec<Paging>, UsageError> {
-    lab::parse_schemes(names).map_err(|e| UsageError(e.to_string()))
 }
 
 /// A built-in profile by name, or a profile file by path (ending in `.toml` or containing a
@@ -346,13 +424,5 @@ impl SimArgs {
             pretouch: self.pretouch,
             ..lab::RunSpec::new(workload)
         }
-    }
-
-    /// The run these options describe for `workload`, validated, its errors naming the
-    /// flags. Its `paging` is native; callers comparing schemes set it per run.
-    pub fn run_config(&self, workload: &str) -> Result<RunConfig, UsageError> {
-        self.spec(workload)
-            .resolve_named(load_profile(&self.machine)?, lab::SettingNames::Flags)
-            .map_err(|e| UsageError(e.to_string()))
     }
 }

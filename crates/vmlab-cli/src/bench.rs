@@ -8,50 +8,50 @@
 //! threads ([`thread_round_trip`]), which the fastest run's figure carries: on a VM it shows
 //! where the host runs the vCPUs, which can move the pipeline's speed.
 
-use crate::args::{load_profile, parse_schemes, parse_workload, BenchArgs};
+use crate::args::{load_profile, BenchArgs};
 use crate::host::{thread_round_trip, Host};
 use crate::progress::RunProgress;
 use crate::CliError;
-use vmlab_core::addr::PageSize;
-use vmlab_core::engine::{self, sampling, Pipeline, RunConfig};
+use vmlab_core::engine::{self, Pipeline, RunConfig};
+use vmlab_core::lab::{Comparison, RunSpec, SettingNames};
 use vmlab_core::scheme::Paging;
 
 /// The seed of every timed run.
 const SEED: u64 = 1;
 
 pub fn bench(args: BenchArgs) -> Result<(), CliError> {
-    let workload = parse_workload(&args.workload)?;
-    let profile = load_profile(&args.machine)?;
-    let schemes = if args.paging.is_empty() {
-        Paging::ALL.to_vec()
+    let profile = args.set.apply(&load_profile(&args.machine)?)?;
+    let schemes: Vec<String> = if args.paging.is_empty() {
+        Paging::ALL.iter().map(|p| p.name().to_string()).collect()
     } else {
-        parse_schemes(&args.paging)?
+        args.paging.clone()
     };
     let pipeline = match args.threads {
         None => Pipeline::Auto,
         Some(0) => Pipeline::Immediate,
         Some(n) => Pipeline::with_threads(usize::from(n)).unwrap_or_default(),
     };
-    let configs: Vec<RunConfig> = schemes
-        .iter()
-        .map(|&paging| RunConfig {
-            workload: workload.clone(),
-            paging,
-            profile: profile.clone(),
-            guest_pages: PageSize::Size4K,
-            host_pages: PageSize::Size4K,
-            fragmentation: 0.0,
+    // The measured phase alone: no warm-up, every access of the sample timed. Every run is
+    // resolved and checked before the first one starts.
+    let comparison = Comparison {
+        spec: RunSpec {
+            machine: args.machine.clone(),
             accesses: args.accesses,
             warmup: 0,
-            tolerance: sampling::DEFAULT_TOLERANCE,
             fixed_warmup: true,
             seed: SEED,
-            pretouch: false,
-            pipeline,
-        })
+            overrides: args.set.overrides()?,
+            ..RunSpec::new(&args.workload)
+        },
+        schemes,
+        seeds: 1,
+    };
+    let configs: Vec<RunConfig> = comparison
+        .configs(&profile, SettingNames::Flags)
+        .map_err(crate::run::cli_error)?
+        .into_iter()
+        .map(|c| RunConfig { pipeline, ..c })
         .collect();
-    // Every run is checked before the first one starts.
-    crate::run::check_all(&configs)?;
     let mut rows = Vec::new();
     for config in configs {
         let paging = config.paging;
@@ -86,7 +86,7 @@ pub fn bench(args: BenchArgs) -> Result<(), CliError> {
         let rate = |seconds: f64| accesses as f64 / seconds.max(1e-9);
         rows.push(serde_json::json!({
             "paging": paging.name(),
-            "workload": workload.canonical(),
+            "workload": config.workload.canonical(),
             "accesses": accesses,
             "threads": pipeline.threads(),
             "host_seconds": best,

@@ -49,7 +49,7 @@ pub fn provenance(profile: &Profile, seed: u64) -> Provenance {
 
 /// This process's arguments, program first (not UTF-8 ones made so, as `std::env::args`
 /// would panic on them).
-fn argv() -> Vec<String> {
+pub(crate) fn argv() -> Vec<String> {
     std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect()
@@ -78,14 +78,9 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         args::Command::Run(a) => run::run(a),
+        args::Command::Rerun(a) => run::rerun(a),
         args::Command::List(a) => list::list(a),
         args::Command::Bench(a) => bench::bench(a),
-        args::Command::Reproduce(a) if a.name.as_deref() == Some("guest") && !a.list => {
-            guest::reproduce(a)
-        }
-        args::Command::Reproduce(a) if a.name.as_deref() == Some("labt") && !a.list => {
-            labt::reproduce(a)
-        }
         args::Command::Reproduce(a) => reproduce::reproduce(a),
         args::Command::Report(a) => report::report(a),
         args::Command::Profile(a) => profile::profile(a),

@@ -73,8 +73,9 @@ fn runs(report: &Value) -> &Vec<Value> {
     let obj = report.as_object().expect("report is an object");
     let keys: Vec<&String> = obj.keys().collect();
     assert!(
-        keys == ["provenance", "runs"] || keys == ["across_seeds", "provenance", "runs"],
-        "report has the keys 'provenance' and 'runs' (and 'across_seeds' with --seeds): {keys:?}"
+        keys == ["comparison", "provenance", "runs"]
+            || keys == ["across_seeds", "comparison", "provenance", "runs"],
+        "report has the keys 'comparison', 'provenance' and 'runs' (and 'across_seeds' with --seeds): {keys:?}"
     );
     report["runs"].as_array().expect("'runs' is an array")
 }

@@ -9,7 +9,9 @@
 //!
 //! Each report's provenance is checked (version, commit, command, profile and its hash,
 //! seed) and compared too, but for the fields that vary with the build and the machine
-//! (`git_commit`, `command`), which the files hold as "(varies)".
+//! (`git_commit`, `command`), which the files hold as "(varies)". The effective profile
+//! (`provenance.profile`) is checked to be the built-in skylake profile, every key, and the
+//! files hold it as one line: a new profile key is not a change of any result.
 
 mod common;
 
@@ -242,9 +244,27 @@ fn comparable(output: &str, args: &[&str]) -> String {
         .find(|w| w[0] == "--seed")
         .map_or(1, |w| w[1].parse().expect("a number"));
     assert_eq!(p["seed"], seed);
+    assert_eq!(
+        p["profile"],
+        serde_json::to_value(&profile).expect("serializable"),
+        "the effective profile is skylake's"
+    );
+    assert_eq!(p["overrides"], serde_json::json!({}));
     // Edit the text rather than re-serialize the JSON, whose floats would not round-trip.
+    let mut in_profile = false;
     output
         .lines()
+        .filter_map(|line| {
+            if in_profile {
+                in_profile = !line.starts_with("    }");
+                return None;
+            }
+            if line == "    \"profile\": {" {
+                in_profile = true;
+                return Some("    \"profile\": \"(skylake, checked)\",");
+            }
+            Some(line)
+        })
         .map(|line| {
             match VARYING
                 .iter()

@@ -1,9 +1,12 @@
 //! Where a report comes from: the vmlab version and git commit that produced it, the exact
-//! command, the machine profile (by name and by a hash of its full contents) and the seed.
-//! Every JSON report carries one [`Provenance`], so a number can be traced back and rerun.
+//! command, the machine profile (by name and by a hash of its file, the overrides given on
+//! top of it, and the effective profile itself, every key with the value the simulator used)
+//! and the seed. Every JSON report carries one [`Provenance`], so a number can be traced
+//! back and rerun from the report alone.
 
 use crate::cost::Profile;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The provenance of a report.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,6 +24,15 @@ pub struct Provenance {
     /// A hash of the profile's full contents ([`Profile::fingerprint_hex`]): two reports with
     /// the same one ran on the same profile file, comments included.
     pub machine_fingerprint: String,
+    /// The profile keys overridden on top of that file (`vmlab run --set SECTION.KEY=VALUE`),
+    /// by key, as given.
+    #[serde(default)]
+    pub overrides: BTreeMap<String, String>,
+    /// The effective machine profile: every section and key with the value the simulator
+    /// used, overrides applied (as gem5's `config.json`); [`Provenance::effective_profile`]
+    /// reads it back.
+    #[serde(default)]
+    pub profile: serde_json::Value,
     /// The seed of the workload's random numbers (and of host fragmentation).
     pub seed: u64,
     /// The files the workload read (a recording), each identified by its contents.
@@ -75,9 +87,27 @@ impl Provenance {
             command: command.to_string(),
             machine: profile.name().to_string(),
             machine_fingerprint: profile.fingerprint_hex(),
+            overrides: profile.overrides().iter().cloned().collect(),
+            profile: serde_json::to_value(profile).unwrap_or_default(),
             seed,
             inputs: Vec::new(),
         }
+    }
+}
+
+impl Provenance {
+    /// The effective profile the report was made with, read back and validated (its
+    /// fingerprint is that of its canonical TOML, not the file's), or why not: a report
+    /// written before reports carried their profile, or one edited by hand.
+    pub fn effective_profile(&self) -> Result<Profile, String> {
+        if self.profile.is_null() {
+            return Err(
+                "the report has no effective profile (provenance.profile): it was written by an older vmlab"
+                    .to_string(),
+            );
+        }
+        Profile::deserialize(&self.profile)
+            .map_err(|e| format!("the report's profile (provenance.profile): {e}"))
     }
 }
 
@@ -115,6 +145,9 @@ mod tests {
         assert_eq!(p.machine, "skylake");
         assert_eq!(p.machine_fingerprint, profile.fingerprint_hex());
         assert_eq!(p.seed, 7);
+        assert!(p.overrides.is_empty());
+        let back = p.effective_profile().expect("reads back");
+        assert_eq!(back.to_toml(), profile.to_toml());
         assert_eq!(p.vmlab_version, env!("CARGO_PKG_VERSION"));
         assert_eq!(p.command, "vmlab run -w gups");
         let hash = p.git_commit.trim_end_matches("-dirty");

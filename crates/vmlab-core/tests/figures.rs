@@ -236,6 +236,8 @@ fn the_e500_figure_keeps_its_text_inside() {
             machine_fingerprint: "0".into(),
             seed: 0,
             inputs: Vec::new(),
+            overrides: Default::default(),
+            profile: serde_json::Value::Null,
         },
         trace: "t".into(),
         trace_meta: String::new(),

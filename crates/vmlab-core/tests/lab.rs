@@ -1,5 +1,7 @@
 //! The lab as a library: experiments run from code give what `vmlab reproduce` gives, run
-//! specs and reports survive a trip through JSON, and a progress callback stops a run.
+//! specs and reports survive a trip through JSON, and a progress callback stops a run; a run
+//! comparison gives what its runs give one by one, profile overrides move times and not
+//! counts, a comparison reruns from its JSON, and sweeps expand into their runs.
 
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -7,7 +9,8 @@ use vmlab_core::engine::{self, EngineError, Phase};
 use vmlab_core::lab;
 use vmlab_core::lab::runner::Event;
 use vmlab_core::lab::{
-    report, run_experiment, run_plan, Experiment, ExperimentReport, LabError, RunSpec, SettingNames,
+    compare, report, run_experiment, run_plan, Comparison, ComparisonReport, Experiment,
+    ExperimentReport, LabError, RunSpec, SettingNames,
 };
 use vmlab_core::provenance::Provenance;
 use vmlab_core::stats::RunReport;
@@ -244,4 +247,266 @@ fn a_run_that_cannot_be_done_fails_the_experiment_before_any_run_starts() {
         "{e}"
     );
     assert_eq!(events.load(Ordering::Relaxed), 0, "no run started");
+}
+
+/// A small comparison: a TLB-bound loop, two schemes.
+fn small_comparison(seeds: u64) -> Comparison {
+    let mut spec = RunSpec::new("tlb-bench:size=8M,accesses=40000");
+    spec.accesses = 20_000;
+    spec.warmup = 5_000;
+    spec.seed = 5;
+    Comparison {
+        spec,
+        schemes: vec!["native".into(), "nested".into()],
+        seeds,
+    }
+}
+
+#[test]
+fn a_comparison_gives_the_reports_of_its_runs_one_by_one() {
+    let c = small_comparison(2);
+    let report = c
+        .run("test", &mut |_| ControlFlow::Continue(()))
+        .expect("runs");
+    // Scheme by scheme, seeds in order: what `vmlab run` did before the lab had it.
+    let order: Vec<(String, u64)> = report
+        .runs
+        .iter()
+        .map(|r| (r.paging.clone(), r.seed))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("native".to_string(), 5),
+            ("native".to_string(), 6),
+            ("nested".to_string(), 5),
+            ("nested".to_string(), 6)
+        ]
+    );
+    for run in &report.runs {
+        let spec = RunSpec {
+            paging: run.paging.clone(),
+            seed: run.seed,
+            ..c.spec.clone()
+        };
+        let config = spec.resolve().expect("valid");
+        let alone = engine::run(&config, &mut |_| ControlFlow::Continue(())).expect("runs");
+        assert_eq!(&alone, run, "{spec:?}");
+    }
+    let across = report.across_seeds.as_ref().expect("two seeds");
+    assert_eq!(across.len(), 2);
+    assert_eq!(across[0].seeds, [5, 6]);
+    assert_eq!(report.provenance.seed, 5);
+    assert_eq!(report.comparison, c);
+    // One seed: no summary over seeds.
+    let one = small_comparison(1)
+        .run("test", &mut |_| ControlFlow::Continue(()))
+        .expect("runs");
+    assert!(one.across_seeds.is_none());
+    assert_eq!(
+        one.runs[..],
+        [report.runs[0].clone(), report.runs[2].clone()]
+    );
+}
+
+#[test]
+fn a_comparison_checks_every_run_first_and_stops_when_told() {
+    let mut c = small_comparison(1);
+    c.schemes = vec!["native".into(), "hybrid".into()];
+    let e = c
+        .run("test", &mut |_| ControlFlow::Continue(()))
+        .expect_err("hybrid is no scheme");
+    assert!(e.is_user_error() && e.to_string().contains("hybrid"), "{e}");
+    c.schemes = vec!["nested".into(), "shadow".into()];
+    c.spec.workload = "host-remap:size=4M,accesses=1000,every=100".into();
+    let mut started = 0;
+    let e = c
+        .run("test", &mut |event| {
+            if let compare::Event::Start { .. } = event {
+                started += 1;
+            }
+            ControlFlow::Continue(())
+        })
+        .expect_err("shadow cannot remap");
+    assert!(e.to_string().contains("under shadow"), "{e}");
+    assert_eq!(started, 0, "no run started");
+    let c = small_comparison(1);
+    assert!(matches!(
+        c.run("test", &mut |_| ControlFlow::Break(())),
+        Err(LabError::Stopped)
+    ));
+}
+
+#[test]
+fn a_profile_override_moves_the_time_but_not_the_counts() {
+    let base = small_comparison(1)
+        .run("test", &mut |_| ControlFlow::Continue(()))
+        .expect("runs");
+    let mut c = small_comparison(1);
+    c.spec
+        .overrides
+        .insert("latency.dram_ns".into(), "45".into());
+    let fast = c
+        .run("test", &mut |_| ControlFlow::Continue(()))
+        .expect("runs");
+    assert_eq!(
+        fast.provenance
+            .overrides
+            .get("latency.dram_ns")
+            .map(String::as_str),
+        Some("45")
+    );
+    assert_eq!(fast.provenance.profile["latency"]["dram_ns"], 45.0);
+    assert_eq!(base.provenance.profile["latency"]["dram_ns"], 90.0);
+    // The file's fingerprint, with the overrides beside it.
+    assert_eq!(
+        fast.provenance.machine_fingerprint,
+        base.provenance.machine_fingerprint
+    );
+    for (a, b) in base.runs.iter().zip(&fast.runs) {
+        assert_eq!(a.tlb_misses, b.tlb_misses);
+        assert_eq!(a.walk_refs, b.walk_refs);
+        assert_eq!(a.data_served, b.data_served);
+        assert!(b.seconds < a.seconds, "{} then {}", a.seconds, b.seconds);
+    }
+    // A bad override is the user's error, naming it.
+    c.spec.overrides.insert("latency.dram".into(), "45".into());
+    let e = c
+        .run("test", &mut |_| ControlFlow::Continue(()))
+        .expect_err("no such key");
+    assert!(e.is_user_error(), "{e}");
+    assert!(e.to_string().contains("latency.dram=45"), "{e}");
+}
+
+#[test]
+fn a_comparison_report_reruns_from_its_json_alone() {
+    let mut c = small_comparison(2);
+    c.spec
+        .overrides
+        .insert("exits.ept_violation".into(), "1234".into());
+    let report = c
+        .run("test", &mut |_| ControlFlow::Continue(()))
+        .expect("runs");
+    let text = report.to_json().expect("renders");
+    let back = ComparisonReport::from_json(&text).expect("reads back");
+    assert_eq!(back.to_json().expect("renders"), text, "same bytes");
+    let rerun = back
+        .rerun("rerun", &mut |_| ControlFlow::Continue(()))
+        .expect("reruns");
+    assert!(rerun.differences.is_empty(), "{:?}", rerun.differences);
+    assert_eq!(rerun.report.runs, report.runs);
+    // The same file and overrides, as the first report named them.
+    assert_eq!(
+        rerun.report.provenance.machine_fingerprint,
+        report.provenance.machine_fingerprint
+    );
+    assert_eq!(
+        rerun.report.provenance.overrides,
+        report.provenance.overrides
+    );
+    assert_eq!(rerun.report.provenance.profile, report.provenance.profile);
+    // A number changed in the file is found.
+    let mut edited = back.clone();
+    edited.runs[1].tlb_misses += 1;
+    let rerun = edited
+        .rerun("rerun", &mut |_| ControlFlow::Continue(()))
+        .expect("reruns");
+    assert_eq!(rerun.differences.len(), 1, "{:?}", rerun.differences);
+    assert!(rerun.differences[0].starts_with("runs[1].tlb_misses: "));
+}
+
+#[test]
+fn a_sweep_expands_into_runs_with_its_values_as_columns() {
+    let text = MINI.replace(
+        "seed = 3\n",
+        "seed = 3\nsweep = { \"latency.dram_ns\" = [60, 120], seed = [1, 2] }\n",
+    );
+    let exp = Experiment::from_toml(&text, "mini").expect("valid");
+    let plan = exp.plan(true).expect("plans");
+    // 2 sizes x 2 guest page sizes x 4 points x 3 schemes.
+    assert_eq!(plan.jobs.len(), 2 * 2 * 4 * 3);
+    let points: Vec<&Vec<(String, String)>> = plan.jobs.iter().map(|j| &j.group.point).collect();
+    assert_eq!(
+        *points[0],
+        [
+            ("latency.dram_ns".to_string(), "60".to_string()),
+            ("seed".to_string(), "1".to_string())
+        ]
+    );
+    let spec = plan.run_spec(&plan.jobs[3 * 3]);
+    assert_eq!(spec.seed, 2);
+    assert_eq!(spec.overrides["latency.dram_ns"], "120");
+    let outcome = run_experiment(&exp, true, 2, &go).expect("runs");
+    let csv = report::csv(&exp, &outcome.rows).expect("renders");
+    let header: Vec<&str> = csv.lines().next().expect("a header").split(',').collect();
+    assert_eq!(header[header.len() - 2..], ["latency.dram_ns", "seed"]);
+    assert_eq!(
+        csv.lines().count(),
+        1 + 2 * (2 * 4 * 3 - 4),
+        "runs less tpt's skipped"
+    );
+    // Lines over sizes: a panel per point of the sweep, titled with it.
+    let figure = report::figure(&exp, &outcome.plan, &outcome.rows);
+    let titles: Vec<Option<String>> = figure.panels.iter().map(|p| p.title.clone()).collect();
+    assert_eq!(titles.len(), 4);
+    assert_eq!(titles[3].as_deref(), Some("latency.dram_ns=120, seed=2"));
+    // Each run is its spec: the swept values reach the engine.
+    let runs: Vec<&report::Row> = outcome.rows.iter().filter(|r| r.report.is_some()).collect();
+    for row in &runs {
+        let report = row.report.as_ref().expect("ran");
+        let spec = outcome.plan.run_spec(&row.job);
+        assert_eq!(report.seed, spec.seed);
+        let again = spec.run(&mut |_| ControlFlow::Continue(())).expect("runs");
+        assert_eq!(&again, report, "{spec:?}");
+    }
+    // DRAM latency moves time, not events: the same seed at 60 and 120 ns.
+    let find = |dram: &str, seed: &str| {
+        runs.iter()
+            .find(|r| {
+                r.job.paging.name() == "nested"
+                    && r.job.group.point[0].1 == dram
+                    && r.job.group.point[1].1 == seed
+            })
+            .and_then(|r| r.report.clone())
+            .expect("ran")
+    };
+    let (slow, fast) = (find("120", "1"), find("60", "1"));
+    assert_eq!(slow.tlb_misses, fast.tlb_misses);
+    assert!(slow.seconds > fast.seconds);
+    // The report file lists the sweep and every run's spec.
+    let profile = outcome.plan.profile().expect("loads");
+    let file = ExperimentReport::new(
+        &exp,
+        &outcome.plan,
+        &outcome.rows,
+        Provenance::new("test", &profile, 3),
+    );
+    assert_eq!(file.sweep["seed"], ["1", "2"]);
+    assert_eq!(file.specs.len(), file.runs.len());
+}
+
+#[test]
+fn a_sweep_of_an_unknown_setting_or_a_bad_value_is_an_error() {
+    let with = |sweep: &str| {
+        let text = MINI.replace("seed = 3\n", &format!("seed = 3\nsweep = {{ {sweep} }}\n"));
+        let exp = Experiment::from_toml(&text, "mini").expect("parses");
+        exp.plan(true).and_then(|plan| plan.profile().map(|_| plan))
+    };
+    assert!(with("fragmentation = [0.0, 0.5], pretouch = [false, true]").is_ok());
+    for (sweep, message) in [
+        ("seeds = [1, 2]", "unknown setting 'seeds'"),
+        ("seed = [-1]", "seed = -1 is not a seed"),
+        ("fragmentation = [1.5]", "is not a fraction"),
+        ("pretouch = [1]", "pretouch = 1 is not true or false"),
+        ("\"latency.dram\" = [60]", "unknown key 'latency.dram'"),
+        (
+            "\"latency.dram_ns\" = [-60]",
+            "latency.dram_ns = -60 is out of range",
+        ),
+        ("\"latency.dram_ns\" = []", "needs at least one value"),
+    ] {
+        let e = with(sweep).expect_err(sweep);
+        assert!(e.is_user_error(), "{sweep}: {e}");
+        assert!(e.to_string().contains(message), "{sweep}: {e}");
+    }
 }

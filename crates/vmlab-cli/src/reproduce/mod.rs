@@ -7,29 +7,45 @@
 
 use crate::args::ReproduceArgs;
 use crate::progress::CountProgress;
+use crate::run::cli_error;
 use crate::{table, CliError, UsageError};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
+use vmlab_core::lab::kinds::{self, ExperimentKind};
 use vmlab_core::lab::report::{self, Row};
 use vmlab_core::lab::runner::{self, Event};
-use vmlab_core::lab::{Experiment, ExperimentReport, LabError, Metric, Plan};
+use vmlab_core::lab::{Experiment, ExperimentReport, Metric, Plan};
 use vmlab_core::stats::RunReport;
 
-/// The command line's error for a lab error: exit 2 for the user's mistakes, 1 for failures.
-fn cli_error(e: LabError) -> CliError {
-    if e.is_user_error() {
-        CliError::Usage(UsageError(e.to_string()))
-    } else {
-        CliError::Run(e.to_string())
-    }
-}
-
+/// `vmlab reproduce NAME`: asks the lab what NAME is (its registry of experiment kinds) and
+/// renders that kind's report.
 pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
     if args.list {
         return list(args.name.as_deref());
     }
+    let Some(name) = args.name.as_deref() else {
+        return Err(
+            UsageError("name an experiment (vmlab reproduce --list shows them)".into()).into(),
+        );
+    };
+    let kind = ExperimentKind::find(name).map_err(cli_error)?;
+    if !args.set.set.is_empty() && !matches!(kind, ExperimentKind::Simulated(_)) {
+        return Err(UsageError(format!(
+            "--set overrides the simulated x86 machine's profile; {name} does not simulate one"
+        ))
+        .into());
+    }
+    match kind {
+        ExperimentKind::Labt => crate::labt::reproduce(args),
+        ExperimentKind::Guest => crate::guest::reproduce(args),
+        ExperimentKind::Simulated(exp) => simulated(args, *exp),
+    }
+}
+
+/// An experiment file's runs: the table, and NAME.csv, NAME.json and NAME.svg.
+fn simulated(args: ReproduceArgs, exp: Experiment) -> Result<(), CliError> {
     if args.trace.is_some() {
         return Err(UsageError(
             "--trace is for `vmlab reproduce labt` only (the recorded e500 guest it replays)"
@@ -37,14 +53,11 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
         )
         .into());
     }
-    let Some(name) = args.name.as_deref() else {
-        return Err(
-            UsageError("name an experiment (vmlab reproduce --list shows them)".into()).into(),
-        );
-    };
-    let exp = Experiment::load(name)
-        .and_then(|e| e.with_traces(args.traces.as_deref()))
-        .map_err(cli_error)?;
+    let mut exp = exp.with_traces(args.traces.as_deref()).map_err(cli_error)?;
+    // --set: overrides of every run, on top of the experiment's own.
+    for (key, value) in args.set.overrides()? {
+        exp.overrides.insert(key, toml::Value::String(value));
+    }
     let plan = exp.plan(args.quick).map_err(cli_error)?;
     let profile = plan.profile().map_err(cli_error)?;
     let threads = match args.jobs {
@@ -111,34 +124,16 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
     }
 }
 
-/// `--list`: one line per built-in experiment (only `name`'s, when given).
+/// `--list`: one line per built-in experiment (only `name`'s, when given), from the lab's
+/// catalog.
 fn list(name: Option<&str>) -> Result<(), CliError> {
-    let mut lines: Vec<(String, String)> = Experiment::builtins()
-        .map_err(cli_error)?
-        .into_iter()
-        .map(|e| (e.name, format!("{} [{}]", e.summary, e.duration)))
-        .collect();
-    // `guest` measures the real guest kernel (vmlab-guest), not the simulator.
-    lines.push((
-        "guest".to_string(),
-        "the user-level guest kernel: real programs' system calls under each trap mechanism, measured [minutes; --quick less]".to_string(),
-    ));
-    // `labt` replays the recorded e500 guest (vmlab_core::lab::e500), not an experiment file.
-    lines.push((
-        "labt".to_string(),
-        "the recorded e500 Linux guest under bare, KVM trap-and-emulate, paravirtual patching and LABT [seconds]".to_string(),
-    ));
-    if let Some(name) = name {
-        lines.retain(|(n, _)| n == name);
-        if lines.is_empty() {
-            // A file, or an unknown name: its own error or line.
-            let e = Experiment::load(name).map_err(cli_error)?;
-            lines.push((e.name, format!("{} [{}]", e.summary, e.duration)));
-        }
-    }
+    let infos = match name {
+        Some(name) => vec![kinds::info(name).map_err(cli_error)?],
+        None => kinds::catalog().map_err(cli_error)?,
+    };
     println!("Experiments (vmlab reproduce NAME [--quick]; experiments/NAME.toml):");
-    for (name, text) in lines {
-        println!("  {name:<10} {text}");
+    for i in infos {
+        println!("  {:<10} {} [{}]", i.name, i.summary, i.duration);
     }
     Ok(())
 }
@@ -170,6 +165,9 @@ fn render(exp: &Experiment, plan: &Plan, rows: &[Row]) -> String {
             names(&exp.quick.guest_pages, &exp.guest_pages),
             names(&exp.quick.host_pages, &exp.host_pages)
         );
+    }
+    if let Some(line) = crate::run::overrides_line(&plan.overrides) {
+        out.push_str(&line);
     }
     let groups = report::groups(rows);
     if groups.len() == 1 {

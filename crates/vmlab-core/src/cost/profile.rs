@@ -61,6 +61,15 @@ pub enum ProfileError {
         /// What is wrong, and where.
         message: String,
     },
+    /// An override (`SECTION.KEY=VALUE`) names no key of the profile, or its value is not
+    /// of the key's type.
+    #[error("profile override {setting}: {message}")]
+    Override {
+        /// The override as given, `SECTION.KEY=VALUE`.
+        setting: String,
+        /// What is wrong: the unknown key and the valid ones, or the value expected.
+        message: String,
+    },
     /// A value is out of its bounds, or values contradict each other.
     #[error("machine profile {origin}: {message}")]
     Invalid {
@@ -103,6 +112,9 @@ pub struct Profile {
     /// FNV-1a hash of the text the profile was read from.
     #[serde(skip)]
     fingerprint: u64,
+    /// The overrides applied on top of that text ([`Profile::with_overrides`]), in order.
+    #[serde(skip)]
+    overrides: Vec<(String, String)>,
 }
 
 /// The profile file as written: every section, nothing checked yet.
@@ -533,6 +545,7 @@ impl Profile {
             tags,
             kernel,
             fingerprint,
+            overrides: Vec::new(),
         }
     }
 
@@ -596,6 +609,95 @@ impl Profile {
     /// The fingerprint as text: `fnv1a64:` and 16 hex digits.
     pub fn fingerprint_hex(&self) -> String {
         format!("fnv1a64:{:016x}", self.fingerprint)
+    }
+
+    /// The overrides applied to the profile file ([`Profile::with_overrides`]), in order, as
+    /// (`SECTION.KEY`, value as given); empty for a profile as its file says.
+    pub fn overrides(&self) -> &[(String, String)] {
+        &self.overrides
+    }
+
+    /// The profile with `overrides` applied: each is a key as `vmlab profile show` prints it,
+    /// `SECTION.KEY` (or `SECTION.STRUCTURE.FIELD`, as in `tlb.stlb.entries`), and a value
+    /// written as in the profile file (numbers, `true`/`false`, sizes such as `32M`, names;
+    /// quotes optional). The result is validated as a profile file is: an unknown key, a value
+    /// of the wrong type or out of bounds is an error naming the override. The fingerprint
+    /// stays the file's; [`Profile::overrides`] lists what was changed on top of it. No
+    /// overrides: the profile as it is.
+    pub fn with_overrides<K: AsRef<str>, V: AsRef<str>>(
+        &self,
+        overrides: &[(K, V)],
+    ) -> Result<Profile, ProfileError> {
+        if overrides.is_empty() {
+            return Ok(self.clone());
+        }
+        let mut table: toml::Table = toml::from_str(&self.to_toml())
+            .map_err(|e| unreachable_toml(&e))
+            .unwrap_or_default();
+        let mut applied = self.overrides.clone();
+        for (key, value) in overrides {
+            let (key, value) = (key.as_ref().trim(), value.as_ref().trim());
+            let setting = format!("{key}={value}");
+            let err = |message: String| ProfileError::Override {
+                setting: setting.clone(),
+                message,
+            };
+            set_key(&mut table, key, value).map_err(err)?;
+            applied.retain(|(k, _)| k != key);
+            applied.push((key.to_string(), value.to_string()));
+        }
+        let text = toml::to_string(&table).map_err(|e| ProfileError::Invalid {
+            origin: format!("'{}'", self.machine.name),
+            message: e.to_string(),
+        })?;
+        let origin = format!("'{}' with overrides", self.machine.name);
+        let mut profile = Profile::from_toml(&text, &origin)?;
+        profile.fingerprint = self.fingerprint;
+        profile.overrides = applied;
+        Ok(profile)
+    }
+
+    /// The profile with the file fingerprint (`fnv1a64:HEX`, as [`Profile::fingerprint_hex`]
+    /// gives it) and the overrides a report recorded for it: a profile read back from a
+    /// report ([`crate::provenance::Provenance::effective_profile`]) names the same file and
+    /// overrides as the report did. A fingerprint that does not parse is left as it was.
+    pub fn restore_provenance(
+        mut self,
+        fingerprint_hex: &str,
+        overrides: Vec<(String, String)>,
+    ) -> Profile {
+        if let Some(hash) = fingerprint_hex
+            .strip_prefix("fnv1a64:")
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+        {
+            self.fingerprint = hash;
+        }
+        self.overrides = overrides;
+        self
+    }
+
+    /// Every key of the profile as `SECTION.KEY` (`SECTION.STRUCTURE.FIELD` inside the
+    /// structure tables), in `vmlab profile show`'s order: what [`Profile::with_overrides`]
+    /// and an experiment's `sweep` accept.
+    pub fn keys(&self) -> Vec<String> {
+        fn walk(prefix: &str, table: &toml::Table, out: &mut Vec<String>) {
+            for (k, v) in table {
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                match v {
+                    toml::Value::Table(t) => walk(&path, t, out),
+                    _ => out.push(path),
+                }
+            }
+        }
+        let mut out = Vec::new();
+        if let Ok(table) = toml::from_str::<toml::Table>(&self.to_toml()) {
+            walk("", &table, &mut out);
+        }
+        out
     }
 
     /// The effective profile as TOML: every section and key with the value the simulator
@@ -812,6 +914,96 @@ impl Profile {
             ));
         }
         Ok(())
+    }
+}
+
+/// `to_toml`'s text always parses (a test pins it); this is never reached.
+fn unreachable_toml(e: &toml::de::Error) -> toml::Table {
+    debug_assert!(false, "Profile::to_toml does not parse: {e}");
+    toml::Table::new()
+}
+
+/// Sets `path` (`SECTION.KEY[.FIELD]`) of the profile `table` to `text`, read as the type of
+/// the value it replaces: the key must exist (every key of a profile is present in it).
+fn set_key(table: &mut toml::Table, path: &str, text: &str) -> Result<(), String> {
+    let parts: Vec<&str> = path.split('.').collect();
+    if parts.len() < 2 || parts.iter().any(|p| p.is_empty()) {
+        let sections: Vec<&str> = table.keys().map(String::as_str).collect();
+        return Err(format!(
+            "'{path}' is not SECTION.KEY=VALUE; sections: {}",
+            sections.join(", ")
+        ));
+    }
+    let mut here = table;
+    let mut at = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let valid = |t: &toml::Table| t.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+        let Some(slot) = here.get(*part) else {
+            return Err(if at.is_empty() {
+                format!("unknown section '{part}'; sections: {}", valid(here))
+            } else {
+                format!(
+                    "unknown key '{at}.{part}'; valid keys of {at}: {}",
+                    valid(here)
+                )
+            });
+        };
+        if !at.is_empty() {
+            at.push('.');
+        }
+        at.push_str(part);
+        match (last, slot) {
+            (false, toml::Value::Table(_)) => {}
+            (false, _) => return Err(format!("{at} is a value, not a table")),
+            (true, toml::Value::Table(t)) => {
+                return Err(format!(
+                    "{at} is a table; set one of its keys: {}",
+                    t.keys()
+                        .map(|k| format!("{at}.{k}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            }
+            (true, old) => {
+                let new = typed_value(old, text)
+                    .map_err(|want| format!("{at} takes {want}, not '{text}'"))?;
+                here.insert((*part).to_string(), new);
+                return Ok(());
+            }
+        }
+        let Some(toml::Value::Table(next)) = here.get_mut(*part) else {
+            unreachable!("checked to be a table above")
+        };
+        here = next;
+    }
+    Ok(())
+}
+
+/// `text` as a value of `old`'s type, or what that type is, for the error.
+fn typed_value(old: &toml::Value, text: &str) -> Result<toml::Value, &'static str> {
+    let unquoted = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(text);
+    match old {
+        toml::Value::Float(_) => unquoted
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .map(toml::Value::Float)
+            .ok_or("a number"),
+        toml::Value::Integer(_) => unquoted
+            .parse::<i64>()
+            .map(toml::Value::Integer)
+            .map_err(|_| "a whole number"),
+        toml::Value::Boolean(_) => match unquoted {
+            "true" => Ok(toml::Value::Boolean(true)),
+            "false" => Ok(toml::Value::Boolean(false)),
+            _ => Err("true or false"),
+        },
+        toml::Value::String(_) => Ok(toml::Value::String(unquoted.to_string())),
+        _ => Err("a value of the profile file's type"),
     }
 }
 
@@ -1118,5 +1310,80 @@ mod tests {
             err.contains("missing key memory.l1d.ways (in [memory], line "),
             "{err}"
         );
+    }
+
+    #[test]
+    fn overrides_change_the_key_and_keep_the_file_fingerprint() {
+        let base = Profile::builtin("skylake").expect("built-in");
+        let p = base
+            .with_overrides(&[
+                ("latency.dram_ns", "60"),
+                ("tlb.stlb.entries", "3072"),
+                ("memory.llc.size", "44M"),
+                ("memory.llc.replacement", "lru"),
+                ("kernel.pcid", "false"),
+            ])
+            .expect("valid overrides");
+        assert_eq!(p.latency.dram_ns, 60.0);
+        assert_eq!(p.tlb.stlb.entries, 3072);
+        assert_eq!(p.memory.llc.size, 44 << 20);
+        assert!(!p.kernel.pcid);
+        assert_eq!(p.fingerprint(), base.fingerprint());
+        assert_eq!(p.overrides().len(), 5);
+        assert_eq!(p.overrides()[0], ("latency.dram_ns".into(), "60".into()));
+        // Everything else is the file's.
+        assert_eq!(p.latency.l2, base.latency.l2);
+        assert_eq!(
+            p.exits[ExitReason::Cr3Load],
+            base.exits[ExitReason::Cr3Load]
+        );
+        // No overrides: the profile as it is.
+        let same = base
+            .with_overrides::<&str, &str>(&[])
+            .expect("nothing to do");
+        assert_eq!(same.to_toml(), base.to_toml());
+        assert!(same.overrides().is_empty());
+    }
+
+    #[test]
+    fn bad_overrides_are_one_line_naming_the_key() {
+        let base = Profile::builtin("skylake").expect("built-in");
+        let err = |k: &str, v: &str| {
+            let e = base.with_overrides(&[(k, v)]).expect_err("bad").to_string();
+            assert!(!e.contains('\n'), "{e}");
+            e
+        };
+        let e = err("latency.dram", "60");
+        assert!(
+            e.starts_with("profile override latency.dram=60: unknown key 'latency.dram'"),
+            "{e}"
+        );
+        assert!(e.contains("dram_ns"), "{e}");
+        let e = err("lantency.dram_ns", "60");
+        assert!(e.contains("unknown section 'lantency'"), "{e}");
+        assert!(e.contains("latency"), "{e}");
+        assert!(err("latency.dram_ns", "fast").contains("takes a number"));
+        assert!(err("kernel.pcid", "1").contains("takes true or false"));
+        assert!(err("tlb.stlb", "1").contains("is a table"));
+        assert!(err("dram_ns", "1").contains("SECTION.KEY"));
+        // Bounds as the profile file's.
+        let e = err("latency.dram_ns", "-5");
+        assert!(e.contains("latency.dram_ns = -5 is out of range"), "{e}");
+    }
+
+    #[test]
+    fn keys_are_the_override_paths() {
+        let p = Profile::builtin("skylake").expect("built-in");
+        let keys = p.keys();
+        for k in [
+            "latency.dram_ns",
+            "tlb.stlb.entries",
+            "memory.llc.size",
+            "exits.cr3_load",
+            "kernel.hz",
+        ] {
+            assert!(keys.iter().any(|x| x == k), "{k}");
+        }
+        assert!(keys.iter().all(|k| k.contains('.')));
     }
 }

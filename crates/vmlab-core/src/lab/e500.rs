@@ -174,6 +174,8 @@ pub fn run(
         command: command.to_string(),
         machine: costs.name.clone(),
         machine_fingerprint: costs.fingerprint.clone(),
+        overrides: BTreeMap::new(),
+        profile: effective_profile(costs),
         seed: 0,
         // The trace is named, with its provenance, in the report itself.
         inputs: Vec::new(),
@@ -185,6 +187,21 @@ pub fn run(
         trace.display().to_string(),
         trace_meta,
     )
+}
+
+/// The e500 profile as the models used it: clock, CPI, exit costs by reason and every named
+/// cost (`section.key`).
+fn effective_profile(costs: &E500Costs) -> serde_json::Value {
+    let exits: BTreeMap<&str, u64> = E500Exit::ALL
+        .iter()
+        .map(|&e| (e.name(), costs.exit_cycles[e as usize]))
+        .collect();
+    serde_json::json!({
+        "machine": { "name": costs.name, "frequency_mhz": costs.frequency_mhz },
+        "core": { "cpi": costs.cpi },
+        "exits": exits,
+        "costs": costs.named,
+    })
 }
 
 /// Turns a replay into the experiment's rows.

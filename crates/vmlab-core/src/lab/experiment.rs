@@ -55,6 +55,17 @@ pub struct Experiment {
     /// The seed of every run.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// Machine-profile keys every run overrides, `SECTION.KEY` to a value as the profile
+    /// file writes it (`overrides = { "latency.dram_ns" = 60 }`; `vmlab reproduce --set`
+    /// adds to them).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub overrides: BTreeMap<String, toml::Value>,
+    /// Settings to sweep, each over a list of values, crossed with each other and with
+    /// workloads, sizes, page sizes and schemes: a machine-profile key (`"latency.dram_ns" =
+    /// [60, 90, 120]`), `seed`, `fragmentation` or `pretouch`. Each becomes a column of the
+    /// CSV and part of each row's label.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sweep: BTreeMap<String, Vec<toml::Value>>,
     /// The workloads, in the order of the table's rows.
     pub workloads: Vec<WorkloadEntry>,
     /// The sample of the full variant.
@@ -407,6 +418,15 @@ impl Experiment {
                 traces.duration
             ))),
         }
+    }
+}
+
+/// A TOML value as an override or sweep value is written on a command line: a string as it
+/// is (no quotes), anything else as TOML writes it.
+pub fn value_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
     }
 }
 

@@ -288,6 +288,31 @@ pub fn render(report: &ExperimentReport, figure: Option<&str>) -> String {
             ),
         ),
         ("seed", p.seed.to_string()),
+        (
+            "profile overrides",
+            if p.overrides.is_empty() {
+                "none".to_string()
+            } else {
+                p.overrides
+                    .iter()
+                    .map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(v)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+        ),
+        (
+            "sweep",
+            if report.sweep.is_empty() {
+                "none".to_string()
+            } else {
+                report
+                    .sweep
+                    .iter()
+                    .map(|(k, v)| format!("<code>{}</code> over {}", esc(k), esc(&v.join(", "))))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            },
+        ),
     ] {
         let _ = writeln!(h, "<dt>{k}</dt><dd>{v}</dd>");
     }
@@ -472,6 +497,8 @@ mod tests {
                 machine_fingerprint: "f00".into(),
                 seed: 1,
                 inputs: Vec::new(),
+                overrides: Default::default(),
+                profile: serde_json::Value::Null,
             },
             quick: true,
             machine: "skylake".into(),
@@ -496,6 +523,9 @@ mod tests {
                 run("native", "-", 1.0),
                 run("nested", "2m", 1.25),
             ],
+            overrides: Default::default(),
+            sweep: Default::default(),
+            specs: Vec::new(),
         }
     }
 

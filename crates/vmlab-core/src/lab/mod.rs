@@ -7,7 +7,11 @@
 //! - [`plan`]: an experiment expanded into its runs (workload x size x page sizes x scheme),
 //!   with the combinations it skips and why.
 //! - [`spec`]: one run as serializable data ([`RunSpec`]), resolved into the engine's
-//!   configuration.
+//!   configuration: the one conversion from what a front end says to what the engine runs.
+//! - [`compare`]: a run comparison, one spec under several schemes and seeds (`vmlab run`),
+//!   its serializable report, and a rerun of that report from its JSON.
+//! - [`kinds`]: the registry of experiment kinds (`vmlab reproduce NAME`): the x86
+//!   experiment files, the recorded e500 guest (`labt`), the guest kernel's benchmarks.
 //! - [`runner`]: runs a plan on N threads (the results do not depend on N), with a progress
 //!   callback that can stop the sweep.
 //! - [`report`]: the results (a row per run or skipped combination), the experiment's
@@ -19,16 +23,20 @@
 //! Like the rest of the library it does no I/O besides reading the experiment and profile
 //! files it is pointed at; printing, progress bars and writing files are the caller's.
 
+pub mod compare;
 pub mod e500;
 pub mod experiment;
 pub mod html;
+pub mod kinds;
 pub mod plan;
 pub mod plot;
 pub mod report;
 pub mod runner;
 pub mod spec;
 
+pub use compare::{Comparison, ComparisonReport, Rerun};
 pub use experiment::{Experiment, Metric, BUILTIN};
+pub use kinds::{ExperimentInfo, ExperimentKind};
 pub use plan::{GroupKey, Job, Plan};
 pub use report::{ExperimentReport, Row, SkippedRun};
 pub use runner::{run_experiment, run_plan, Event, Outcome};
@@ -110,6 +118,7 @@ impl LabError {
                 },
                 None => LabError::Spec(message),
             },
+            EngineError::Workload(message) if experiment.is_none() => LabError::Spec(message),
             EngineError::Stopped => LabError::Stopped,
             other => LabError::Run {
                 workload: config.workload.canonical(),

@@ -1,10 +1,10 @@
-//! An experiment expanded into its runs: one per workload, size, guest and host page size
-//! and scheme, in the experiment's order, with the combinations the simulator does not
-//! support kept as skipped jobs (and the reason).
+//! An experiment expanded into its runs: one per workload, size, guest and host page size,
+//! point of the sweep and scheme, in the experiment's order, with the combinations the
+//! simulator does not support kept as skipped jobs (and the reason).
 
 use crate::addr::PageSize;
 use crate::cost::Profile;
-use crate::lab::experiment::{Experiment, TRACES_PLACEHOLDER};
+use crate::lab::experiment::{value_text, Experiment, TRACES_PLACEHOLDER};
 use crate::lab::runner::dedup_key;
 use crate::lab::spec::{load_profile, parse_page_size, parse_schemes, RunSpec};
 use crate::lab::LabError;
@@ -25,6 +25,9 @@ pub struct GroupKey {
     pub guest_pages: PageSize,
     /// Host backing page size (native runs ignore it).
     pub host_pages: PageSize,
+    /// The point of the experiment's sweep: each swept setting and its value here, in the
+    /// sweep's order (empty without a sweep).
+    pub point: Vec<(String, String)>,
 }
 
 /// One run to do, or a combination the simulator does not support.
@@ -61,9 +64,16 @@ pub struct Plan {
     pub warmup: u64,
     /// Relative tolerance of each run's steady-state test.
     pub tolerance: f64,
+    /// Machine-profile overrides of every run (`SECTION.KEY` to a value).
+    pub overrides: BTreeMap<String, String>,
+    /// The swept settings and their values, in order (see [`Experiment::sweep`]).
+    pub sweep: Vec<(String, Vec<String>)>,
     /// Which dimensions vary (and so name a row).
     pub varies: Varies,
 }
+
+/// The settings a sweep takes besides machine-profile keys (`SECTION.KEY`).
+pub const SWEEP_SETTINGS: [&str; 3] = ["seed", "fragmentation", "pretouch"];
 
 /// Which dimensions of an experiment vary (and so name a row).
 #[derive(Clone, Copy, Debug, Default)]
@@ -74,6 +84,8 @@ pub struct Varies {
     pub size: bool,
     /// More than one guest/host page-size combination.
     pub pages: bool,
+    /// A sweep of more than one point.
+    pub sweep: bool,
 }
 
 impl Varies {
@@ -95,6 +107,9 @@ impl Varies {
                 g.guest_pages.name(),
                 g.host_pages.name()
             ));
+        }
+        if self.sweep {
+            parts.extend(g.point.iter().map(|(k, v)| format!("{k}={v}")));
         }
         if parts.is_empty() {
             g.workload.clone()
@@ -151,6 +166,8 @@ impl Experiment {
             )
         };
         crate::engine::sampling::validate(accesses, warmup, tolerance).map_err(|e| err(e.0))?;
+        let sweep = self.sweep_values().map_err(err)?;
+        let points = points(&sweep);
         let mut jobs = Vec::new();
         let mut labels = Vec::new();
         for (entry, w) in self.workloads.iter().enumerate() {
@@ -190,20 +207,23 @@ impl Experiment {
                 labels.push(label.clone());
                 for &g in &guest {
                     for &h in &host {
-                        let group = GroupKey {
-                            entry,
-                            workload: label.clone(),
-                            size: size.clone(),
-                            guest_pages: g,
-                            host_pages: h,
-                        };
-                        for &paging in &schemes {
-                            jobs.push(Job {
-                                group: group.clone(),
-                                spec: spec.clone(),
-                                paging,
-                                skip: paging.unsupported_pages(g, h),
-                            });
+                        for point in &points {
+                            let group = GroupKey {
+                                entry,
+                                workload: label.clone(),
+                                size: size.clone(),
+                                guest_pages: g,
+                                host_pages: h,
+                                point: point.clone(),
+                            };
+                            for &paging in &schemes {
+                                jobs.push(Job {
+                                    group: group.clone(),
+                                    spec: spec.clone(),
+                                    paging,
+                                    skip: paging.unsupported_pages(g, h),
+                                });
+                            }
                         }
                     }
                 }
@@ -214,6 +234,7 @@ impl Experiment {
             workload: labels.len() > 1,
             size: self.workloads.iter().any(|w| w.sizes.len() > 1),
             pages: guest.len() * host.len() > 1,
+            sweep: points.len() > 1,
         };
         Ok(Plan {
             experiment: self.name.clone(),
@@ -225,9 +246,74 @@ impl Experiment {
             accesses,
             warmup,
             tolerance,
+            overrides: self
+                .overrides
+                .iter()
+                .map(|(k, v)| (k.clone(), value_text(v)))
+                .collect(),
+            sweep,
             varies,
         })
     }
+
+    /// The sweep's settings and values as text, checked: a known setting or a profile key
+    /// (checked against the profile by [`Plan::profile`]), at least one value each, and
+    /// values of the setting's type.
+    fn sweep_values(&self) -> Result<Vec<(String, Vec<String>)>, String> {
+        let mut out = Vec::new();
+        for (key, values) in &self.sweep {
+            if values.is_empty() {
+                return Err(format!("sweep: {key} needs at least one value"));
+            }
+            let bad = |v: &toml::Value, want: &str| format!("sweep: {key} = {v} is not {want}");
+            for v in values {
+                match (key.as_str(), v) {
+                    ("seed", toml::Value::Integer(n)) if *n >= 0 => {}
+                    ("seed", v) => return Err(bad(v, "a seed (a whole number at least 0)")),
+                    ("fragmentation", toml::Value::Float(_) | toml::Value::Integer(_)) => {
+                        let f = value_text(v).parse::<f64>().unwrap_or(-1.0);
+                        if !(0.0..=1.0).contains(&f) {
+                            return Err(bad(v, "a fraction between 0 and 1"));
+                        }
+                    }
+                    ("fragmentation", v) => return Err(bad(v, "a fraction between 0 and 1")),
+                    ("pretouch", toml::Value::Boolean(_)) => {}
+                    ("pretouch", v) => return Err(bad(v, "true or false")),
+                    (k, _) if !k.contains('.') => {
+                        return Err(format!(
+                            "sweep: unknown setting '{k}'; sweep {} or a machine-profile key as SECTION.KEY (`vmlab profile show` lists them)",
+                            SWEEP_SETTINGS.join(", ")
+                        ))
+                    }
+                    (_, toml::Value::Table(_) | toml::Value::Array(_)) => {
+                        return Err(bad(v, "a single value"))
+                    }
+                    _ => {}
+                }
+            }
+            out.push((key.clone(), values.iter().map(value_text).collect()));
+        }
+        Ok(out)
+    }
+}
+
+/// Every point of `sweep` (its settings crossed, the first one slowest), or one empty point
+/// without a sweep.
+fn points(sweep: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
+    let mut points: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (key, values) in sweep {
+        points = points
+            .into_iter()
+            .flat_map(|p| {
+                values.iter().map(move |v| {
+                    let mut p = p.clone();
+                    p.push((key.clone(), v.clone()));
+                    p
+                })
+            })
+            .collect();
+    }
+    points
 }
 
 impl Experiment {
@@ -267,12 +353,27 @@ impl Job {
 }
 
 impl Plan {
-    /// The machine profile of every run, loaded (a built-in one, or the file `machine` names).
+    /// The machine profile of every run, loaded (a built-in one, or the file `machine` names)
+    /// with the experiment's overrides applied; every value the sweep gives a profile key is
+    /// checked on it too, so a bad one is an error before any run.
     pub fn profile(&self) -> Result<Profile, LabError> {
-        load_profile(&self.machine).map_err(|e| LabError::Experiment {
+        let err = |message: String| LabError::Experiment {
             experiment: self.experiment.clone(),
-            message: e.to_string(),
-        })
+            message,
+        };
+        let base = load_profile(&self.machine).map_err(|e| err(e.to_string()))?;
+        let overrides: Vec<(&String, &String)> = self.overrides.iter().collect();
+        let profile = base
+            .with_overrides(&overrides)
+            .map_err(|e| err(e.to_string()))?;
+        for (key, values) in self.sweep.iter().filter(|(k, _)| k.contains('.')) {
+            for v in values {
+                profile
+                    .with_overrides(&[(key, v)])
+                    .map_err(|e| err(format!("sweep: {e}")))?;
+            }
+        }
+        Ok(profile)
     }
 
     /// The jobs to run, in order: those not skipped, once each (a native job stands for the
@@ -291,19 +392,32 @@ impl Plan {
     /// A native job records `vmlab run`'s default host page size, not its group's: native
     /// has no host pages, and one native run stands for every host page size of a group.
     pub fn run_spec(&self, job: &Job) -> RunSpec {
+        let point = |key: &str| {
+            job.group
+                .point
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        let mut overrides = self.overrides.clone();
+        for (k, v) in job.group.point.iter().filter(|(k, _)| k.contains('.')) {
+            overrides.insert(k.clone(), v.clone());
+        }
         RunSpec {
             workload: job.spec.canonical(),
             paging: job.paging.name().to_string(),
             machine: self.machine.clone(),
             guest_pages: job.group.guest_pages.name().to_string(),
             host_pages: job.host_pages().name().to_string(),
-            fragmentation: 0.0,
+            // Checked by `sweep_values`: these parse.
+            fragmentation: point("fragmentation").map_or(0.0, |v| v.parse().unwrap_or(0.0)),
             accesses: self.accesses,
             warmup: self.warmup,
             tolerance: self.tolerance,
             fixed_warmup: false,
-            seed: self.seed,
-            pretouch: false,
+            seed: point("seed").map_or(self.seed, |v| v.parse().unwrap_or(self.seed)),
+            pretouch: point("pretouch") == Some("true"),
+            overrides,
         }
     }
 

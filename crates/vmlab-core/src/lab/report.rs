@@ -5,6 +5,7 @@
 use crate::lab::experiment::{Experiment, Metric, PlotKind};
 use crate::lab::plan::{GroupKey, Job, Plan};
 use crate::lab::runner::{dedup_key, RunKey};
+use crate::lab::spec::RunSpec;
 use crate::lab::{plot, LabError};
 use crate::provenance::Provenance;
 use crate::scheme::Paging;
@@ -154,7 +155,7 @@ pub fn runs_json(rows: &[Row], provenance: &Provenance) -> Result<String, LabErr
 
 /// Pretty JSON with a final newline, keys in sorted order at every level (through
 /// `serde_json::Value`, as every JSON vmlab writes).
-fn to_json<T: Serialize>(value: &T) -> Result<String, LabError> {
+pub(crate) fn to_json<T: Serialize>(value: &T) -> Result<String, LabError> {
     let value = serde_json::to_value(value)
         .map_err(|e| LabError::Render(format!("cannot write the JSON: {e}")))?;
     serde_json::to_string_pretty(&value)
@@ -205,10 +206,20 @@ pub struct ExperimentReport {
     pub warmup_used: String,
     /// The schemes, in the table's order.
     pub schemes: Vec<String>,
+    /// Machine-profile overrides of every run (`SECTION.KEY` to a value).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub overrides: BTreeMap<String, String>,
+    /// The swept settings and their values (none without a sweep).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sweep: BTreeMap<String, Vec<String>>,
     /// Combinations not run, with the reason.
     pub skipped: Vec<SkippedRun>,
     /// Every run's report, in plan order.
     pub runs: Vec<RunReport>,
+    /// The spec of each run of `runs` (same order): everything it was run with, its swept
+    /// values included (seed, fragmentation, pretouch, profile overrides).
+    #[serde(default)]
+    pub specs: Vec<RunSpec>,
 }
 
 impl ExperimentReport {
@@ -233,6 +244,8 @@ impl ExperimentReport {
             sample_method: plan.sample_text(),
             warmup_used: warmup_summary(rows),
             schemes: plan.schemes.iter().map(|p| p.name().to_string()).collect(),
+            overrides: plan.overrides.clone(),
+            sweep: plan.sweep.iter().cloned().collect(),
             skipped: rows
                 .iter()
                 .filter_map(|r| {
@@ -250,6 +263,11 @@ impl ExperimentReport {
                 })
                 .collect(),
             runs: runs(rows).into_iter().cloned().collect(),
+            specs: rows
+                .iter()
+                .filter(|r| r.report.is_some())
+                .map(|r| plan.run_spec(&r.job))
+                .collect(),
         }
     }
 
@@ -265,11 +283,16 @@ impl ExperimentReport {
     }
 }
 
-/// The CSV: one row per run (skipped combinations are left out; the JSON lists them).
+/// The CSV: one row per run (skipped combinations are left out; the JSON lists them), and a
+/// column per swept setting after the fixed ones.
 pub fn csv(exp: &Experiment, rows: &[Row]) -> Result<String, LabError> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let fail = |e: csv::Error| LabError::Render(format!("cannot write the CSV: {e}"));
-    w.write_record([
+    let swept: Vec<&String> = rows
+        .first()
+        .map(|r| r.job.group.point.iter().map(|(k, _)| k).collect())
+        .unwrap_or_default();
+    let fixed = [
         "experiment",
         "label",
         "workload",
@@ -299,13 +322,19 @@ pub fn csv(exp: &Experiment, rows: &[Row]) -> Result<String, LabError> {
         "walk_refs_per_kilo_access",
         "speedup_over_nested",
         "speedup_over_shadow",
-    ])
+    ];
+    w.write_record(
+        fixed
+            .iter()
+            .copied()
+            .chain(swept.iter().map(|k| k.as_str())),
+    )
     .map_err(fail)?;
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
     for row in rows {
         let Some(r) = &row.report else { continue };
         let g = &row.job.group;
-        w.write_record([
+        let cells = [
             exp.name.clone(),
             g.workload.clone(),
             r.workload.clone(),
@@ -339,7 +368,12 @@ pub fn csv(exp: &Experiment, rows: &[Row]) -> Result<String, LabError> {
             opt(Metric::WalkRefsPerKiloAccess.value(r, None)),
             opt(value(rows, g, row.job.paging, Metric::SpeedupOverNested)),
             opt(value(rows, g, row.job.paging, Metric::SpeedupOverShadow)),
-        ])
+        ];
+        w.write_record(
+            cells
+                .into_iter()
+                .chain(g.point.iter().map(|(_, v)| v.clone())),
+        )
         .map_err(fail)?;
     }
     let bytes = w
@@ -353,10 +387,18 @@ pub fn csv(exp: &Experiment, rows: &[Row]) -> Result<String, LabError> {
 pub fn figure(exp: &Experiment, plan: &Plan, rows: &[Row]) -> plot::Figure {
     let spec = &exp.report.plot;
     let groups = groups(rows);
-    // Panels: one per workload when asked (and there are several), else one.
+    // Panels: one per workload when asked (and there are several), and for lines over sizes
+    // one per point of a sweep (a size axis has room for one line per scheme); else one.
     let mut panels: Vec<(Option<String>, Vec<&GroupKey>)> = Vec::new();
     for g in &groups {
-        let key = (spec.panel_per_workload && plan.varies.workload).then(|| g.workload.clone());
+        let mut parts = Vec::new();
+        if spec.panel_per_workload && plan.varies.workload {
+            parts.push(g.workload.clone());
+        }
+        if spec.kind == PlotKind::Lines && plan.varies.sweep {
+            parts.extend(g.point.iter().map(|(k, v)| format!("{k}={v}")));
+        }
+        let key = (!parts.is_empty()).then(|| parts.join(", "));
         match panels.iter_mut().find(|(k, _)| *k == key) {
             Some((_, gs)) => gs.push(g),
             None => panels.push((key, vec![g])),

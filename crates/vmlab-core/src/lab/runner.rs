@@ -3,7 +3,7 @@
 
 use crate::addr::PageSize;
 use crate::cost::Profile;
-use crate::engine::{self, Pipeline, Progress, RunConfig};
+use crate::engine::{self, Progress, RunConfig};
 use crate::lab::experiment::Experiment;
 use crate::lab::plan::{Job, Plan};
 use crate::lab::report::{rows, Row};
@@ -42,8 +42,15 @@ pub enum Event<'a> {
 /// and the runner returns [`LabError::Stopped`]).
 pub type LabProgressFn<'a> = dyn Fn(&Event<'_>) -> ControlFlow<()> + Sync + 'a;
 
-/// What makes runs identical: workload, scheme, guest pages, and host pages when virtualized.
-pub(crate) type RunKey = (String, Paging, PageSize, Option<PageSize>);
+/// What makes runs identical: workload, scheme, guest pages, host pages when virtualized,
+/// and the point of the sweep.
+pub(crate) type RunKey = (
+    String,
+    Paging,
+    PageSize,
+    Option<PageSize>,
+    Vec<(String, String)>,
+);
 
 /// Native paging has no host page size: one run serves every host page size of a group.
 pub(crate) fn dedup_key(job: &Job) -> RunKey {
@@ -53,30 +60,47 @@ pub(crate) fn dedup_key(job: &Job) -> RunKey {
         job.paging,
         job.group.guest_pages,
         host,
+        job.group.point.clone(),
     )
 }
 
-/// The engine's configuration of `job` with `profile` as the machine.
-fn run_config(plan: &Plan, job: &Job, profile: &Profile) -> RunConfig {
-    RunConfig {
-        workload: job.spec.clone(),
-        paging: job.paging,
-        profile: profile.clone(),
-        guest_pages: job.group.guest_pages,
-        host_pages: job.host_pages(),
-        fragmentation: 0.0,
-        accesses: plan.accesses,
-        warmup: plan.warmup,
-        tolerance: plan.tolerance,
-        fixed_warmup: false,
-        seed: plan.seed,
-        pretouch: false,
-        pipeline: Pipeline::default(),
-    }
+/// The engine's configuration of every job of `todo`, from its run spec
+/// ([`Plan::run_spec`]) with `profile` as the machine (each job's overrides applied to it),
+/// each checked: the first that cannot be made is the experiment's error.
+fn configs(plan: &Plan, todo: &[&Job], profile: &Profile) -> Result<Vec<RunConfig>, LabError> {
+    let err = |e: LabError| LabError::Experiment {
+        experiment: plan.experiment.clone(),
+        message: match e {
+            LabError::Spec(m) => m,
+            other => other.to_string(),
+        },
+    };
+    let mut profiles: Vec<(Vec<(String, String)>, Profile)> = Vec::new();
+    todo.iter()
+        .map(|&job| {
+            let spec = plan.run_spec(job);
+            let overrides: Vec<(String, String)> = spec
+                .overrides
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let machine = match profiles.iter().find(|(o, _)| *o == overrides) {
+                Some((_, p)) => p.clone(),
+                None => {
+                    let p = profile
+                        .with_overrides(&overrides)
+                        .map_err(|e| err(LabError::Spec(e.to_string())))?;
+                    profiles.push((overrides, p.clone()));
+                    p
+                }
+            };
+            spec.resolve_with(machine).map_err(err)
+        })
+        .collect()
 }
 
 /// Runs every distinct job of `plan` on `threads` threads (0 counts as 1) with `profile` as
-/// the machine, and returns the plan's rows in order. Every run is checked first (a run that
+/// the machine (each job's profile overrides applied to it), and returns the plan's rows in order. Every run is checked first (a run that
 /// cannot be done is an error before any runs); then the first failed run in plan order
 /// decides the error.
 pub fn run_plan(
@@ -86,17 +110,8 @@ pub fn run_plan(
     progress: &LabProgressFn<'_>,
 ) -> Result<Vec<Row>, LabError> {
     let todo = plan.distinct_jobs();
-    // Every run is checked before the first one starts.
-    for &job in &todo {
-        engine::check(&run_config(plan, job, profile)).map_err(|message| LabError::Experiment {
-            experiment: plan.experiment.clone(),
-            message: format!(
-                "{} under {}: {message}",
-                job.spec.canonical(),
-                job.paging.name()
-            ),
-        })?;
-    }
+    // Every run is resolved and checked before the first one starts.
+    let configs = configs(plan, &todo, profile)?;
     let next = AtomicUsize::new(0);
     let finished = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
@@ -109,9 +124,10 @@ pub fn run_plan(
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&job) = todo.get(i) else { break };
-                let config = run_config(plan, job, profile);
-                let result = engine::run(&config, &mut |p| {
+                let (Some(&job), Some(config)) = (todo.get(i), configs.get(i)) else {
+                    break;
+                };
+                let result = engine::run(config, &mut |p| {
                     if stop.load(Ordering::Relaxed)
                         || progress(&Event::Run { job, progress: p }).is_break()
                     {
@@ -120,7 +136,7 @@ pub fn run_plan(
                     }
                     ControlFlow::Continue(())
                 })
-                .map_err(|e| LabError::from_engine(e, &config, Some(&plan.experiment)));
+                .map_err(|e| LabError::from_engine(e, config, Some(&plan.experiment)));
                 if !matches!(result, Err(LabError::Stopped)) {
                     let done = finished.fetch_add(1, Ordering::Relaxed) + 1;
                     let event = Event::Finished {

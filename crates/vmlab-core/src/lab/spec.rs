@@ -1,6 +1,11 @@
 //! One run as data: [`RunSpec`] names everything a run depends on with plain strings and
 //! numbers (what `vmlab run` takes on its command line), so it can be written to JSON or TOML,
 //! read back, and resolved into the engine's [`RunConfig`]; and the parsers of those names.
+//!
+//! [`RunSpec::resolve`] (and its variants) is the one conversion from what a front end says
+//! to what the engine runs: it loads the profile and applies the overrides, parses every
+//! name, and checks the run ([`engine::check()`]), so a [`RunConfig`] it returns is one the
+//! engine can run.
 
 use crate::addr::PageSize;
 use crate::cost::Profile;
@@ -10,6 +15,7 @@ use crate::scheme::Paging;
 use crate::stats::RunReport;
 use crate::workload::WorkloadSpec;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One run, serializable: the workload spec, the scheme and the machine profile by name,
 /// page sizes, the sample and the seed. Missing fields take `vmlab run`'s defaults.
@@ -18,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub struct RunSpec {
     /// A workload spec, `NAME[:key=value,...]`.
     pub workload: String,
-    /// A scheme name: native, nested, shadow, pv, tpt or tpt-prototype.
+    /// A scheme name: native, nested, shadow, agile, pv, tpt or tpt-prototype.
     #[serde(default = "default_paging")]
     pub paging: String,
     /// A machine profile: a built-in name or a path to a .toml file.
@@ -51,6 +57,10 @@ pub struct RunSpec {
     /// Back all guest memory before set-up.
     #[serde(default)]
     pub pretouch: bool,
+    /// Machine-profile keys to override, `SECTION.KEY` to a value as the profile file writes
+    /// it (`"latency.dram_ns" = "60"`; `vmlab run --set`): see [`Profile::with_overrides`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub overrides: BTreeMap<String, String>,
 }
 
 fn default_paging() -> String {
@@ -100,22 +110,36 @@ impl RunSpec {
             fixed_warmup: false,
             seed: default_seed(),
             pretouch: false,
+            overrides: BTreeMap::new(),
         }
     }
 
-    /// The engine's configuration of this run, validated, with its machine profile loaded
-    /// (a built-in one, or the file `machine` names).
-    pub fn resolve(&self) -> Result<RunConfig, LabError> {
-        self.resolve_with(load_profile(&self.machine)?)
+    /// The machine profile of this run: `machine` loaded (a built-in one, or the file it
+    /// names), with `overrides` applied and validated.
+    pub fn profile(&self) -> Result<Profile, LabError> {
+        let base = load_profile(&self.machine)?;
+        let overrides: Vec<(&String, &String)> = self.overrides.iter().collect();
+        base.with_overrides(&overrides)
+            .map_err(|e| LabError::Spec(e.to_string()))
     }
 
-    /// The same with `profile` as the machine (`machine` is not looked at).
+    /// The engine's configuration of this run, checked, with its machine profile loaded (a
+    /// built-in one, or the file `machine` names) and `overrides` applied.
+    pub fn resolve(&self) -> Result<RunConfig, LabError> {
+        self.resolve_with(self.profile()?)
+    }
+
+    /// The same with `profile` as the machine, as it is: `machine` and `overrides` are not
+    /// looked at (give [`RunSpec::profile`], or an effective profile read back from a
+    /// report).
     pub fn resolve_with(&self, profile: Profile) -> Result<RunConfig, LabError> {
         self.resolve_named(profile, SettingNames::Fields)
     }
 
     /// The same, its errors naming each setting as `names` says (a spec file's field, or
-    /// `vmlab run`'s flag for the same setting).
+    /// `vmlab run`'s flag for the same setting). The run is checked as the engine checks it
+    /// ([`engine::check()`]: page sizes the scheme supports, schemes the workload runs under,
+    /// a footprint the machine holds); that error names the workload and the scheme.
     pub fn resolve_named(
         &self,
         profile: Profile,
@@ -130,7 +154,7 @@ impl RunSpec {
         }
         sampling::validate(self.accesses, self.warmup, self.tolerance)
             .map_err(|e| LabError::Spec(e.0))?;
-        Ok(RunConfig {
+        let config = RunConfig {
             workload: WorkloadSpec::parse(&self.workload)
                 .map_err(|e| LabError::Spec(e.to_string()))?,
             paging: Paging::parse(self.paging.trim()).map_err(LabError::Spec)?,
@@ -149,7 +173,15 @@ impl RunSpec {
             seed: self.seed,
             pretouch: self.pretouch,
             pipeline: Pipeline::default(),
-        })
+        };
+        engine::check(&config).map_err(|message| {
+            LabError::Spec(format!(
+                "{} under {}: {message}",
+                config.workload.canonical(),
+                config.paging.name()
+            ))
+        })?;
+        Ok(config)
     }
 
     /// Resolves and runs this spec; `progress` may stop the run ([`LabError::Stopped`]).
