@@ -374,9 +374,14 @@ fn a_sampled_recording_keeps_the_page_tables_of_the_full_one() {
     for paging in ["native", "nested", "shadow"] {
         let (f, s) = (replay_json(&full, paging), replay_json(&sampled, paging));
         let (f, s) = (&f["runs"][0], &s["runs"][0]);
-        for key in ["page_faults", "cow_faults", "page_table_pages", "forks"] {
+        for key in ["cow_faults", "page_table_pages", "forks"] {
             assert_eq!(u(f, key), u(s, key), "{paging}: {key}");
         }
+        // The two recordings are two executions of a threaded program: under heavy load
+        // they have been seen to differ by one first touch (1156 and 1155 faults of about
+        // 1150), the threads' timing, not the sampling. More than one is the sampling's.
+        let (pf, ps) = (u(f, "page_faults"), u(s, "page_faults"));
+        assert!(pf.abs_diff(ps) <= 1, "{paging}: page_faults {pf} and {ps}");
         for key in ["munmaps", "madvises", "mprotects", "execs"] {
             assert_eq!(u(&f["os"], key), u(&s["os"], key), "{paging}: {key}");
         }
