@@ -5,7 +5,7 @@
 mod common;
 
 use common::{exits_of, va, Setup, MIB};
-use vmlab_core::hv::x86::shadow::agile::REVERT_TICKS;
+use vmlab_core::hv::x86::shadow::agile::AgileConfig;
 use vmlab_core::hv::x86::shadow::ShadowConfig;
 use vmlab_core::scheme::{Paging, System};
 
@@ -63,11 +63,11 @@ fn a_nested_table_left_alone_for_a_scan_interval_goes_back_to_shadow() {
     assert_eq!(stats(&sys), (1, 0, 1));
     // The first scan finds the table written (the write that moved it); the second finds
     // it quiet and moves it back.
-    for _ in 0..REVERT_TICKS {
+    for _ in 0..AgileConfig::default().revert_ticks {
         sys.timer_tick().unwrap();
     }
     assert_eq!(stats(&sys), (1, 0, 1));
-    for _ in 0..REVERT_TICKS {
+    for _ in 0..AgileConfig::default().revert_ticks {
         sys.timer_tick().unwrap();
     }
     assert_eq!(stats(&sys), (1, 1, 0));
@@ -91,9 +91,37 @@ fn a_nested_table_written_during_the_interval_stays_nested() {
     for round in 0..3 {
         // A new entry in the nested leaf table each interval: a plain store.
         sys.access(va(10 + round), true).unwrap();
-        for _ in 0..REVERT_TICKS {
+        for _ in 0..AgileConfig::default().revert_ticks {
             sys.timer_tick().unwrap();
         }
         assert_eq!(stats(&sys), (1, 0, 1), "round {round}");
     }
+}
+
+#[test]
+fn the_profile_sets_the_policy_and_the_revert_interval_is_in_timer_ticks() {
+    use vmlab_core::cost::Profile;
+    use vmlab_core::engine::system_config;
+    let skylake = Profile::builtin("skylake").unwrap();
+    assert_eq!(
+        system_config(Paging::Agile, &skylake).agile,
+        AgileConfig::default()
+    );
+    // 50 ms at HZ = 250: 12.5 ticks, rounded.
+    let fast = skylake
+        .with_overrides(&[
+            ("virt.agile_revert_s", "0.05"),
+            ("virt.agile_writes_to_nested", "3"),
+        ])
+        .unwrap();
+    assert_eq!(
+        system_config(Paging::Agile, &fast).agile,
+        AgileConfig {
+            writes_to_nested: 3,
+            revert_ticks: 13,
+        }
+    );
+    assert!(skylake
+        .with_overrides(&[("virt.agile_writes_to_nested", "0")])
+        .is_err());
 }

@@ -220,6 +220,12 @@ pub struct VirtSection {
     pub remap_notify: f64,
     /// TPT: per devirt entry the guest rewrites after a move.
     pub devirt_fixup: f64,
+    /// Agile paging: trapped writes to one guest table, within one scan interval, that move
+    /// it to nested mode (an assumption).
+    pub agile_writes_to_nested: u32,
+    /// Agile paging: seconds between the scans that move quiet nested-mode tables back to
+    /// shadow mode, rounded to timer ticks at `kernel.hz` (an assumption).
+    pub agile_revert_s: f64,
 }
 
 /// The kernel's options and the costs (cycles) of its own work, keyed by [`KernelCost`].
@@ -788,6 +794,16 @@ impl Profile {
             ("virt.global_flush".into(), self.virt.global_flush, cycles),
             ("virt.remap_notify".into(), self.virt.remap_notify, cycles),
             ("virt.devirt_fixup".into(), self.virt.devirt_fixup, cycles),
+            (
+                "virt.agile_writes_to_nested".into(),
+                f64::from(self.virt.agile_writes_to_nested),
+                Bound::closed(1.0, 1e6, "trapped writes"),
+            ),
+            (
+                "virt.agile_revert_s".into(),
+                self.virt.agile_revert_s,
+                Bound::closed(1e-3, 1e6, "s"),
+            ),
             ("tags.per_fill".into(), self.tags.per_fill, latency),
             (
                 "kernel.hz".into(),

@@ -15,6 +15,7 @@ pub mod sampling;
 
 use crate::addr::{Gva, PageSize, PAGE_SIZE};
 use crate::cost::{Events, Profile};
+use crate::hv::x86::shadow::agile::AgileConfig;
 use crate::hv::x86::shadow::ShadowConfig;
 use crate::hv::x86::shadow_work::ShadowWorkCounters;
 use crate::hv::x86::vm::BackingConfig;
@@ -191,6 +192,12 @@ pub fn system_config(paging: Paging, profile: &Profile) -> SystemConfig {
             )
             .budget_pages,
         }),
+        agile: AgileConfig {
+            writes_to_nested: profile.virt.agile_writes_to_nested,
+            revert_ticks: (profile.virt.agile_revert_s * profile.kernel.hz)
+                .round()
+                .max(1.0) as u32,
+        },
         backing: BackingConfig {
             host_pages: PageSize::Size4K,
             fragmentation: 0.0,

@@ -27,7 +27,7 @@ impl Scheme for Agile {
             .shadow
             .unwrap_or(ShadowConfig::kvm_default(vm.guest_frames()));
         Ok(Agile {
-            shadow: ShadowMmu::new(options, config.levels).with_agile(),
+            shadow: ShadowMmu::new(options, config.levels).with_agile(config.agile),
             vm,
         })
     }

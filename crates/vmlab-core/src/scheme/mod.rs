@@ -29,6 +29,7 @@ pub use system::System;
 use crate::addr::{Gfn, Gva, PageSize};
 use crate::hv::x86::direct::DirectTables;
 use crate::hv::x86::exits::ExitReason;
+use crate::hv::x86::shadow::agile::AgileConfig;
 use crate::hv::x86::shadow::{ShadowConfig, ShadowMmu};
 use crate::hv::x86::vm::{BackingConfig, HvError, Vm};
 use crate::hw::cache::MemoryConfig;
@@ -128,6 +129,8 @@ pub struct SystemConfig {
     pub kpti: bool,
     /// Options of the shadow MMU; `None` is KVM's defaults.
     pub shadow: Option<ShadowConfig>,
+    /// Agile paging's policy (ignored by other schemes).
+    pub agile: AgileConfig,
     /// TPT: read memory-tag entries through the cache hierarchy on every check.
     pub tag_reads: bool,
     /// How the hypervisor backs guest memory (host page size, fragmentation).

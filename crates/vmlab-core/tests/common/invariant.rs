@@ -35,6 +35,7 @@ pub fn system_with(
         pcid,
         kpti,
         shadow,
+        agile: Default::default(),
         tag_reads: false,
         backing: BackingConfig {
             host_pages: PageSize::Size4K,

@@ -173,6 +173,7 @@ impl Setup {
             pcid: true,
             kpti: self.kpti,
             shadow: self.shadow,
+            agile: Default::default(),
             tag_reads: false,
             backing: BackingConfig {
                 host_pages: self.host_pages,

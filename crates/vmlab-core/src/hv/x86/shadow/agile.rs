@@ -8,7 +8,7 @@
 //! - **Shadow to nested**: a guest table (below the root) whose writes keep trapping is moved
 //!   to nested mode: its shadow pages, and the shadow pages only they pointed at, are zapped;
 //!   the next shadow fault through its parent links a switch entry instead.
-//! - **Nested to shadow**: every [`REVERT_TICKS`] timer ticks the hypervisor scans the
+//! - **Nested to shadow**: every `revert_ticks` timer ticks the hypervisor scans the
 //!   nested-mode tables' dirty state (the EPT dirty bit of each table page, read and
 //!   cleared: one [`ShadowWork::SyncEntry`] each); a table not written since the last scan
 //!   goes back to shadow mode: its switch entries are dropped and the next fault shadows it
@@ -28,15 +28,29 @@ use crate::hw::x86::pte::{EntryFormat, Perms, FRAME_MASK, X86};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-/// Trapped writes to one guest table, within one scan interval, that move it to nested
-/// mode. An assumption: the paper's policy moves a table "written frequently"; two trapped
-/// writes in an interval are the smallest count that tells a table being edited from one
-/// written once (a new entry) and left alone.
-pub const WRITES_TO_NESTED: u32 = 2;
+/// Agile paging's policy: when a table moves to nested mode and when it comes back. Both are
+/// assumptions, settable in the profile (`[virt] agile_writes_to_nested`,
+/// `agile_revert_s`): the paper's policy moves a table "written frequently" to nested mode
+/// and back once it goes quiet, without numbers reachable here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AgileConfig {
+    /// Trapped writes to one guest table, within one scan interval, that move it to nested
+    /// mode (2 by default: the smallest count that tells a table being edited from one
+    /// written once and left alone).
+    pub writes_to_nested: u32,
+    /// Timer ticks between the scans that move quiet nested-mode tables back to shadow mode
+    /// (250 by default: one second at the guest's HZ of 250).
+    pub revert_ticks: u32,
+}
 
-/// Timer ticks between the scans that move quiet nested-mode tables back to shadow mode.
-/// An assumption: one second at the guest's HZ of 250 (`[kernel] hz` in the profiles).
-pub const REVERT_TICKS: u32 = 250;
+impl Default for AgileConfig {
+    fn default() -> AgileConfig {
+        AgileConfig {
+            writes_to_nested: 2,
+            revert_ticks: 250,
+        }
+    }
+}
 
 /// Counts of agile paging's moves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -59,8 +73,8 @@ struct NestedTable {
 }
 
 /// Agile paging's state in the shadow MMU.
-#[derive(Default)]
 pub(super) struct AgileMode {
+    config: AgileConfig,
     nested: FxHashMap<u64, NestedTable>,
     /// Trapped writes per guest table in the current interval.
     trapped: FxHashMap<u64, u32>,
@@ -69,9 +83,16 @@ pub(super) struct AgileMode {
 }
 
 impl ShadowMmu {
-    /// A shadow MMU with agile paging's nested mode (see the module's documentation).
-    pub fn with_agile(mut self) -> ShadowMmu {
-        self.agile = Some(AgileMode::default());
+    /// A shadow MMU with agile paging's nested mode under `config`'s policy (see the
+    /// module's documentation).
+    pub fn with_agile(mut self, config: AgileConfig) -> ShadowMmu {
+        self.agile = Some(AgileMode {
+            config,
+            nested: FxHashMap::default(),
+            trapped: FxHashMap::default(),
+            ticks: 0,
+            stats: AgileStats::default(),
+        });
         self
     }
 
@@ -109,14 +130,14 @@ impl ShadowMmu {
         }
     }
 
-    /// A timer tick reached the hypervisor: every [`REVERT_TICKS`], scan the nested-mode
+    /// A timer tick reached the hypervisor: every `revert_ticks` ([`AgileConfig`]), scan the nested-mode
     /// tables and move those not written since the last scan back to shadow mode.
     pub fn agile_tick(&mut self, ctx: &mut Ctx) {
         let Some(agile) = &mut self.agile else {
             return;
         };
         agile.ticks += 1;
-        if agile.ticks % REVERT_TICKS != 0 {
+        if agile.ticks % agile.config.revert_ticks.max(1) != 0 {
             return;
         }
         agile.trapped.clear();
@@ -166,7 +187,7 @@ impl ShadowMmu {
         }
         let count = agile.trapped.entry(table.raw()).or_default();
         *count += 1;
-        if *count < WRITES_TO_NESTED {
+        if *count < agile.config.writes_to_nested {
             return false;
         }
         agile.trapped.remove(&table.raw());
