@@ -266,7 +266,12 @@ fn a_remap_fixes_only_tpt_entries_and_nested_paging_needs_no_fix_up() {
 
 #[test]
 fn remapping_is_refused_where_it_is_not_modeled() {
-    for paging in [Paging::Shadow, Paging::Pv, Paging::TptPrototype] {
+    for paging in [
+        Paging::Shadow,
+        Paging::Agile,
+        Paging::Pv,
+        Paging::TptPrototype,
+    ] {
         let mut sys = tpt_scheme(paging, None);
         sys.mmap(va(0), PAGE, true).unwrap();
         sys.access(va(0), true).unwrap();

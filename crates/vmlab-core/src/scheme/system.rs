@@ -216,9 +216,14 @@ impl System {
                 .filter(|p| p.traits().host_remap)
                 .map(|p| p.name())
                 .collect();
+            let list = match able.split_last() {
+                Some((last, rest)) if !rest.is_empty() => {
+                    format!("{} and {last}", rest.join(", "))
+                }
+                _ => able.join(""),
+            };
             return Err(SimError::Config(format!(
-                "host remapping is modeled under {}, not {}",
-                able.join(", "),
+                "host remapping is modeled under {list}, not {}",
                 paging.name()
             )));
         }
