@@ -11,29 +11,15 @@ use vmlab_core::hv::e500::registry::{ModelSpec, MODELS};
 use vmlab_core::lab::e500::{self, LabtReport};
 use vmlab_core::provenance::shell_command;
 
-/// The committed trace, relative to the repository root.
-pub const COMMITTED_TRACE: &str = "guests/e500/traces/e500-linux-6.1.trace.zst";
-
-/// The trace to replay: `--trace`, else the committed one under the current directory, else
-/// the one of the source tree this binary was built from.
+/// The trace to replay: `--trace`, else the committed one (`e500::committed_trace`).
 fn trace_path(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
-    if let Some(p) = given {
-        return Ok(p);
-    }
-    let here = PathBuf::from(COMMITTED_TRACE);
-    if here.exists() {
-        return Ok(here);
-    }
-    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(COMMITTED_TRACE);
-    if built.exists() {
-        return Ok(built);
-    }
-    Err(UsageError(format!(
-        "labt replays the recorded e500 guest: run from the repository root or give --trace FILE ({COMMITTED_TRACE})"
-    ))
-    .into())
+    given.or_else(e500::committed_trace).ok_or_else(|| {
+        UsageError(format!(
+            "labt replays the recorded e500 guest: run from the repository root or give --trace FILE ({})",
+            e500::COMMITTED_TRACE
+        ))
+        .into()
+    })
 }
 
 pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {

@@ -154,6 +154,19 @@ pub struct LabtReport {
     pub pc_distribution: Vec<PcDistribution>,
 }
 
+/// The committed trace of the e500 guest, relative to the repository root.
+pub const COMMITTED_TRACE: &str = "guests/e500/traces/e500-linux-6.1.trace.zst";
+
+/// The committed trace: under the working directory, else in the source tree this library
+/// was built from; `None` when neither has it.
+pub fn committed_trace() -> Option<std::path::PathBuf> {
+    let here = std::path::PathBuf::from(COMMITTED_TRACE);
+    let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(COMMITTED_TRACE);
+    [here, built].into_iter().find(|p| p.exists())
+}
+
 /// Runs the experiment: replays `trace` once through every model of `specs`.
 pub fn run(
     trace: &Path,
