@@ -10,50 +10,6 @@ use std::path::PathBuf;
 use vmlab_core::record::{record as record_program, RecordError, RecordProgress, RecordSpec};
 use vmlab_core::trace::x86::Sampling;
 
-/// References summarized before each window when `--sample` does not say.
-const DEFAULT_WARM: u64 = 1_000_000;
-
-/// `PERIOD:WINDOW[:WARM]`, each a count with an optional K, M or G.
-fn parse_sample(text: &str) -> Result<Sampling, String> {
-    let count = |part: &str| -> Result<u64, String> {
-        let (digits, unit) = match part.char_indices().last() {
-            Some((i, c)) if c.is_ascii_alphabetic() => (&part[..i], &part[i..]),
-            _ => (part, ""),
-        };
-        let scale = match unit.to_ascii_uppercase().as_str() {
-            "" => 1,
-            "K" => 1_000,
-            "M" => 1_000_000,
-            "G" => 1_000_000_000,
-            _ => return Err(format!("{part:?}: a count takes K, M or G")),
-        };
-        digits
-            .parse::<u64>()
-            .ok()
-            .and_then(|n| n.checked_mul(scale))
-            .ok_or_else(|| format!("{part:?} is not a count (like 100M)"))
-    };
-    let parts: Vec<&str> = text.split(':').collect();
-    let (period, window, warm) = match parts[..] {
-        [p, w] => (count(p)?, count(w)?, DEFAULT_WARM),
-        [p, w, n] => (count(p)?, count(w)?, count(n)?),
-        _ => return Err("give PERIOD:WINDOW or PERIOD:WINDOW:WARM, like 100M:1M".to_owned()),
-    };
-    if window == 0 || window > period {
-        return Err(format!(
-            "the window ({window}) must be at least 1 and at most the period ({period})"
-        ));
-    }
-    if warm == 0 {
-        return Err("the warm-up summary needs at least 1 reference".to_owned());
-    }
-    Ok(Sampling {
-        period,
-        window,
-        warm,
-    })
-}
-
 pub const AFTER_HELP: &str = "Examples:\n  \
     vmlab record -o ls.vmtrace -- ls -la /usr                 one program\n  \
     vmlab record -o pipe.vmtrace -- sh -c 'sort big | uniq -c | head'   a shell and what it runs\n  \
@@ -91,7 +47,7 @@ pub struct RecordArgs {
     /// each after a summary of the WARM references before it (default 1M); outside windows
     /// only first touches and first stores of pages. Counts take K, M, G (1000s):
     /// `--sample 100M:1M`.
-    #[arg(long, value_name = "PERIOD:WINDOW[:WARM]", value_parser = parse_sample)]
+    #[arg(long, value_name = "PERIOD:WINDOW[:WARM]", value_parser = Sampling::parse)]
     pub sample: Option<Sampling>,
     /// The program to record, then its arguments (put `--` before them if any starts with -).
     #[arg(

@@ -302,6 +302,58 @@ fn catalog() -> PyResult<String> {
     Ok(value.to_string())
 }
 
+/// `vmlab record`: records `program` with `args` under QEMU's user-mode emulator into
+/// `output` (`sample`: `PERIOD:WINDOW[:WARM]`); returns what was recorded as JSON (the
+/// trace's trailer with its totals, its size, the raw bytes, processes left unfinished).
+#[pyfunction]
+#[pyo3(signature = (program, args, output, keep_raw=false, sample=None, progress=None))]
+fn record(
+    py: Python<'_>,
+    program: String,
+    args: Vec<String>,
+    output: PathBuf,
+    keep_raw: bool,
+    sample: Option<&str>,
+    progress: Option<Bound<'_, PyAny>>,
+) -> PyResult<String> {
+    use vmlab_core::record::{record, RecordError, RecordProgress, RecordSpec};
+    let sample = sample
+        .map(vmlab_core::trace::x86::Sampling::parse)
+        .transpose()
+        .map_err(|e| PyValueError::new_err(format!("sample: {e}")))?;
+    let spec = RecordSpec {
+        program,
+        args,
+        output,
+        keep_raw,
+        sample,
+    };
+    let recorded = wait::detached(py, progress.as_ref(), |sink| {
+        // The recording cannot be stopped half-way from here: Ctrl-C at a terminal reaches
+        // the recorded program (one process group), which ends it, and the trace is kept.
+        Ok(record(&spec, &mut |p| {
+            let _ = sink.send(match p {
+                RecordProgress::Running { raw_bytes, images } => {
+                    Message::recording("running", raw_bytes, images)
+                }
+                RecordProgress::Merging { refs } => Message::recording("merging", refs, 0),
+            });
+        }))
+    })?
+    .map_err(|e| match e {
+        RecordError::Trace(_) | RecordError::Raw(_) => Error::new_err(e.to_string()),
+        other => PyValueError::new_err(other.to_string()),
+    })?;
+    let value = serde_json::json!({
+        "trace": spec.output,
+        "trailer": recorded.trailer,
+        "bytes": recorded.bytes,
+        "raw_bytes": recorded.raw_bytes,
+        "unfinished_processes": recorded.merge.unfinished,
+    });
+    Ok(value.to_string())
+}
+
 /// The files `vmlab run --out DIR` writes, from a comparison report's JSON: (`run.csv`,
 /// `run.svg`) text.
 #[pyfunction]
@@ -330,6 +382,7 @@ fn _vmlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(profile, m)?)?;
     m.add_function(wrap_pyfunction!(catalog, m)?)?;
     m.add_function(wrap_pyfunction!(render_comparison, m)?)?;
+    m.add_function(wrap_pyfunction!(record, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

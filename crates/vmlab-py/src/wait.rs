@@ -72,6 +72,19 @@ impl Message {
         }
     }
 
+    /// A recording's progress: its `phase` (`running`: `done` raw bytes from `total`
+    /// process images; `merging`: `done` references written).
+    pub fn recording(phase: &'static str, done: u64, total: u64) -> Message {
+        Message {
+            event: "progress",
+            index: 0,
+            done,
+            total,
+            run: None,
+            phase: Some(phase),
+        }
+    }
+
     /// The dict the Python callback receives.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);

@@ -153,3 +153,25 @@ def test_the_catalog_names_what_the_command_lists():
     assert "tpt" in [e["name"] for e in vmlab.experiments()]
     assert vmlab.profile("skylake", set={"latency.dram_ns": 60})["latency"]["dram_ns"] == 60
     assert "[latency]" in vmlab.profile("skylake", toml=True)
+
+
+def test_a_recorded_program_replays_under_every_scheme(tmp_path):
+    import shutil
+    if shutil.which("qemu-x86_64") is None or shutil.which("cc") is None:
+        from conftest import need
+        need("qemu-x86_64 and cc (apt-get install qemu-user gcc)")
+    events = []
+    trace = tmp_path / "ls.vmtrace"
+    recorded = vmlab.record(["ls", "-la", "/usr"], trace, progress=events.append)
+    assert recorded["trace"] == str(trace) and trace.stat().st_size == recorded["bytes"]
+    assert recorded["trailer"]["complete"]
+    totals = recorded["trailer"]["totals"]
+    assert totals["events"]["refs"] > 100_000 and totals["processes"] == 1
+    assert {e["phase"] for e in events} <= {"running", "merging"}
+    frame = vmlab.run(f"trace:file={trace}", ["native", "nested", "shadow"], progress=False)
+    assert list(frame["paging"]) == ["native", "nested", "shadow"]
+    # The same program, the same faults under every scheme; more walk references nested.
+    assert frame["page_faults"].nunique() == 1
+    assert frame["walk_refs"].iloc[1] > frame["walk_refs"].iloc[0]
+    with pytest.raises(ValueError, match="sample: .* must be at least 1 and at most the period"):
+        vmlab.record(["ls"], tmp_path / "x.vmtrace", sample="1M:2M")

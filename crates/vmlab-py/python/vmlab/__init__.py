@@ -8,6 +8,8 @@ full report, exactly the JSON the command writes, in ``frame.attrs["report"]``.
 - :func:`sweep`: runs over a grid of any parameters (profile keys such as
   ``"latency.dram_ns"``, page sizes, fragmentation, ...), locally or on a Dask cluster.
 - :func:`reproduce`: a built-in experiment (``vmlab reproduce NAME``).
+- :func:`record`: a real x86-64 program recorded into a trace that ``run`` replays
+  (``vmlab record``).
 - :func:`profile`, :func:`workloads`, :func:`schemes`, :func:`profiles`,
   :func:`experiments`: what can be run.
 
@@ -17,6 +19,7 @@ failures of a run raise :class:`vmlab.Error`. Ctrl-C stops a run or a sweep.
 
 from ._vmlab import Error
 from ._catalog import experiments, profile, profiles, schemes, version, workloads
+from ._record import record
 from ._run import reproduce, run
 from ._sweep import sweep
 
@@ -27,6 +30,7 @@ __all__ = [
     "experiments",
     "profile",
     "profiles",
+    "record",
     "reproduce",
     "run",
     "schemes",

@@ -36,11 +36,12 @@ class _Bar:
             if key != self._key:
                 self.close()
                 self._key = key
+                what = [self._label]
+                if "paging" in event:
+                    what.append(f"{event['paging']} seed {event['seed']}")
                 self._bar = self._tqdm(
                     total=event["total"] or None,
-                    desc=f"{self._label} {event.get('paging', '')} seed {event.get('seed', '')}:"
-                    f" {event.get('phase', '')}",
-                    unit=" ops",
+                    desc=f"{' '.join(what)}: {event.get('phase', '')}",
                     unit_scale=True,
                     leave=False,
                 )

@@ -90,6 +90,54 @@ pub struct Sampling {
     pub warm: u64,
 }
 
+impl Sampling {
+    /// References summarized before each window when a sample spec does not say.
+    pub const DEFAULT_WARM: u64 = 1_000_000;
+
+    /// A sample spec as `vmlab record --sample` takes it: `PERIOD:WINDOW[:WARM]`, each a
+    /// count with an optional K, M or G (thousands), like `100M:1M`; the error says what is
+    /// wrong in one line.
+    pub fn parse(text: &str) -> Result<Sampling, String> {
+        let count = |part: &str| -> Result<u64, String> {
+            let (digits, unit) = match part.char_indices().last() {
+                Some((i, c)) if c.is_ascii_alphabetic() => (&part[..i], &part[i..]),
+                _ => (part, ""),
+            };
+            let scale = match unit.to_ascii_uppercase().as_str() {
+                "" => 1,
+                "K" => 1_000,
+                "M" => 1_000_000,
+                "G" => 1_000_000_000,
+                _ => return Err(format!("{part:?}: a count takes K, M or G")),
+            };
+            digits
+                .parse::<u64>()
+                .ok()
+                .and_then(|n| n.checked_mul(scale))
+                .ok_or_else(|| format!("{part:?} is not a count (like 100M)"))
+        };
+        let parts: Vec<&str> = text.split(':').collect();
+        let (period, window, warm) = match parts[..] {
+            [p, w] => (count(p)?, count(w)?, Sampling::DEFAULT_WARM),
+            [p, w, n] => (count(p)?, count(w)?, count(n)?),
+            _ => return Err("give PERIOD:WINDOW or PERIOD:WINDOW:WARM, like 100M:1M".to_owned()),
+        };
+        if window == 0 || window > period {
+            return Err(format!(
+                "the window ({window}) must be at least 1 and at most the period ({period})"
+            ));
+        }
+        if warm == 0 {
+            return Err("the warm-up summary needs at least 1 reference".to_owned());
+        }
+        Ok(Sampling {
+            period,
+            window,
+            warm,
+        })
+    }
+}
+
 /// Events of each kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
