@@ -7,6 +7,7 @@
 //! for `section.key` with [`E500Costs::cost`] when it is built, and a missing key is an error
 //! naming it then, so a new model's costs are new lines in the profile, not new code here.
 
+use crate::cost::assumptions::{self, Assumptions};
 use crate::hv::e500::exits::E500Exit;
 use std::collections::BTreeMap;
 
@@ -55,6 +56,9 @@ pub struct E500Costs {
     pub exit_cycles: [u64; E500Exit::COUNT],
     /// Every other integer cost, as `section.key`.
     pub named: BTreeMap<String, u64>,
+    /// The values that are assumptions, with their plausible ranges
+    /// ([`assumptions`](super::assumptions)).
+    pub assumptions: Assumptions,
     /// FNV-1a 64 of the profile's text, comments included (`fnv1a64:` and 16 hex digits).
     pub fingerprint: String,
 }
@@ -120,7 +124,10 @@ impl E500Costs {
         }
         let mut named = BTreeMap::new();
         for (sec, v) in &table {
-            if matches!(sec.as_str(), "machine" | "core" | "exits") {
+            if matches!(
+                sec.as_str(),
+                "machine" | "core" | "exits" | assumptions::SECTION
+            ) {
                 continue;
             }
             let t = v
@@ -130,6 +137,14 @@ impl E500Costs {
                 named.insert(format!("{sec}.{k}"), int_in(t, sec, k, &bad)?);
             }
         }
+        let assumptions: Assumptions = match table.get(assumptions::SECTION) {
+            Some(v) => v
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| bad(format!("[{}]: {e}", assumptions::SECTION)))?,
+            None => Assumptions::new(),
+        };
+        assumptions::check(&assumptions, &table, true).map_err(bad)?;
         let fnv = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
         });
@@ -139,6 +154,7 @@ impl E500Costs {
             cpi,
             exit_cycles,
             named,
+            assumptions,
             fingerprint: format!("fnv1a64:{fnv:016x}"),
         })
     }

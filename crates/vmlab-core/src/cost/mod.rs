@@ -1,5 +1,6 @@
 //! Machine profiles and the cost model that turns exact event counts into cycles.
 
+pub mod assumptions;
 pub mod e500;
 pub mod model;
 pub mod profile;

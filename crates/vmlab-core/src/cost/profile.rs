@@ -13,6 +13,7 @@
 //! [`KernelCost::name`]. Adding an exit reason is one line in `hv/x86/exits.rs` and its cost
 //! in the profile; nothing here changes.
 
+use crate::cost::assumptions::{self, Assumptions};
 use crate::cost::model::KernelCost;
 use crate::hv::x86::shadow_work::ShadowWork;
 use crate::hv::ExitReason;
@@ -109,6 +110,10 @@ pub struct Profile {
     pub tags: TagsSection,
     /// The kernel's options and the costs of its own work.
     pub kernel: KernelSection,
+    /// The values that are assumptions, each with its plausible range and why
+    /// ([`assumptions`](super::assumptions)); none in a profile without the table.
+    #[serde(default, skip_serializing_if = "Assumptions::is_empty")]
+    pub assumptions: Assumptions,
     /// FNV-1a hash of the text the profile was read from.
     #[serde(skip)]
     fingerprint: u64,
@@ -131,6 +136,8 @@ struct ProfileFile {
     shadow: CostTable<ShadowWork>,
     tags: TagsSection,
     kernel: KernelSection,
+    #[serde(default)]
+    assumptions: Assumptions,
 }
 
 /// Memory tags (TPT's isolation): how a check's cost is modeled.
@@ -520,6 +527,8 @@ impl TryFrom<ProfileFile> for Profile {
     fn try_from(file: ProfileFile) -> Result<Profile, String> {
         let mut profile = Profile::unchecked(file, 0);
         profile.check()?;
+        // A profile read back from a report may carry overrides outside the ranges.
+        profile.check_assumptions(false)?;
         profile.fingerprint = fnv1a64(profile.to_toml().as_bytes());
         Ok(profile)
     }
@@ -538,6 +547,7 @@ impl Profile {
             shadow,
             tags,
             kernel,
+            assumptions,
         } = file;
         Profile {
             machine,
@@ -550,6 +560,7 @@ impl Profile {
             shadow,
             tags,
             kernel,
+            assumptions,
             fingerprint,
             overrides: Vec::new(),
         }
@@ -588,16 +599,31 @@ impl Profile {
 
     /// Parse and validate profile text; `origin` names it in errors (a file path or name).
     pub fn from_toml(text: &str, origin: &str) -> Result<Profile, ProfileError> {
+        Profile::parse(text, origin, true)
+    }
+
+    /// [`Profile::from_toml`]; `within`: every assumption's value must lie in its range.
+    fn parse(text: &str, origin: &str, within: bool) -> Result<Profile, ProfileError> {
         let file: ProfileFile = toml::from_str(text).map_err(|e| ProfileError::Parse {
             origin: origin.to_string(),
             message: parse_message(&e, text),
         })?;
         let profile = Profile::unchecked(file, fnv1a64(text.as_bytes()));
-        profile.check().map_err(|message| ProfileError::Invalid {
-            origin: origin.to_string(),
-            message,
-        })?;
+        profile
+            .check()
+            .and_then(|()| profile.check_assumptions(within))
+            .map_err(|message| ProfileError::Invalid {
+                origin: origin.to_string(),
+                message,
+            })?;
         Ok(profile)
+    }
+
+    /// Checks the `[assumptions]` table against the values; `within`: each value lies in its
+    /// range (as the file must have it; an override may move a value out of its range).
+    fn check_assumptions(&self, within: bool) -> Result<(), String> {
+        let table: toml::Table = toml::from_str(&self.to_toml()).map_err(|e| e.to_string())?;
+        assumptions::check(&self.assumptions, &table, within)
     }
 
     /// The machine's name (`machine.name`).
@@ -657,7 +683,7 @@ impl Profile {
             message: e.to_string(),
         })?;
         let origin = format!("'{}' with overrides", self.machine.name);
-        let mut profile = Profile::from_toml(&text, &origin)?;
+        let mut profile = Profile::parse(&text, &origin, false)?;
         profile.fingerprint = self.fingerprint;
         profile.overrides = applied;
         Ok(profile)
@@ -700,7 +726,9 @@ impl Profile {
             }
         }
         let mut out = Vec::new();
-        if let Ok(table) = toml::from_str::<toml::Table>(&self.to_toml()) {
+        if let Ok(mut table) = toml::from_str::<toml::Table>(&self.to_toml()) {
+            // The ranges are about the values, not values themselves.
+            table.remove(assumptions::SECTION);
             walk("", &table, &mut out);
         }
         out
@@ -737,7 +765,7 @@ impl Profile {
                 if let Some(doc) = cost_doc(section, key) {
                     out.push_str(&format!("# {doc}\n"));
                 }
-                out.push_str(&format!("{key} = {}\n", inline(v)));
+                out.push_str(&format!("{} = {}\n", toml_key(key), inline(v)));
             }
         }
         out
@@ -942,6 +970,12 @@ fn unreachable_toml(e: &toml::de::Error) -> toml::Table {
 /// Sets `path` (`SECTION.KEY[.FIELD]`) of the profile `table` to `text`, read as the type of
 /// the value it replaces: the key must exist (every key of a profile is present in it).
 fn set_key(table: &mut toml::Table, path: &str, text: &str) -> Result<(), String> {
+    if path.split('.').next() == Some(assumptions::SECTION) {
+        return Err(format!(
+            "the [{}] ranges are the profile file's: edit a copy (vmlab profile show > FILE.toml)",
+            assumptions::SECTION
+        ));
+    }
     let parts: Vec<&str> = path.split('.').collect();
     if parts.len() < 2 || parts.iter().any(|p| p.is_empty()) {
         let sections: Vec<&str> = table.keys().map(String::as_str).collect();
@@ -1036,6 +1070,20 @@ fn cost_doc(section: &str, key: &str) -> Option<&'static str> {
 }
 
 /// A TOML value on one line: tables inline (`{ entries = 64, ways = 4 }`).
+/// A key as TOML writes it: bare when it can be, quoted when it holds a dot (an
+/// assumption's `SECTION.KEY`) or anything else a bare key cannot.
+fn toml_key(key: &str) -> String {
+    let bare = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare {
+        key.to_string()
+    } else {
+        toml::Value::String(key.to_string()).to_string()
+    }
+}
+
 fn inline(v: &toml::Value) -> String {
     match v {
         toml::Value::Table(t) => {
@@ -1401,5 +1449,60 @@ mod tests {
             assert!(keys.iter().any(|x| x == k), "{k}");
         }
         assert!(keys.iter().all(|k| k.contains('.')));
+    }
+
+    #[test]
+    fn every_built_in_x86_profile_ranges_its_assumptions() {
+        for name in ["skylake", "desktop"] {
+            let p = Profile::builtin(name).expect("built-in");
+            // Every exit cost: none was measured on the core the profile describes.
+            for reason in ExitReason::ALL {
+                let key = format!("exits.{}", reason.name());
+                assert!(p.assumptions.contains_key(&key), "{name}: {key}");
+            }
+            for (work, _) in p.shadow.iter() {
+                let key = format!("shadow.{}", work.name());
+                assert!(p.assumptions.contains_key(&key), "{name}: {key}");
+            }
+            for key in [
+                "core.ipc",
+                "tags.per_fill",
+                "virt.agile_revert_s",
+                "kernel.timer_tick",
+            ] {
+                assert!(p.assumptions.contains_key(key), "{name}: {key}");
+            }
+            // The ranges are not keys: nothing overrides or sweeps them.
+            assert!(p.keys().iter().all(|k| !k.starts_with("assumptions")));
+            let e = p
+                .with_overrides(&[("assumptions.core.ipc", "1")])
+                .expect_err("ranges are the file's");
+            assert!(e.to_string().contains("edit a copy"), "{e}");
+            // `profile show` prints them, and reads back to the same profile.
+            let text = p.to_toml();
+            assert!(text.contains("[assumptions]\n\"core.ipc\" = { "), "{text}");
+            let back = Profile::from_toml(&text, "shown").expect("reads back");
+            assert_eq!(back.assumptions, p.assumptions);
+        }
+    }
+
+    #[test]
+    fn a_file_value_outside_its_range_is_refused_and_an_override_is_not() {
+        let p = Profile::builtin("skylake").expect("built-in");
+        let text = p.to_toml().replace("ipc = 2.0", "ipc = 3.5");
+        let e = Profile::from_toml(&text, "edited").expect_err("outside");
+        assert!(
+            e.to_string()
+                .contains("assumptions.\"core.ipc\": the value 3.5 lies outside its range [1, 3]"),
+            "{e}"
+        );
+        let moved = p
+            .with_overrides(&[("core.ipc", "3.5")])
+            .expect("an override may");
+        assert_eq!(moved.core.ipc, 3.5);
+        // And a report's effective profile, read back, keeps it.
+        let json = serde_json::to_value(&moved).expect("json");
+        let back: Profile = serde_json::from_value(json).expect("reads back");
+        assert_eq!(back.core.ipc, 3.5);
     }
 }

@@ -202,8 +202,8 @@ pub fn run(
     )
 }
 
-/// The e500 profile as the models used it: clock, CPI, exit costs by reason and every named
-/// cost (`section.key`).
+/// The e500 profile as the models used it: clock, CPI, exit costs by reason, every named
+/// cost (`section.key`) and the assumptions' ranges.
 fn effective_profile(costs: &E500Costs) -> serde_json::Value {
     let exits: BTreeMap<&str, u64> = E500Exit::ALL
         .iter()
@@ -214,6 +214,7 @@ fn effective_profile(costs: &E500Costs) -> serde_json::Value {
         "core": { "cpi": costs.cpi },
         "exits": exits,
         "costs": costs.named,
+        "assumptions": costs.assumptions,
     })
 }
 
