@@ -4,6 +4,10 @@
 //!
 //! Planning, running and the CSV, JSON and SVG renderings are the library's
 //! (`vmlab_core::lab`); this module adds the terminal table, the progress bar and the files.
+//! `shard.rs` lists an experiment's runs (`--list-runs`) and runs one part of them
+//! (`--shard I/N`); `vmlab merge` writes the merged parts through [`write_results`] here.
+
+mod shard;
 
 use crate::args::ReproduceArgs;
 use crate::progress::CountProgress;
@@ -16,7 +20,7 @@ use std::path::{Path, PathBuf};
 use vmlab_core::lab::kinds::{self, ExperimentKind};
 use vmlab_core::lab::report::{self, Row};
 use vmlab_core::lab::runner::{self, Event};
-use vmlab_core::lab::{Experiment, Metric, Plan};
+use vmlab_core::lab::{Experiment, Metric, Plan, Shard};
 use vmlab_core::provenance::Provenance;
 use vmlab_core::stats::RunReport;
 
@@ -32,6 +36,12 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
         );
     };
     let kind = ExperimentKind::find(name).map_err(cli_error)?;
+    if (args.list_runs || args.shard.is_some()) && !matches!(kind, ExperimentKind::Simulated(_)) {
+        return Err(UsageError(format!(
+            "--shard and --list-runs split an experiment file's simulated runs; {name} runs whole"
+        ))
+        .into());
+    }
     if !args.set.set.is_empty() && !matches!(kind, ExperimentKind::Simulated(_)) {
         return Err(UsageError(format!(
             "--set overrides the simulated x86 machine's profile; {name} does not simulate one"
@@ -59,8 +69,15 @@ fn simulated(args: ReproduceArgs, exp: Experiment) -> Result<(), CliError> {
     for (key, value) in args.set.overrides()? {
         exp.overrides.insert(key, toml::Value::String(value));
     }
-    let plan = exp.plan(args.quick).map_err(cli_error)?;
-    let profile = plan.profile().map_err(cli_error)?;
+    let shard = args
+        .shard
+        .as_deref()
+        .map(Shard::parse)
+        .transpose()
+        .map_err(cli_error)?;
+    if args.list_runs {
+        return shard::list_runs(exp, args.quick, args.json);
+    }
     let threads = match args.jobs {
         Some(0) => return Err(UsageError("--jobs must be at least 1".into()).into()),
         Some(n) => n,
@@ -70,6 +87,11 @@ fn simulated(args: ReproduceArgs, exp: Experiment) -> Result<(), CliError> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&exp.name));
+    if let Some(shard) = shard {
+        return shard::run_part(exp, args.quick, shard, threads, &out_dir);
+    }
+    let plan = exp.plan(args.quick).map_err(cli_error)?;
+    let profile = plan.profile().map_err(cli_error)?;
 
     let progress = CountProgress::new(&exp.name, plan.distinct_jobs().len() as u64);
     let rows = runner::run_plan(&plan, &profile, threads, &|event| {

@@ -177,9 +177,8 @@ impl PlanId {
         })
     }
 
-    /// The plan in words, for messages: "tpt --quick --set latency.dram_ns=60 (9 runs,
-    /// fnv1a64:...)".
-    pub fn describe(&self) -> String {
+    /// The plan's name, for messages: "tpt --quick --set latency.dram_ns=60".
+    pub fn name(&self) -> String {
         let mut text = self.experiment.clone();
         if self.quick {
             text.push_str(" --quick");
@@ -187,7 +186,13 @@ impl PlanId {
         for (k, v) in &self.overrides {
             text.push_str(&format!(" --set {k}={v}"));
         }
-        format!("{text} ({} runs, {})", self.runs, self.fingerprint)
+        text
+    }
+
+    /// The plan in words, for messages that tell plans apart: "tpt --quick (9 runs,
+    /// fnv1a64:...)".
+    pub fn describe(&self) -> String {
+        format!("{} ({} runs, {})", self.name(), self.runs, self.fingerprint)
     }
 }
 
@@ -399,7 +404,7 @@ pub fn merge(parts: &[(String, PartialResult)]) -> Result<Merged, LabError> {
             return err(format!(
                 "part {} of {} given twice: {other} and {name}",
                 part.shard,
-                first.plan.describe()
+                first.plan.name()
             ));
         }
         if !part.is_complete() {
@@ -425,7 +430,7 @@ pub fn merge(parts: &[(String, PartialResult)]) -> Result<Merged, LabError> {
             "missing part{} {} of {} (runs {} of {total})",
             if missing.len() > 1 { "s" } else { "" },
             names.join(", "),
-            first.plan.describe(),
+            first.plan.name(),
             list(&runs)
         ));
     }
@@ -644,11 +649,11 @@ mod tests {
             assert!(e.is_user_error());
             e.to_string()
         };
-        let describe = sharded.id.describe();
+        let name = sharded.id.name();
 
         let m = msg(&all[..2]);
         assert!(
-            m.starts_with(&format!("missing part 3/3 of {describe} (runs 3, 6, ")),
+            m.starts_with(&format!("missing part 3/3 of {name} (runs 3, 6, ")),
             "{m}"
         );
         let m = msg(&all[..1]);
@@ -659,7 +664,7 @@ mod tests {
         twice.push(("again.json".into(), all[1].1.clone()));
         assert_eq!(
             msg(&twice),
-            format!("part 2/3 of {describe} given twice: part-2-of-3.json and again.json")
+            format!("part 2/3 of {name} given twice: part-2-of-3.json and again.json")
         );
 
         // The full variant's part among the quick one's.
