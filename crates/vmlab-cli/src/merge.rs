@@ -7,7 +7,7 @@ use crate::args::MergeArgs;
 use crate::run::cli_error;
 use crate::{CliError, UsageError};
 use std::path::{Path, PathBuf};
-use vmlab_core::lab::{self, PartialResult};
+use vmlab_core::lab::{self, PartialResult, Shard};
 use vmlab_core::provenance::shell_command;
 
 pub fn merge(args: MergeArgs) -> Result<(), CliError> {
@@ -66,10 +66,6 @@ fn part_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, UsageError> {
 
 /// (N, I) of a file named `part-I-of-N.json`.
 fn part_number(path: &Path) -> Option<(usize, usize)> {
-    let name = path.file_name()?.to_str()?;
-    let (i, n) = name
-        .strip_prefix("part-")?
-        .strip_suffix(".json")?
-        .split_once("-of-")?;
-    Some((n.parse().ok()?, i.parse().ok()?))
+    let shard = Shard::from_file_name(path.file_name()?.to_str()?)?;
+    Some((shard.count(), shard.index()))
 }

@@ -131,6 +131,13 @@ fn three_parts_merge_into_the_files_of_one_unsharded_run() {
         &text(&again),
     ]);
     assert_eq!(read(&again.join("tiny.csv")), read(&whole.join("tiny.csv")));
+    // Merged beside its parts, `vmlab report` renders the result and passes the parts by.
+    vmlab_ok(&["merge", &text(&parts), "-o", &text(&parts)]);
+    let stdout = vmlab_ok(&["report", &text(&parts)]);
+    assert_eq!(
+        stdout.trim_end(),
+        format!("wrote {}", parts.join("tiny.html").display())
+    );
 }
 
 #[test]

@@ -93,6 +93,15 @@ impl Shard {
     pub fn file_name(self) -> String {
         format!("part-{}-of-{}.json", self.index, self.count)
     }
+
+    /// The part a file name `part-I-of-N.json` names, if it is one ([`Shard::file_name`]).
+    pub fn from_file_name(name: &str) -> Option<Shard> {
+        let (index, count) = name
+            .strip_prefix("part-")?
+            .strip_suffix(".json")?
+            .split_once("-of-")?;
+        Shard::new(index.parse().ok()?, count.parse().ok()?).ok()
+    }
 }
 
 impl fmt::Display for Shard {
@@ -551,6 +560,15 @@ mod tests {
         assert_eq!((s.index(), s.count()), (2, 3));
         assert_eq!(s.to_string(), "2/3");
         assert_eq!(s.file_name(), "part-2-of-3.json");
+        assert_eq!(Shard::from_file_name("part-2-of-3.json"), Some(s));
+        for name in [
+            "part-0-of-3.json",
+            "part-2-of-3.json.partial",
+            "tpt.json",
+            "part-x-of-3.json",
+        ] {
+            assert_eq!(Shard::from_file_name(name), None, "{name}");
+        }
         let cases = [
             ("0/0", "shard '0/0': N is the number of parts, at least 1"),
             ("3/2", "shard '3/2': there are only 2 parts, so I is 1 to 2"),
