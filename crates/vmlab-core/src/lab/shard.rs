@@ -171,6 +171,7 @@ impl PlanId {
             .into_iter()
             .map(|job| plan.run_spec(job))
             .collect();
+        let count = runs.len();
         let text = to_json(&Identity {
             experiment: exp,
             quick: plan.quick,
@@ -181,7 +182,7 @@ impl PlanId {
             experiment: plan.experiment.clone(),
             quick: plan.quick,
             overrides: plan.overrides.clone(),
-            runs: plan.distinct_jobs().len(),
+            runs: count,
             fingerprint: fnv1a64(text.as_bytes()),
         })
     }
