@@ -61,7 +61,14 @@ pub enum Command {
         vmlab reproduce tpt --quick --json         the runs as JSON, the shape of `vmlab run --json`\n  \
         vmlab reproduce tpt --quick --html         also tpt.html: tables, figure and provenance in one page\n  \
         vmlab reproduce my-experiment.toml         an experiment file of your own (see experiments/)\n  \
-        vmlab reproduce tpt --set exits.ept_violation=5000    every run with a dearer EPT violation\n\n\
+        vmlab reproduce tpt --set exits.ept_violation=5000    every run with a dearer EPT violation\n  \
+        vmlab reproduce tlb --quick --list-runs    its distinct runs, numbered, in the order they run\n  \
+        vmlab reproduce tlb --shard 2/4            part 2 of 4 of those runs: results/tlb/part-2-of-4.json\n\n\
+        Job arrays: --shard I/N (I counted from 1) runs every distinct run RUN with (RUN - 1) mod N =\n\
+        I - 1 and writes DIR/part-I-of-N.json; once all N parts are there, `vmlab merge DIR -o DIR`\n\
+        writes the same NAME.csv, NAME.json and NAME.svg as one unsharded run (the provenance aside).\n\
+        A part file already complete for the same plan and build is not run again. Only experiment\n\
+        files split; labt and guest run whole.\n\n\
         An experiment file may sweep settings, each crossed with the rest: a profile key, seed,\n\
         fragmentation or pretouch, e.g. sweep = { \"latency.dram_ns\" = [60, 90, 120], seed = [1, 2] };\n\
         each swept value is a column of the CSV and part of its row's label.\n\n\
@@ -70,6 +77,19 @@ pub enum Command {
         (the results do not depend on how many). The JSON file records its provenance (the vmlab\n\
         version and git commit, the command line, the profile and its hash, the seed), so a result can be rerun.")]
     Reproduce(ReproduceArgs),
+    /// Merge the parts of a sharded `vmlab reproduce NAME --shard I/N` into the experiment's
+    /// files, the same as one unsharded run writes.
+    #[command(after_help = "Examples:\n  \
+        vmlab reproduce tlb --quick --shard 1/3     (and 2/3, 3/3: e.g. the tasks of a job array)\n  \
+        vmlab merge results/tlb -o results/tlb      tlb.csv, tlb.json and tlb.svg from the three parts\n  \
+        vmlab merge a/part-1-of-2.json b/part-2-of-2.json --html -o out\n\n\
+        PARTS are part files (part-I-of-N.json) or directories holding them. The parts must be of one\n\
+        plan (the same experiment, --quick, --set and --traces, the same profile file: each part\n\
+        records a fingerprint of it) and one build of vmlab, and cover every run once: one part of each\n\
+        I from 1 to N. Otherwise a one-line error names the part that is missing, given twice or of\n\
+        another plan (exit 2), and nothing is written. An experiment that replays recordings (apps)\n\
+        needs them at the merge too, at the paths the parts read them from.")]
+    Merge(MergeArgs),
     /// Render the results `vmlab reproduce` wrote (NAME.json and NAME.svg) as one self-contained HTML page per experiment.
     #[command(after_help = crate::report::AFTER_HELP)]
     Report(crate::report::ReportArgs),
@@ -312,8 +332,18 @@ pub struct ReproduceArgs {
     #[arg(value_name = "NAME", required_unless_present = "list")]
     pub name: Option<String>,
     /// Describe each built-in experiment (or only NAME) in one line, and exit.
-    #[arg(long, conflicts_with_all = ["quick", "json", "out", "jobs", "traces", "html", "set"])]
+    #[arg(long, conflicts_with_all = ["quick", "json", "out", "jobs", "traces", "html", "set", "list_runs", "shard"])]
     pub list: bool,
+    /// List every distinct run of the experiment (as --quick, --set and --traces make it), one
+    /// per line with its number, in the order the runs run and --shard deals them out, and
+    /// exit. With --json: {"plan": {...}, "runs": [{"run", "label", "spec"}, ...]}.
+    #[arg(long, conflicts_with_all = ["html", "out", "jobs", "shard", "trace"])]
+    pub list_runs: bool,
+    /// Run only part I of N of the experiment's distinct runs (I counted from 1; run RUN of
+    /// --list-runs is in part ((RUN - 1) mod N) + 1) and write it to DIR/part-I-of-N.json,
+    /// for `vmlab merge`. A part file already complete for the same plan is not run again.
+    #[arg(long, value_name = "I/N", conflicts_with_all = ["json", "html"])]
+    pub shard: Option<String>,
     /// The quick variant: shorter samples and fewer iterations, the same workloads, sizes and schemes.
     #[arg(long)]
     pub quick: bool,
@@ -325,7 +355,8 @@ pub struct ReproduceArgs {
     /// provenance in one self-contained page (what `vmlab report DIR` renders later).
     #[arg(long)]
     pub html: bool,
-    /// Directory for NAME.csv, NAME.json and NAME.svg [default: results/NAME].
+    /// Directory for NAME.csv, NAME.json and NAME.svg, or with --shard for part-I-of-N.json
+    /// [default: results/NAME].
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
     /// Runs to simulate at once [default: the number of CPUs].
@@ -341,6 +372,24 @@ pub struct ReproduceArgs {
     /// traces/apps for apps; apps/record.sh DIR makes them].
     #[arg(long, value_name = "DIR")]
     pub traces: Option<std::path::PathBuf>,
+}
+
+#[derive(Args)]
+pub struct MergeArgs {
+    /// Part files (part-I-of-N.json, from `vmlab reproduce NAME --shard I/N`) or directories
+    /// holding them.
+    #[arg(value_name = "PARTS", required = true)]
+    pub parts: Vec<std::path::PathBuf>,
+    /// Directory for NAME.csv, NAME.json and NAME.svg [default: results/NAME].
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+    /// Also write NAME.html, as `vmlab reproduce --html` does.
+    #[arg(long)]
+    pub html: bool,
+    /// Print one JSON object {"provenance": {...}, "runs": [...]} instead of the table, as
+    /// `vmlab reproduce --json` does.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]

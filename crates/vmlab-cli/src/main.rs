@@ -7,6 +7,7 @@ mod guest;
 mod host;
 mod labt;
 mod list;
+mod merge;
 mod profile;
 mod progress;
 mod record;
@@ -82,6 +83,7 @@ fn main() -> ExitCode {
         args::Command::List(a) => list::list(a),
         args::Command::Bench(a) => bench::bench(a),
         args::Command::Reproduce(a) => reproduce::reproduce(a),
+        args::Command::Merge(a) => merge::merge(a),
         args::Command::Report(a) => report::report(a),
         args::Command::Profile(a) => profile::profile(a),
         args::Command::Guest(a) => return guest::guest(a),

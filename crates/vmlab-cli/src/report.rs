@@ -6,7 +6,7 @@
 use crate::{CliError, UsageError};
 use clap::Args;
 use std::path::{Path, PathBuf};
-use vmlab_core::lab::{html, ExperimentReport};
+use vmlab_core::lab::{html, ExperimentReport, Shard};
 
 pub const AFTER_HELP: &str = "Examples:\n  \
     vmlab report results                  every experiment under results/ (results/NAME/NAME.json)\n  \
@@ -18,7 +18,8 @@ pub const AFTER_HELP: &str = "Examples:\n  \
     scheme), every run's numbers and specification, the combinations not run, the method and the\n\
     provenance. The page needs nothing else to open: no network, no script, no external style or\n\
     font, so it can be mailed or archived. Other JSON files (labt's, guest's) are skipped with a\n\
-    note on stderr; a DIR with no experiment report is an error (exit 2).";
+    note on stderr, the parts of a sharded run (part-I-of-N.json, for `vmlab merge`) without\n\
+    one; a DIR with no experiment report is an error (exit 2).";
 
 #[derive(Args)]
 pub struct ReportArgs {
@@ -88,11 +89,18 @@ pub fn report(args: ReportArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The `.json` files directly in `dir`, sorted.
+/// The `.json` files directly in `dir`, sorted, but the parts of a sharded run
+/// (`part-I-of-N.json`, which `vmlab merge` reads).
 fn json_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let is_part = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .and_then(Shard::from_file_name)
+            .is_some()
+    };
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json") && !is_part(p))
         .collect();
     out.sort();
     Ok(out)

@@ -4,6 +4,10 @@
 //!
 //! Planning, running and the CSV, JSON and SVG renderings are the library's
 //! (`vmlab_core::lab`); this module adds the terminal table, the progress bar and the files.
+//! `shard.rs` lists an experiment's runs (`--list-runs`) and runs one part of them
+//! (`--shard I/N`); `vmlab merge` writes the merged parts through [`write_results`] here.
+
+mod shard;
 
 use crate::args::ReproduceArgs;
 use crate::progress::CountProgress;
@@ -12,11 +16,12 @@ use crate::{table, CliError, UsageError};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::ops::ControlFlow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use vmlab_core::lab::kinds::{self, ExperimentKind};
 use vmlab_core::lab::report::{self, Row};
 use vmlab_core::lab::runner::{self, Event};
-use vmlab_core::lab::{Experiment, ExperimentReport, Metric, Plan};
+use vmlab_core::lab::{Experiment, Metric, Plan, Shard};
+use vmlab_core::provenance::Provenance;
 use vmlab_core::stats::RunReport;
 
 /// `vmlab reproduce NAME`: asks the lab what NAME is (its registry of experiment kinds) and
@@ -31,6 +36,12 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
         );
     };
     let kind = ExperimentKind::find(name).map_err(cli_error)?;
+    if (args.list_runs || args.shard.is_some()) && !matches!(kind, ExperimentKind::Simulated(_)) {
+        return Err(UsageError(format!(
+            "--shard and --list-runs split an experiment file's simulated runs; {name} runs whole"
+        ))
+        .into());
+    }
     if !args.set.set.is_empty() && !matches!(kind, ExperimentKind::Simulated(_)) {
         return Err(UsageError(format!(
             "--set overrides the simulated x86 machine's profile; {name} does not simulate one"
@@ -58,8 +69,15 @@ fn simulated(args: ReproduceArgs, exp: Experiment) -> Result<(), CliError> {
     for (key, value) in args.set.overrides()? {
         exp.overrides.insert(key, toml::Value::String(value));
     }
-    let plan = exp.plan(args.quick).map_err(cli_error)?;
-    let profile = plan.profile().map_err(cli_error)?;
+    let shard = args
+        .shard
+        .as_deref()
+        .map(Shard::parse)
+        .transpose()
+        .map_err(cli_error)?;
+    if args.list_runs {
+        return shard::list_runs(exp, args.quick, args.json);
+    }
     let threads = match args.jobs {
         Some(0) => return Err(UsageError("--jobs must be at least 1".into()).into()),
         Some(n) => n,
@@ -69,6 +87,11 @@ fn simulated(args: ReproduceArgs, exp: Experiment) -> Result<(), CliError> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&exp.name));
+    if let Some(shard) = shard {
+        return shard::run_part(exp, args.quick, shard, threads, &out_dir);
+    }
+    let plan = exp.plan(args.quick).map_err(cli_error)?;
+    let profile = plan.profile().map_err(cli_error)?;
 
     let progress = CountProgress::new(&exp.name, plan.distinct_jobs().len() as u64);
     let rows = runner::run_plan(&plan, &profile, threads, &|event| {
@@ -80,42 +103,55 @@ fn simulated(args: ReproduceArgs, exp: Experiment) -> Result<(), CliError> {
     progress.finish();
     let rows = rows.map_err(cli_error)?;
     let provenance = crate::provenance(&profile, plan.seed);
+    write_results(
+        &exp, &plan, &rows, provenance, &out_dir, args.html, args.json,
+    )
+}
 
-    std::fs::create_dir_all(&out_dir)
-        .map_err(|e| CliError::Run(format!("cannot create {}: {e}", out_dir.display())))?;
-    let experiment_report = ExperimentReport::new(&exp, &plan, &rows, provenance.clone());
-    let svg = report::figure(&exp, &plan, &rows).to_svg();
-    let mut files = vec![
-        (
-            out_dir.join(format!("{}.csv", exp.name)),
-            report::csv(&exp, &rows).map_err(cli_error)?,
-        ),
-        (
-            out_dir.join(format!("{}.json", exp.name)),
-            experiment_report.to_json().map_err(cli_error)?,
-        ),
-    ];
-    if args.html {
-        files.push((
-            out_dir.join(format!("{}.html", exp.name)),
-            vmlab_core::lab::html::render(&experiment_report, Some(&svg)),
-        ));
-    }
-    files.insert(2, (out_dir.join(format!("{}.svg", exp.name)), svg));
-    for (path, text) in &files {
-        std::fs::write(path, text)
-            .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))?;
-    }
-    let text = if args.json {
-        report::runs_json(&rows, &provenance).map_err(cli_error)?
+/// Writes an experiment's result files (the library's [`report::files`]: NAME.csv, NAME.json,
+/// NAME.svg, and with `html` NAME.html) to `out_dir`, then prints the table and the files
+/// written, or with `json` the runs as JSON: what `vmlab reproduce` does after its runs, and
+/// `vmlab merge` after merging the parts of a sharded one.
+pub(crate) fn write_results(
+    exp: &Experiment,
+    plan: &Plan,
+    rows: &[Row],
+    provenance: Provenance,
+    out_dir: &Path,
+    html: bool,
+    json: bool,
+) -> Result<(), CliError> {
+    let stdout_json = if json {
+        Some(report::runs_json(rows, &provenance).map_err(cli_error)?)
     } else {
-        let mut text = render(&exp, &plan, &rows) + "\n";
-        for (path, _) in &files {
-            let _ = writeln!(text, "wrote {}", path.display());
-        }
-        text
+        None
     };
-    // A closed pipe (`| head`) is not an error; the files are written already.
+    let files = report::files(exp, plan, rows, provenance, html).map_err(cli_error)?;
+    std::fs::create_dir_all(out_dir)
+        .map_err(|e| CliError::Run(format!("cannot create {}: {e}", out_dir.display())))?;
+    let mut written = Vec::new();
+    for (name, text) in &files {
+        let path = out_dir.join(name);
+        std::fs::write(&path, text)
+            .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))?;
+        written.push(path);
+    }
+    let text = match stdout_json {
+        Some(text) => text,
+        None => {
+            let mut text = render(exp, plan, rows) + "\n";
+            for path in &written {
+                let _ = writeln!(text, "wrote {}", path.display());
+            }
+            text
+        }
+    };
+    print_stdout(&text)
+}
+
+/// Writes `text` to stdout. A closed pipe (`| head`) is not an error: the files are written
+/// already.
+pub(crate) fn print_stdout(text: &str) -> Result<(), CliError> {
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(CliError::Run(format!("cannot write to stdout: {e}")))
@@ -140,7 +176,7 @@ fn list(name: Option<&str>) -> Result<(), CliError> {
 
 /// The text report: a heading, then `vmlab run`'s table for an experiment of one group, or
 /// one pivot table per metric (rows = groups, columns = schemes).
-fn render(exp: &Experiment, plan: &Plan, rows: &[Row]) -> String {
+pub(crate) fn render(exp: &Experiment, plan: &Plan, rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

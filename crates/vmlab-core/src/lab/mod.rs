@@ -17,6 +17,8 @@
 //! - [`report`]: the results (a row per run or skipped combination), the experiment's
 //!   serializable report, and its CSV, JSON and SVG renderings.
 //! - [`plot`]: the SVG figure writer.
+//! - [`shard`]: job arrays: a plan's distinct runs dealt out to N parts that run apart, each
+//!   a serializable partial result, and the merge of the parts into the rows of one run.
 //! - [`html`]: an experiment's report as one self-contained HTML page (tables, the figure
 //!   inline, run specifications, provenance), rendered from the serializable report.
 //!
@@ -32,6 +34,7 @@ pub mod plan;
 pub mod plot;
 pub mod report;
 pub mod runner;
+pub mod shard;
 pub mod spec;
 
 pub use compare::{Comparison, ComparisonReport, Rerun};
@@ -40,12 +43,14 @@ pub use kinds::{ExperimentInfo, ExperimentKind};
 pub use plan::{GroupKey, Job, Plan};
 pub use report::{ExperimentReport, Row, SkippedRun};
 pub use runner::{run_experiment, run_plan, Event, Outcome};
+pub use shard::{merge, Merged, PartialResult, PlanId, Shard, ShardedPlan};
 pub use spec::{load_profile, parse_page_size, parse_schemes, RunSpec, SettingNames};
 
 use crate::engine::{EngineError, RunConfig};
 
-/// What can go wrong in the lab. The first five are the user's to fix (a bad experiment, run
-/// spec or profile); `Run` is a failure of the simulation itself.
+/// What can go wrong in the lab. The first five and `Shard` are the user's to fix (a bad
+/// experiment, run spec, profile, shard or set of parts); `Run` is a failure of the
+/// simulation itself.
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
     /// An experiment file that does not parse or validate, or whose runs cannot be done.
@@ -87,6 +92,10 @@ pub enum LabError {
         /// The engine's error.
         source: EngineError,
     },
+    /// A bad shard, or parts of a sharded run that cannot be merged (of different plans, one
+    /// missing or given twice).
+    #[error("{0}")]
+    Shard(String),
     /// A report that cannot be rendered (CSV or JSON).
     #[error("{0}")]
     Render(String),
@@ -105,6 +114,7 @@ impl LabError {
                 | LabError::UnknownExperiment { .. }
                 | LabError::Read { .. }
                 | LabError::Spec(_)
+                | LabError::Shard(_)
         )
     }
 

@@ -283,6 +283,33 @@ impl ExperimentReport {
     }
 }
 
+/// The files of an experiment's results, each as its name and text, in order: `NAME.csv`,
+/// `NAME.json` (the [`ExperimentReport`] with `provenance`), `NAME.svg` and, with `html`,
+/// `NAME.html`. What `vmlab reproduce` writes, and `vmlab merge` from the parts of a sharded
+/// run: the same rows give the same files.
+pub fn files(
+    exp: &Experiment,
+    plan: &Plan,
+    rows: &[Row],
+    provenance: Provenance,
+    html: bool,
+) -> Result<Vec<(String, String)>, LabError> {
+    let report = ExperimentReport::new(exp, plan, rows, provenance);
+    let svg = figure(exp, plan, rows).to_svg();
+    let mut files = vec![
+        (format!("{}.csv", exp.name), csv(exp, rows)?),
+        (format!("{}.json", exp.name), report.to_json()?),
+    ];
+    if html {
+        files.push((
+            format!("{}.html", exp.name),
+            crate::lab::html::render(&report, Some(&svg)),
+        ));
+    }
+    files.insert(2, (format!("{}.svg", exp.name), svg));
+    Ok(files)
+}
+
 /// The CSV: one row per run (skipped combinations are left out; the JSON lists them), and a
 /// column per swept setting after the fixed ones.
 pub fn csv(exp: &Experiment, rows: &[Row]) -> Result<String, LabError> {

@@ -10,7 +10,6 @@ use crate::lab::report::{rows, Row};
 use crate::lab::LabError;
 use crate::scheme::Paging;
 use crate::stats::RunReport;
-use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -25,14 +24,14 @@ pub enum Event<'a> {
         /// Its phase and count.
         progress: Progress,
     },
-    /// A run finished or failed (a stopped run is not reported): `done` of `total` distinct
-    /// runs.
+    /// A run finished or failed (a stopped run is not reported): `done` of `total` runs to
+    /// do (the plan's distinct runs, or a part's).
     Finished {
         /// The run.
         job: &'a Job,
         /// Runs finished so far, this one included.
         done: usize,
-        /// Distinct runs of the plan.
+        /// Runs to do.
         total: usize,
     },
 }
@@ -100,9 +99,9 @@ fn configs(plan: &Plan, todo: &[&Job], profile: &Profile) -> Result<Vec<RunConfi
 }
 
 /// Runs every distinct job of `plan` on `threads` threads (0 counts as 1) with `profile` as
-/// the machine (each job's profile overrides applied to it), and returns the plan's rows in order. Every run is checked first (a run that
-/// cannot be done is an error before any runs); then the first failed run in plan order
-/// decides the error.
+/// the machine (each job's profile overrides applied to it), and returns the plan's rows in
+/// order. Every run is checked first (a run that cannot be done is an error before any
+/// runs); then the first failed run in plan order decides the error.
 pub fn run_plan(
     plan: &Plan,
     profile: &Profile,
@@ -110,8 +109,22 @@ pub fn run_plan(
     progress: &LabProgressFn<'_>,
 ) -> Result<Vec<Row>, LabError> {
     let todo = plan.distinct_jobs();
+    let reports = run_jobs(plan, &todo, profile, threads, progress)?;
+    let reports = todo.iter().map(|job| dedup_key(job)).zip(reports).collect();
+    Ok(rows(plan, &reports))
+}
+
+/// Runs `todo` (jobs of `plan`) on `threads` threads as [`run_plan`] does, and returns their
+/// reports in the order of `todo`. [`Event::Finished`] counts runs of `todo`.
+pub(crate) fn run_jobs(
+    plan: &Plan,
+    todo: &[&Job],
+    profile: &Profile,
+    threads: usize,
+    progress: &LabProgressFn<'_>,
+) -> Result<Vec<RunReport>, LabError> {
     // Every run is resolved and checked before the first one starts.
-    let configs = configs(plan, &todo, profile)?;
+    let configs = configs(plan, todo, profile)?;
     let next = AtomicUsize::new(0);
     let finished = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
@@ -156,18 +169,17 @@ pub fn run_plan(
         }
     });
     let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    let mut reports = BTreeMap::new();
-    for (job, result) in todo.iter().zip(results) {
-        let report = match result {
-            Some(result) => result?,
+    let mut reports = Vec::with_capacity(todo.len());
+    for result in results {
+        match result {
+            Some(result) => reports.push(result?),
             None => return Err(LabError::Stopped),
-        };
-        reports.insert(dedup_key(job), report);
+        }
     }
     if stop.load(Ordering::Relaxed) {
         return Err(LabError::Stopped);
     }
-    Ok(rows(plan, &reports))
+    Ok(reports)
 }
 
 /// An experiment's plan and its results.
