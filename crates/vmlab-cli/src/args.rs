@@ -129,6 +129,11 @@ pub enum Command {
     /// for `vmlab run -w trace:file=FILE`.
     #[command(after_help = crate::record::AFTER_HELP)]
     Record(crate::record::RecordArgs),
+    /// How much a result moves over the profile's assumption ranges, and which assumptions
+    /// move it most (Morris elementary effects): runs the Python package's
+    /// `vmlab.sensitivity`. `vmlab sensitivity --help` lists its options.
+    #[command(disable_help_flag = true, after_help = crate::sensitivity::AFTER_HELP)]
+    Sensitivity(crate::sensitivity::SensitivityArgs),
 }
 
 #[derive(Args)]

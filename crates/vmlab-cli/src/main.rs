@@ -14,6 +14,7 @@ mod record;
 mod report;
 mod reproduce;
 mod run;
+mod sensitivity;
 mod table;
 mod trace;
 mod usage;
@@ -89,6 +90,7 @@ fn main() -> ExitCode {
         args::Command::Guest(a) => return guest::guest(a),
         args::Command::Trace(a) => trace::trace(a),
         args::Command::Record(a) => record::record(a),
+        args::Command::Sensitivity(a) => return sensitivity::sensitivity(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,6 +8,8 @@ full report, exactly the JSON the command writes, in ``frame.attrs["report"]``.
 - :func:`sweep`: runs over a grid of any parameters (profile keys such as
   ``"latency.dram_ns"``, page sizes, fragmentation, ...), locally or on a Dask cluster.
 - :func:`reproduce`: a built-in experiment (``vmlab reproduce NAME``).
+- :func:`sensitivity`: how much a result moves over the profile's assumption ranges, and
+  which assumptions move it most (Morris elementary effects, SALib).
 - :func:`record`: a real x86-64 program recorded into a trace that ``run`` replays
   (``vmlab record``).
 - :func:`profile`, :func:`workloads`, :func:`schemes`, :func:`profiles`,
@@ -21,6 +23,7 @@ from ._vmlab import Error
 from ._catalog import experiments, profile, profiles, schemes, version, workloads
 from ._record import record
 from ._run import reproduce, run
+from ._sensitivity import Sensitivity, sensitivity
 from ._sweep import sweep
 
 __version__ = version()[0]
@@ -34,6 +37,8 @@ __all__ = [
     "reproduce",
     "run",
     "schemes",
+    "sensitivity",
+    "Sensitivity",
     "sweep",
     "version",
     "workloads",

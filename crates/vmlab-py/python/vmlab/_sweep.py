@@ -78,16 +78,8 @@ def sweep(
                 spec = run_spec(spec_workload, s, fields, overrides)
                 comparisons.append(json.dumps({"spec": spec, "schemes": [scheme], "seeds": 1}))
                 points.append(dict(point))
-    call = command("sweep", arguments)
-    if executor is None:
-        if jobs is None:
-            jobs = os.cpu_count() or 1
-        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-            raise ValueError(f"jobs= must be at least 1, not {jobs!r}")
-        with reporter(progress, "vmlab.sweep", per_run=False) as callback:
-            texts = _vmlab.run_many(comparisons, jobs, call, callback)
-    else:
-        texts = _on_executor(executor, comparisons, call, progress)
+    texts = execute(comparisons, command("sweep", arguments), executor, jobs, progress,
+                    "vmlab.sweep")
     reports = [json.loads(t) for t in texts]
     runs = [r["runs"][0] for r in reports]
     frame = runs_frame(runs, points if grid != [{}] else None)
@@ -118,13 +110,27 @@ def _grid(sweep: Optional[Mapping[str, Sequence[Any]]]) -> List[Dict[str, Any]]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*(list(sweep[k]) for k in keys))]
 
 
+def execute(comparisons: List[str], call: str, executor: Any, jobs: Optional[int],
+            progress: ProgressArg, label: str) -> List[str]:
+    """Runs every comparison (JSON) on ``jobs`` threads here, or as tasks of ``executor``;
+    their reports' JSON, in order. ``call`` is what each report records as its command."""
+    if executor is None:
+        if jobs is None:
+            jobs = os.cpu_count() or 1
+        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+            raise ValueError(f"jobs= must be at least 1, not {jobs!r}")
+        with reporter(progress, label, per_run=False) as callback:
+            return _vmlab.run_many(comparisons, jobs, call, callback)
+    return _on_executor(executor, comparisons, call, progress, label)
+
+
 def run_one(comparison: str, call: str) -> str:
     """One run of a sweep, on whichever worker an executor chose: its report's JSON."""
     return _vmlab.run(comparison, call, None)
 
 
 def _on_executor(executor: Any, comparisons: List[str], call: str,
-                 progress: ProgressArg) -> List[str]:
+                 progress: ProgressArg, label: str) -> List[str]:
     """Every run as a task of ``executor``: a Dask client's futures (cancelled on Ctrl-C
     or an error), or ``executor.map``."""
     calls = [call] * len(comparisons)
@@ -133,7 +139,7 @@ def _on_executor(executor: Any, comparisons: List[str], call: str,
 
         futures = executor.map(run_one, comparisons, calls, pure=False)
         try:
-            with reporter(progress, "vmlab.sweep (dask)", per_run=False) as callback:
+            with reporter(progress, f"{label} (dask)", per_run=False) as callback:
                 for done, _ in enumerate(as_completed(futures), start=1):
                     if callback is not None and callback(
                         {"event": "finished", "index": done - 1, "done": done,
