@@ -250,7 +250,7 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
     if !path_args(nr).is_empty() {
         return match nr {
             c::SYS_execve | c::SYS_execveat => {
-                (Rewritten, "path contained in the guest root; the process's new image is tracked")
+                (Rewritten, "path contained in the guest root; ptrace mechanisms run the root's `#!` and ELF interpreters; the new image is tracked")
             }
             c::SYS_symlink | c::SYS_symlinkat => {
                 (Rewritten, "link path contained; the target is stored as given and resolved in the root when used")

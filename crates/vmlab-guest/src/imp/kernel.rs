@@ -13,8 +13,14 @@ use libc as c;
 use std::collections::HashMap;
 
 /// Bytes of guest memory the guest kernel maps into each guest thread for rewritten
-/// arguments: two paths and a socket address.
-pub(crate) const SCRATCH_LEN: u64 = 3 * 4096;
+/// arguments: two paths and a socket address (a page each), then the exec area.
+pub(crate) const SCRATCH_LEN: u64 = EXEC_AREA + EXEC_AREA_LEN;
+
+/// Where in the scratch memory an exec under a root gets its argument vector and the guest
+/// kernel's strings (`exec.rs`), and how many bytes: room for 130,000 arguments. The pages
+/// are touched only by such an exec, which replaces them with the new image when it succeeds.
+pub(crate) const EXEC_AREA: u64 = 3 * 4096;
+pub(crate) const EXEC_AREA_LEN: u64 = 1 << 20;
 
 /// A system call's number and arguments.
 #[derive(Clone, Copy, Debug)]
@@ -495,8 +501,8 @@ impl Kernel {
             }
             _ => {}
         }
-        if call.nr == c::SYS_execve {
-            if let Some(d) = self.script_exec(tid, tgid, call, scratch) {
+        if matches!(call.nr, c::SYS_execve | c::SYS_execveat) {
+            if let Some(d) = self.exec_in_root(tid, tgid, call, scratch) {
                 return d;
             }
         }
@@ -547,83 +553,6 @@ impl Kernel {
             args[arg] = at;
         }
         Decision::Forward { args: Some(args), post }
-    }
-
-    /// execve of a `#!` script under the root: the host would open the interpreter the script
-    /// names by its host path, outside the root, so the guest kernel execs the interpreter,
-    /// resolved in the root, itself, with the arguments the host gives one (the interpreter as
-    /// written, its optional argument, the script's path as the guest named it, the rest of
-    /// the guest's arguments). None for anything else (and for more than 500 arguments), which
-    /// is forwarded as a path call.
-    fn script_exec(&self, tid: i32, tgid: i32, call: &Call, scratch: Option<u64>) -> Option<Decision> {
-        use std::io::Read;
-        use std::os::fd::AsRawFd;
-        let a = call.args;
-        let root = self.root.as_ref()?;
-        let to_host = |g: i32| self.to_host.get(&g).copied();
-        let who = Who { tid, tgid, host_pid: &to_host };
-        let script = mem::read_cstr(tid, a[0], 4096).ok()?;
-        let host = root.resolve(&who, Base::Cwd, &script, true).ok()?;
-        let fd = root.open_in_root(&host, true).ok()?;
-        let mut head = [0u8; 256];
-        let n = std::fs::File::open(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?.read(&mut head).ok()?;
-        let line = head[..n].strip_prefix(b"#!")?;
-        let line = &line[..line.iter().position(|&b| b == b'\n')?];
-        let blank = |b: &u8| *b == b' ' || *b == b'\t';
-        let line = &line[line.iter().position(|b| !blank(b))?..];
-        let end = line.iter().position(blank).unwrap_or(line.len());
-        let (interp, rest) = line.split_at(end);
-        let rest = &rest[rest.iter().position(|b| !blank(b)).unwrap_or(rest.len())..];
-        let optional = &rest[..rest.iter().rposition(|b| !blank(b)).map_or(0, |i| i + 1)];
-        let interp_host = match root.resolve(&who, Base::Cwd, interp, true) {
-            Ok(h) => h,
-            Err(e) => return Some(Decision::Emulate(neg(e))),
-        };
-        let Some(scratch) = scratch else {
-            return Some(Decision::NeedScratch);
-        };
-        // The guest's arguments after its argv[0].
-        let mut rest_args = Vec::new();
-        if a[1] != 0 {
-            for i in 1..=501u64 {
-                let p = mem::read(tid, a[1] + 8 * i, 8).ok()?;
-                let p = u64::from_ne_bytes(p.try_into().ok()?);
-                if p == 0 {
-                    break;
-                }
-                if i == 501 {
-                    return None;
-                }
-                rest_args.push(p);
-            }
-        }
-        // Page 0: the interpreter's host path; page 2: the strings; page 1: the argv array.
-        let strings_at = scratch + 2 * 4096;
-        let mut strings = Vec::new();
-        let mut argv = Vec::new();
-        let words: &[&[u8]] = if optional.is_empty() { &[interp, &script] } else { &[interp, optional, &script] };
-        for s in words {
-            argv.push(strings_at + strings.len() as u64);
-            strings.extend_from_slice(s);
-            strings.push(0);
-        }
-        argv.extend(rest_args);
-        argv.push(0);
-        let mut path = interp_host;
-        path.push(0);
-        if strings.len() > 4096 || path.len() > 4096 {
-            return None;
-        }
-        let array: Vec<u8> = argv.iter().flat_map(|p| p.to_ne_bytes()).collect();
-        for (at, bytes) in [(scratch, &path), (scratch + 4096, &array), (strings_at, &strings)] {
-            if let Err(e) = mem::poke(tid, at, bytes) {
-                return Some(Decision::Emulate(neg(e)));
-            }
-        }
-        let mut args = a;
-        args[0] = scratch;
-        args[1] = scratch + 4096;
-        Some(Decision::Forward { args: Some(args), post: Post::Exec })
     }
 
     /// The host path, inside the root, of path argument `spec` of `call`; None when the call

@@ -1,6 +1,7 @@
 //! The Linux x86-64 implementation: launching guest pid 1, the mechanisms, the guest kernel.
 
 mod bpf;
+mod exec;
 mod kernel;
 mod mem;
 mod meta;
@@ -436,8 +437,9 @@ pub(crate) fn install_filter(prog: &[sock_filter], flags: c::c_ulong) -> i64 {
 /// file-system access right Landlock has and grants them all beneath the root only: whatever the
 /// guest kernel's path handling misses (a path raced between check and use, a directory
 /// descriptor received from outside, chroot's `..` from such a descriptor), the host refuses
-/// to open, create, remove or rename anything outside the root. None where the host lacks
-/// Landlock ABI 6: the guest kernel's own checks remain.
+/// to open, create, remove or rename anything outside the root. Nothing outside the root is
+/// granted, not even the host's ELF interpreter: the ptrace mechanisms exec the root's
+/// (`exec.rs`). None where the host lacks Landlock ABI 6: the guest kernel's own checks remain.
 fn host_scope(root: Option<&Path>) -> Option<OwnedFd> {
     const LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1;
     const LANDLOCK_SCOPE_SIGNAL: u64 = 2;
@@ -470,23 +472,6 @@ fn host_scope(root: Option<&Path>) -> Option<OwnedFd> {
         };
         if r != 0 {
             return None;
-        }
-        // The host kernel opens a program's ELF interpreter by its host path when the ptrace
-        // mechanisms exec it (they rewrite only the program's path): read and execute it only.
-        const EXECUTE_READ: u64 = 1 | (1 << 2);
-        if let Ok(interp) = std::fs::File::open("/lib64/ld-linux-x86-64.so.2") {
-            rule[..8].copy_from_slice(&EXECUTE_READ.to_ne_bytes());
-            rule[8..].copy_from_slice(&interp.as_raw_fd().to_ne_bytes());
-            // SAFETY: as above.
-            unsafe {
-                c::syscall(
-                    c::SYS_landlock_add_rule,
-                    ruleset.as_raw_fd(),
-                    LANDLOCK_RULE_PATH_BENEATH,
-                    rule.as_ptr(),
-                    0u32,
-                )
-            };
         }
     }
     Some(ruleset)
