@@ -179,6 +179,12 @@ pub(crate) fn changes_metadata(nr: i64) -> bool {
     )
 }
 
+/// Calls that return a peer's socket address (accept, recvfrom, ...): under a root, an
+/// AF_UNIX path in it is a host path for the ptrace mechanisms.
+pub(crate) fn is_peer_address_call(nr: i64) -> bool {
+    matches!(nr, c::SYS_accept | c::SYS_accept4 | c::SYS_recvfrom | c::SYS_recvmsg | c::SYS_recvmmsg)
+}
+
 /// Calls that translate guest process ids (in arguments, results or both).
 pub(crate) fn is_pid_call(nr: i64) -> bool {
     matches!(
@@ -286,6 +292,9 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
         c::SYS_getsockname | c::SYS_getpeername => {
             (Rewritten, "under a root (ptrace mechanisms): an AF_UNIX path in the result is made a guest path")
         }
+        c::SYS_accept | c::SYS_accept4 | c::SYS_recvfrom | c::SYS_recvmsg | c::SYS_recvmmsg => {
+            (Rewritten, "under a root (ptrace mechanisms): an AF_UNIX path in the peer's address is made a guest path")
+        }
         c::SYS_fchdir => (Rewritten, "refused for a directory outside the guest root"),
         c::SYS_bind | c::SYS_connect | c::SYS_sendto | c::SYS_sendmsg => {
             (Rewritten, "AF_UNIX socket paths contained in the guest root (ptrace mechanisms: connect and send reach the socket through a descriptor opened in the root); abstract names refused under a root")
@@ -370,6 +379,11 @@ pub fn needs_trap(nr: i64, rooted: bool, all: bool) -> bool {
     }
     if nr == c::SYS_ioctl {
         // Only the refused requests: the filters add a rule comparing the request.
+        return false;
+    }
+    if is_peer_address_call(nr) {
+        // Only seccomp-trace's filter, under a root, stops these: chroot names sockets in the
+        // root as the guest named them.
         return false;
     }
     match handling(nr).0 {

@@ -564,6 +564,32 @@ fn socket_names_are_guest_paths() {
     let _ = std::fs::remove_dir_all(base);
 }
 
+/// The peer addresses accept, accept4, recvfrom, recvmsg and recvmmsg return for sockets bound
+/// by path under a root name guest paths under every mechanism, as natively in a chroot of the
+/// root: a reply sent to the address recvfrom gave arrives, and a buffer too short for the
+/// address gets its full length. (The ptrace mechanisms returned the host path, with the root
+/// in it, and the reply went to the root applied twice: ENOENT.)
+#[test]
+fn peer_addresses_are_guest_paths() {
+    let Some(attack) = attack() else { return };
+    let (root, base) = make_root("peeraddr", attack);
+    let literal = "accept /data/cli.sock 17\naccept4-unbound - 2\nrecvfrom /data/d1.sock 16\nreply arrived\n\
+                   recvmsg /data/d1.sock 16\nrecvmmsg /data/d1.sock 16\nrecvmmsg /data/d1.sock 16\nshort 16\n";
+    let chrooted = Command::new("chroot").arg(&root).args(["/attack", "peeraddr", "/data"]).output();
+    let want = match chrooted {
+        Ok(o) if o.status.success() => text(&o.stdout),
+        _ => {
+            eprintln!("no chroot here: comparing with the chroot's output on Linux 6.18");
+            literal.to_string()
+        }
+    };
+    for m in mechanisms() {
+        let out = run(Some(m), Some(&root), &["/attack", "peeraddr", "/data"]);
+        assert_eq!(text(&out.stdout), want, "{m}: {}", text(&out.stderr));
+    }
+    let _ = std::fs::remove_dir_all(base);
+}
+
 /// When the guest kernel itself dies (SIGKILL), every guest process dies with it under every
 /// mechanism: none runs on unsupervised. (seccomp-notify and sigsys left the guest's shell
 /// and both sleeps running.)

@@ -41,7 +41,7 @@ pub(crate) enum Decision {
 }
 
 /// What to do with a forwarded call's result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Post {
     None,
     /// The result is a host pid (fork, wait4, getpgid): make it a guest pid.
@@ -61,6 +61,24 @@ pub(crate) enum Post {
         len_at: u64,
         size: u32,
     },
+    /// accept/accept4 wrote the peer's address at `addr` (a buffer of `size` bytes) and its
+    /// full length at `len_at`; the new descriptor's peer is asked again (as for getpeername),
+    /// since an AF_UNIX path in it is a host path.
+    Accept {
+        addr: u64,
+        len_at: u64,
+        size: u32,
+    },
+    /// recvfrom/recvmsg wrote the sender's address at `addr` (a buffer of `size` bytes) and
+    /// its full length at `len_at`: an AF_UNIX path in it is a host path.
+    Sender {
+        addr: u64,
+        len_at: u64,
+        size: u32,
+    },
+    /// recvmmsg of the vector at this address: each message's name buffer and its size, as
+    /// the call was made (the host overwrites the sizes with the addresses' lengths).
+    Senders(u64, Vec<(u64, u32)>),
     /// sendmmsg run as a sendmsg of its first message (the vector at this address): on
     /// success that message's msg_len gets the result, and the call returns 1.
     Sendmmsg(u64),
@@ -490,6 +508,9 @@ impl Kernel {
                     post: Post::Sockname { peer, fd: a[0] as i32, addr: a[1], len_at: a[2], size },
                 };
             }
+            nr if calls::is_peer_address_call(nr) => {
+                return Decision::Forward { args: None, post: peer_address_post(tid, call) };
+            }
             c::SYS_fchdir => {
                 return match self.fchdir_refusal(tid, a[0] as i32) {
                     Some(e) => Decision::Emulate(e),
@@ -890,6 +911,20 @@ impl Kernel {
                 self.guest_sockname(tid, peer, fd, addr, len_at, size);
                 ret
             }
+            Post::Accept { addr, len_at, size } if ret >= 0 => {
+                self.guest_sockname(tid, true, ret as i32, addr, len_at, size);
+                ret
+            }
+            Post::Sender { addr, len_at, size } if ret >= 0 => {
+                self.guest_sender(tid, addr, len_at, size);
+                ret
+            }
+            Post::Senders(vec, names) if ret > 0 => {
+                for (i, &(addr, size)) in names.iter().enumerate().take(ret as usize) {
+                    self.guest_sender(tid, addr, vec + MMSGHDR_LEN * i as u64 + 8, size);
+                }
+                ret
+            }
             Post::Getcwd(buf) if ret > 0 => {
                 let Some(root) = self.root.as_ref() else {
                     return ret;
@@ -912,6 +947,61 @@ impl Kernel {
 }
 
 impl Kernel {
+    /// Makes the AF_UNIX path in the sender's address recvfrom, recvmsg or recvmmsg wrote at
+    /// `addr` of thread `tid` (a buffer of `size` bytes; the address's full length at
+    /// `len_at`) a guest path: the host names a socket bound under the ptrace mechanisms by
+    /// its host path. The message is taken, so unlike getpeername the host cannot be asked
+    /// again: where the buffer was too short for the host's address, the guest gets the full
+    /// length of its address but only the part of its path the host wrote past the root's
+    /// (the rest of the buffer zeroed).
+    fn guest_sender(&self, tid: i32, addr: u64, len_at: u64, size: u32) {
+        let Some(root) = self.root.as_ref() else { return };
+        if addr == 0 {
+            return;
+        }
+        let Ok(full) = mem::read(tid, len_at, 4).map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]])) else {
+            return;
+        };
+        let have = full.min(size) as usize;
+        let Ok(got) = mem::read(tid, addr, have) else { return };
+        if have <= 2 || u16::from_ne_bytes([got[0], got[1]]) != c::AF_UNIX as u16 || got[2] == 0 {
+            return;
+        }
+        let prefix = root.host.len();
+        let sun = &got[2..];
+        let (new, new_len) = match sun.iter().position(|&b| b == 0) {
+            // Whole: the path and its NUL.
+            Some(end) => {
+                let Some(guest) = root.guest_path(&sun[..end]) else { return };
+                let mut new = (c::AF_UNIX as u16).to_ne_bytes().to_vec();
+                new.extend_from_slice(guest);
+                new.push(0);
+                let len = new.len() as u32;
+                (new, len)
+            }
+            // Cut short by the buffer: what of the guest path the host wrote.
+            None if full as usize > have => {
+                let mut beneath = root.host.clone();
+                beneath.push(b'/');
+                let known: &[u8] = if sun.starts_with(&beneath) {
+                    &sun[prefix..]
+                } else if beneath.starts_with(sun) {
+                    &[]
+                } else {
+                    return;
+                };
+                let mut new = (c::AF_UNIX as u16).to_ne_bytes().to_vec();
+                new.extend_from_slice(known);
+                (new, full.saturating_sub(prefix as u32))
+            }
+            None => return,
+        };
+        let mut bytes = new;
+        bytes.resize(have, 0);
+        let _ = mem::write(tid, addr, &bytes);
+        let _ = mem::write(tid, len_at, &new_len.to_ne_bytes());
+    }
+
     /// Makes the AF_UNIX path in the address getsockname/getpeername (`peer`) returned for
     /// descriptor `fd` of thread `tid` (written at `addr`, a buffer of `size` bytes, its full
     /// length at `len_at`) a guest path: the host holds the host path the guest kernel bound
@@ -950,6 +1040,39 @@ impl Kernel {
 
 /// struct msghdr's size on x86-64.
 const MSGHDR_LEN: usize = 56;
+
+/// struct mmsghdr's size on x86-64: a msghdr, its msg_len, padding.
+const MMSGHDR_LEN: u64 = 64;
+
+/// What to do with the peer address accept, accept4, recvfrom, recvmsg or recvmmsg `call` of
+/// thread `tid` returns under a root: make an AF_UNIX path in it a guest path. Nothing when
+/// the call asks for no address.
+fn peer_address_post(tid: i32, call: &Call) -> Post {
+    let a = call.args;
+    let size_at = |at: u64| mem::read(tid, at, 4).map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+    let named = |hdr: u64| read_msg_name(tid, hdr).filter(|&(name, _)| name != 0);
+    match call.nr {
+        c::SYS_accept | c::SYS_accept4 if a[1] != 0 && a[2] != 0 => {
+            Post::Accept { addr: a[1], len_at: a[2], size: size_at(a[2]) }
+        }
+        c::SYS_recvfrom if a[4] != 0 && a[5] != 0 => Post::Sender { addr: a[4], len_at: a[5], size: size_at(a[5]) },
+        c::SYS_recvmsg => match named(a[1]) {
+            Some((name, size)) => Post::Sender { addr: name, len_at: a[1] + 8, size: size as u32 },
+            None => Post::None,
+        },
+        c::SYS_recvmmsg => {
+            let names: Vec<(u64, u32)> = (0..a[2].min(1024))
+                .map(|i| named(a[1] + MMSGHDR_LEN * i).map_or((0, 0), |(name, size)| (name, size as u32)))
+                .collect();
+            if names.iter().any(|&(name, _)| name != 0) {
+                Post::Senders(a[1], names)
+            } else {
+                Post::None
+            }
+        }
+        _ => Post::None,
+    }
+}
 
 /// The destination (msg_name, msg_namelen) of the msghdr at `at` in thread `tid`, if readable.
 pub(crate) fn read_msg_name(tid: i32, at: u64) -> Option<(u64, u64)> {

@@ -310,8 +310,21 @@ pub(crate) fn filter(
     if kernel.refuse_ipc {
         extra.extend(calls::IPC_CALLS);
     }
-    filter_rules(kernel, all, pass, false, &extra, action)
+    let peers: &[(i64, Option<u32>)] = if kernel.root.is_some() { &PEER_ADDRESS_CALLS } else { &[] };
+    filter_rules(kernel, all, pass, false, &extra, peers, action)
 }
+
+/// The calls that return a peer's socket address ([`calls::is_peer_address_call`]), and the
+/// argument that must be set for them to (none: the address is in memory): seccomp-trace
+/// stops them under a root so that the guest kernel can make an AF_UNIX path in it a guest
+/// path.
+const PEER_ADDRESS_CALLS: [(i64, Option<u32>); 5] = [
+    (c::SYS_accept, Some(1)),
+    (c::SYS_accept4, Some(1)),
+    (c::SYS_recvfrom, Some(4)),
+    (c::SYS_recvmsg, None),
+    (c::SYS_recvmmsg, None),
+];
 
 /// The calls that change a mapping, which a guest could use on the guest kernel's scratch.
 const MEMORY_CALLS: [i64; 8] = [
@@ -337,16 +350,18 @@ pub(crate) fn filter_with(
     clone_ns_only: bool,
     action: SeccompAction,
 ) -> Result<Vec<sock_filter>, GuestError> {
-    filter_rules(kernel, all, pass, clone_ns_only, &[], action)
+    filter_rules(kernel, all, pass, clone_ns_only, &[], &[], action)
 }
 
-/// [`filter_with`], trapping the calls in `extra` too.
+/// [`filter_with`], trapping the calls in `extra` too, and those in `when_set` when the
+/// argument named with them (if any) is not zero.
 fn filter_rules(
     kernel: &Kernel,
     all: bool,
     pass: &[i64],
     clone_ns_only: bool,
     extra: &[i64],
+    when_set: &[(i64, Option<u32>)],
     action: SeccompAction,
 ) -> Result<Vec<sock_filter>, GuestError> {
     use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
@@ -363,6 +378,18 @@ fn filter_rules(
         {
             rules.insert(nr, Vec::new());
         }
+    }
+    for &(nr, arg) in when_set {
+        if rules.contains_key(&nr) {
+            continue;
+        }
+        let rule = match arg {
+            None => Vec::new(),
+            Some(i) => vec![SeccompCondition::new(i as u8, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0)
+                .and_then(|c| SeccompRule::new(vec![c]))
+                .map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?],
+        };
+        rules.insert(nr, rule);
     }
     if !all {
         let mut ioctl_rules = Vec::new();

@@ -550,8 +550,8 @@ impl Tracer<'_> {
                     return;
                 };
                 let host_ret = regs.rax as i64;
-                let ret = if is_restart(host_ret) { host_ret } else { self.kernel.complete(tid, post, host_ret) };
                 let exec_done = post == Post::Exec && host_ret == 0;
+                let ret = if is_restart(host_ret) { host_ret } else { self.kernel.complete(tid, post, host_ret) };
                 let mut write = ret != host_ret;
                 if changed && !exec_done {
                     set_args(&mut regs, &call_of(&saved).args);
