@@ -590,6 +590,23 @@ fn peer_addresses_are_guest_paths() {
     let _ = std::fs::remove_dir_all(base);
 }
 
+/// The sender's pid a signal's siginfo names is the guest pid of the sender under every
+/// mechanism, as natively: a child's kill and sigqueue caught by an SA_SIGINFO handler, the
+/// child's SIGCHLD, sigwaitinfo and sigtimedwait, and a raise. (The ptrace mechanisms gave
+/// the host pid, but for sigqueue, whose sender fills it in itself; sysemu re-sent signals
+/// that arrived while it stepped a call with the guest kernel as their sender.)
+#[test]
+fn signal_senders_are_guest_pids() {
+    let Some(attack) = attack() else { return };
+    let prog = attack.to_str().unwrap();
+    let want = "sipid kill=1 chld=1 queue=1 wait=1 timedwait=1 self=1\n";
+    assert_eq!(text(&run(None, None, &[prog, "sipid"]).stdout), want, "natively");
+    for m in mechanisms() {
+        let out = run(Some(m), None, &[prog, "sipid"]);
+        assert_eq!(text(&out.stdout), want, "{m}: {}", text(&out.stderr));
+    }
+}
+
 /// When the guest kernel itself dies (SIGKILL), every guest process dies with it under every
 /// mechanism: none runs on unsupervised. (seccomp-notify and sigsys left the guest's shell
 /// and both sleeps running.)

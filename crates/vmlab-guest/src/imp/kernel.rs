@@ -48,6 +48,8 @@ pub(crate) enum Post {
     Pid,
     /// waitid's siginfo at this address holds a host pid.
     Waitid(u64),
+    /// rt_sigtimedwait wrote the siginfo at this address: its sender's pid is a host pid.
+    Siginfo(u64),
     /// getcwd wrote a host path into the buffer at this address.
     Getcwd(u64),
     /// execve: on success the arguments registers belong to the new image: leave them.
@@ -214,6 +216,30 @@ impl Kernel {
         g
     }
 
+    /// Makes the sender's pid in `info` (a siginfo, its first 24 bytes at least) a guest pid
+    /// where the host filled it in (kill, tkill, tgkill, a message queue's notification, a
+    /// child's SIGCHLD): 0 for a sender outside the guest, as a pid namespace shows one. A pid
+    /// the sender gave itself (sigqueue's SI_QUEUE and the other negative codes) is already
+    /// the guest's. Whether `info` changed.
+    pub fn guest_siginfo(&self, info: &mut [u8]) -> bool {
+        const SI_USER: i32 = 0;
+        const SI_MESGQ: i32 = -3;
+        const SI_TKILL: i32 = -6;
+        if info.len() < 24 {
+            return false;
+        }
+        let word = |i: usize| i32::from_ne_bytes([info[i], info[i + 1], info[i + 2], info[i + 3]]);
+        let (signo, code, pid) = (word(0), word(8), word(16));
+        let from_host =
+            matches!(code, SI_USER | SI_MESGQ | SI_TKILL) || (signo == c::SIGCHLD && (1..=6).contains(&code));
+        if !from_host || pid <= 0 {
+            return false;
+        }
+        let guest = self.guest_of(pid).unwrap_or(0);
+        info[16..20].copy_from_slice(&guest.to_ne_bytes());
+        guest != pid
+    }
+
     /// The guest id of `host` if it is a guest thread or process.
     pub fn guest_of(&self, host: i32) -> Option<i32> {
         self.to_guest.get(&host).copied()
@@ -271,6 +297,9 @@ impl Kernel {
         }
         if calls::is_pid_call(call.nr) {
             return self.pid_call(tid, call);
+        }
+        if call.nr == c::SYS_rt_sigtimedwait && call.args[1] != 0 {
+            return Decision::Forward { args: None, post: Post::Siginfo(call.args[1]) };
         }
         match call.nr {
             c::SYS_execve | c::SYS_execveat if self.root.is_none() => {
@@ -897,6 +926,14 @@ impl Kernel {
                     if host > 0 {
                         let g = self.guest_of(host).unwrap_or(0);
                         let _ = mem::write(tid, infop + 16, &g.to_ne_bytes());
+                    }
+                }
+                ret
+            }
+            Post::Siginfo(info) if ret > 0 => {
+                if let Ok(mut b) = mem::read(tid, info, 24) {
+                    if self.guest_siginfo(&mut b) {
+                        let _ = mem::write(tid, info + 16, &b[16..20]);
                     }
                 }
                 ret

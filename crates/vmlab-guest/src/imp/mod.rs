@@ -310,8 +310,13 @@ pub(crate) fn filter(
     if kernel.refuse_ipc {
         extra.extend(calls::IPC_CALLS);
     }
-    let peers: &[(i64, Option<u32>)] = if kernel.root.is_some() { &PEER_ADDRESS_CALLS } else { &[] };
-    filter_rules(kernel, all, pass, false, &extra, peers, action)
+    // rt_sigtimedwait's siginfo names the sender by its host pid; under a root, the peer
+    // addresses of sockets bound in it name host paths.
+    let mut when_set = vec![(c::SYS_rt_sigtimedwait, Some(1))];
+    if kernel.root.is_some() {
+        when_set.extend(PEER_ADDRESS_CALLS);
+    }
+    filter_rules(kernel, all, pass, false, &extra, &when_set, action)
 }
 
 /// The calls that return a peer's socket address ([`calls::is_peer_address_call`]), and the

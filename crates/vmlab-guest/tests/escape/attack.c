@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +17,12 @@
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <netinet/in.h>
 #include <net/if.h>
 #include <arpa/inet.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile int stop;
@@ -409,6 +412,72 @@ static int peeraddr(const char *dir) {
     return 0;
 }
 
+/* --- sipid: the sender's pid in the siginfo of a signal from a child (a handler, sigqueue,
+ * SIGCHLD, sigwaitinfo, sigtimedwait) and from the process itself, against the pid fork
+ * returned and getpid. */
+static volatile pid_t usr1_from, chld_from;
+static volatile int usr1_code;
+static void on_usr1(int sig, siginfo_t *si, void *ctx) {
+    (void)sig, (void)ctx;
+    usr1_from = si->si_pid, usr1_code = si->si_code;
+}
+static void on_chld(int sig, siginfo_t *si, void *ctx) {
+    (void)sig, (void)ctx;
+    chld_from = si->si_pid;
+}
+static pid_t child_sending(int sig, int queue) {
+    pid_t parent = getpid(), c = fork();
+    if (c == 0) {
+        if (queue) {
+            union sigval v = {.sival_int = 7};
+            sigqueue(parent, sig, v);
+        } else {
+            kill(parent, sig);
+        }
+        _exit(0);
+    }
+    return c;
+}
+static int sipid(void) {
+    struct sigaction sa = {.sa_sigaction = on_usr1, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigaction(SIGUSR1, &sa, NULL);
+    sa.sa_sigaction = on_chld;
+    sigaction(SIGCHLD, &sa, NULL);
+    sigset_t usr2, none;
+    sigemptyset(&usr2), sigemptyset(&none);
+    sigaddset(&usr2, SIGUSR2);
+    sigaddset(&usr2, SIGUSR1);
+    sigaddset(&usr2, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &usr2, NULL);
+    pid_t c = child_sending(SIGUSR1, 0);
+    while (!usr1_from || !chld_from) sigsuspend(&none);
+    printf("sipid kill=%d chld=%d", usr1_from == c && usr1_code == SI_USER, chld_from == c);
+    waitpid(c, NULL, 0);
+    usr1_from = chld_from = 0;
+    c = child_sending(SIGUSR1, 1);
+    while (!usr1_from || !chld_from) sigsuspend(&none);
+    printf(" queue=%d", usr1_from == c && usr1_code == SI_QUEUE);
+    waitpid(c, NULL, 0);
+    siginfo_t si;
+    c = child_sending(SIGUSR2, 0);
+    memset(&si, 0, sizeof si);
+    sigwaitinfo(&usr2, &si);
+    while (si.si_signo != SIGUSR2) sigwaitinfo(&usr2, &si); /* SIGCHLD may come first */
+    printf(" wait=%d", si.si_pid == c);
+    waitpid(c, NULL, 0);
+    c = child_sending(SIGUSR2, 0);
+    struct timespec ts = {5, 0};
+    memset(&si, 0, sizeof si);
+    while (si.si_signo != SIGUSR2) sigtimedwait(&usr2, &si, &ts);
+    printf(" timedwait=%d", si.si_pid == c);
+    waitpid(c, NULL, 0);
+    usr1_from = 0;
+    sigprocmask(SIG_UNBLOCK, &usr2, NULL);
+    raise(SIGUSR1);
+    printf(" self=%d\n", usr1_from == getpid() && usr1_code == SI_TKILL);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc < 2) return 2;
@@ -426,6 +495,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "threadpid")) return threadpid();
     if (!strcmp(mode, "sockname")) return sockname(argv[2]);
     if (!strcmp(mode, "peeraddr")) return peeraddr(argv[2]);
+    if (!strcmp(mode, "sipid")) return sipid();
     if (!strcmp(mode, "netcfg")) return netcfg(argv[2]);
     if (!strcmp(mode, "swap")) return iterations = atol(argv[2]), swap();
     return 2;
