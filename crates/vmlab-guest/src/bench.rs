@@ -15,7 +15,7 @@ pub const EXPERIMENT: &str = include_str!("../../../experiments/guest.toml");
 
 /// Options of `vmlab reproduce guest`.
 pub struct Options {
-    /// Fewer iterations (a tenth) and repeats.
+    /// Fewer iterations (a tenth), repeats and builds (experiments/guest.toml's quick_*).
     pub quick: bool,
     /// Directory for guest.csv, guest.json and guest.svg.
     pub out: PathBuf,
@@ -37,10 +37,15 @@ pub struct Report {
 struct Experiment {
     name: String,
     title: String,
+    /// How long a run takes, as the file says.
+    duration: String,
     mechanisms: Vec<String>,
     cpu: usize,
     repeats: usize,
     quick_repeats: usize,
+    /// Builds per column with `--quick` (`repeats` otherwise): the build is most of a quick
+    /// run's time.
+    quick_build_repeats: usize,
     build: BuildSpec,
     ops: Vec<Op>,
 }
@@ -161,6 +166,73 @@ fn measure(
     })
 }
 
+/// How much a run of the suite does.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    /// Runs of each operation in each column, pinned and unpinned each.
+    repeats: usize,
+    /// Builds in each column.
+    build_repeats: usize,
+    /// Iterations are divided by this.
+    scale: u64,
+    /// Benchmark program runs in all (every operation, column, repeat and pinning).
+    runs: usize,
+    /// Builds in all.
+    builds: usize,
+}
+
+impl Plan {
+    fn new(exp: &Experiment, quick: bool) -> Plan {
+        let repeats = if quick { exp.quick_repeats } else { exp.repeats };
+        let build_repeats = if quick { exp.quick_build_repeats } else { exp.repeats };
+        let columns = 1 + exp.mechanisms.len();
+        Plan {
+            repeats,
+            build_repeats,
+            scale: if quick { 10 } else { 1 },
+            runs: 2 * repeats * exp.ops.len() * columns,
+            builds: build_repeats * columns,
+        }
+    }
+
+    /// The seconds the plan takes when a benchmark run takes `run` seconds and a build
+    /// `build` seconds.
+    #[cfg(test)]
+    fn seconds(&self, run: f64, build: f64) -> f64 {
+        self.runs as f64 * run + self.builds as f64 * build
+    }
+}
+
+/// Progress on stderr: a line per step, each with the time since the start; on a terminal
+/// also a count of the runs, rewritten in place.
+struct Progress {
+    start: Instant,
+    terminal: bool,
+    counting: bool,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress {
+            start: Instant::now(),
+            terminal: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            counting: false,
+        }
+    }
+
+    fn line(&mut self, what: &str) {
+        let clear = if std::mem::take(&mut self.counting) { "\r\x1b[K" } else { "" };
+        eprintln!("{clear}guest: [{:.0} s] {what}", self.start.elapsed().as_secs_f64());
+    }
+
+    fn count(&mut self, what: &str) {
+        if self.terminal {
+            eprint!("\r\x1b[Kguest: [{:.0} s] {what}", self.start.elapsed().as_secs_f64());
+            self.counting = true;
+        }
+    }
+}
+
 /// The host facts the JSON records.
 fn host() -> serde_json::Value {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
@@ -277,31 +349,38 @@ pub fn reproduce(o: &Options) -> Result<Report, GuestError> {
             bench.display()
         )));
     }
-    let repeats = if o.quick { exp.quick_repeats } else { exp.repeats };
-    let scale = if o.quick { 10 } else { 1 };
+    let plan = Plan::new(&exp, o.quick);
+    let Plan { repeats, build_repeats, scale, .. } = plan;
     let pinnings = [Some(exp.cpu), None];
     // results[pinning][op][col]
     let mut results = vec![vec![vec![Runs::default(); cols.len()]; exp.ops.len()]; pinnings.len()];
-    let total = pinnings.len() * repeats * exp.ops.len() * cols.len();
+    let total = plan.runs;
     let mut done = 0;
-    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut progress = Progress::new();
+    progress.line(&format!(
+        "{} runs ({} operations x {} columns x {repeats} repeats, pinned to CPU {} then unpinned), then {} builds; \
+         experiments/guest.toml: {}",
+        total,
+        exp.ops.len(),
+        cols.len(),
+        exp.cpu,
+        plan.builds,
+        exp.duration
+    ));
     for (pi, &cpu) in pinnings.iter().enumerate() {
-        for _ in 0..repeats {
+        let pin = cpu.map_or("unpinned".to_string(), |c| format!("pinned to CPU {c}"));
+        for r in 0..repeats {
             for (oi, op) in exp.ops.iter().enumerate() {
                 let n = (op.iterations / scale).max(if op.bandwidth { 2 } else { 5 });
                 for (ci, &col) in cols.iter().enumerate() {
                     let v = measure(&o.vmlab, &bench, col, cpu, op, n)?;
                     results[pi][oi][ci].0.push(v);
                     done += 1;
-                    if progress {
-                        eprint!("\rguest: {done}/{total} runs");
-                    }
+                    progress.count(&format!("{done}/{total} runs ({pin}, repeat {}/{repeats}, {})", r + 1, op.op));
                 }
             }
+            progress.line(&format!("{pin}, repeat {}/{repeats}: {done}/{total} runs", r + 1));
         }
-    }
-    if progress {
-        eprintln!();
     }
     // The build.
     let mut build = None;
@@ -309,16 +388,19 @@ pub fn reproduce(o: &Options) -> Result<Report, GuestError> {
         let tree = make_tree(exp.build)?;
         let mut secs = vec![Runs::default(); cols.len()];
         let mut counts: Vec<Option<u64>> = vec![None; cols.len()];
-        for _ in 0..repeats {
+        for r in 0..build_repeats {
             for (ci, &col) in cols.iter().enumerate() {
                 let (s, c) = build_once(&o.vmlab, &tree, col, Some(exp.cpu))?;
                 secs[ci].0.push(s);
                 counts[ci] = c.or(counts[ci]);
+                progress.line(&format!("build {}/{build_repeats} under {}: {s:.1} s", r + 1, col_name(col)));
             }
         }
         let _ = std::fs::remove_dir_all(&tree);
         build = Some((secs, counts));
     }
+
+    progress.line("done");
 
     // Reports.
     let names: Vec<&str> = cols.iter().map(|&c| col_name(c)).collect();
@@ -428,6 +510,7 @@ pub fn reproduce(o: &Options) -> Result<Report, GuestError> {
         "vmlab_version": env!("CARGO_PKG_VERSION"),
         "quick": o.quick,
         "repeats": repeats,
+        "build_repeats": build_repeats,
         "host": host(),
         "pinning": {"pinned_cpu": exp.cpu, "also_unpinned": true},
         "columns": names,
@@ -517,6 +600,22 @@ mod tests {
         let cols = columns(&exp).unwrap();
         assert_eq!(cols.len(), 1 + Mechanism::ALL.len());
         assert!(exp.ops.iter().any(|o| o.op == "null"));
+    }
+
+    /// experiments/guest.toml's duration holds for the costs measured on an AMD EPYC (family
+    /// 25, model 17) under KVM, 2 vCPUs, with another job keeping 1.8 of them busy: a
+    /// benchmark run took 31 ms on average under --quick and 123 ms in the full run, a build
+    /// 2.7 to 4.1 s (the full run took 248 s, --quick 36 s). --quick used to build three
+    /// times per column: 21 builds, 88 of its 109 s.
+    #[test]
+    fn the_quick_run_takes_under_a_minute_and_the_full_one_about_four() {
+        let exp: Experiment = toml::from_str(EXPERIMENT).unwrap();
+        let build = 4.1;
+        let quick = Plan::new(&exp, true).seconds(0.031, build);
+        let full = Plan::new(&exp, false).seconds(0.123, build);
+        assert!(quick <= 60.0, "--quick would take {quick:.0} s");
+        assert!((180.0..=300.0).contains(&full), "the full run would take {full:.0} s");
+        assert!(exp.duration.contains("full ~4 min, --quick under 1 min"), "{}", exp.duration);
     }
 
     #[test]

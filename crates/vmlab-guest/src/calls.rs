@@ -179,6 +179,12 @@ pub(crate) fn changes_metadata(nr: i64) -> bool {
     )
 }
 
+/// Calls that return a peer's socket address (accept, recvfrom, ...): under a root, an
+/// AF_UNIX path in it is a host path for the ptrace mechanisms.
+pub(crate) fn is_peer_address_call(nr: i64) -> bool {
+    matches!(nr, c::SYS_accept | c::SYS_accept4 | c::SYS_recvfrom | c::SYS_recvmsg | c::SYS_recvmmsg)
+}
+
 /// Calls that translate guest process ids (in arguments, results or both).
 pub(crate) fn is_pid_call(nr: i64) -> bool {
     matches!(
@@ -250,7 +256,7 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
     if !path_args(nr).is_empty() {
         return match nr {
             c::SYS_execve | c::SYS_execveat => {
-                (Rewritten, "path contained in the guest root; the process's new image is tracked")
+                (Rewritten, "path contained in the guest root; ptrace mechanisms run the root's `#!` and ELF interpreters; the new image is tracked")
             }
             c::SYS_symlink | c::SYS_symlinkat => {
                 (Rewritten, "link path contained; the target is stored as given and resolved in the root when used")
@@ -286,6 +292,13 @@ pub fn handling(nr: i64) -> (Handling, &'static str) {
         c::SYS_getsockname | c::SYS_getpeername => {
             (Rewritten, "under a root (ptrace mechanisms): an AF_UNIX path in the result is made a guest path")
         }
+        c::SYS_accept | c::SYS_accept4 | c::SYS_recvfrom | c::SYS_recvmsg | c::SYS_recvmmsg => {
+            (Rewritten, "under a root (ptrace mechanisms): an AF_UNIX path in the peer's address is made a guest path")
+        }
+        c::SYS_rt_sigtimedwait => (
+            Rewritten,
+            "the sender's pid in the siginfo is made a guest pid (ptrace mechanisms; the others have a pid namespace)",
+        ),
         c::SYS_fchdir => (Rewritten, "refused for a directory outside the guest root"),
         c::SYS_bind | c::SYS_connect | c::SYS_sendto | c::SYS_sendmsg => {
             (Rewritten, "AF_UNIX socket paths contained in the guest root (ptrace mechanisms: connect and send reach the socket through a descriptor opened in the root); abstract names refused under a root")
@@ -370,6 +383,11 @@ pub fn needs_trap(nr: i64, rooted: bool, all: bool) -> bool {
     }
     if nr == c::SYS_ioctl {
         // Only the refused requests: the filters add a rule comparing the request.
+        return false;
+    }
+    if is_peer_address_call(nr) || nr == c::SYS_rt_sigtimedwait {
+        // Only seccomp-trace's filter stops these (the peer address calls under a root): the
+        // other filters' guests have the root as their chroot and a pid namespace.
         return false;
     }
     match handling(nr).0 {

@@ -564,6 +564,49 @@ fn socket_names_are_guest_paths() {
     let _ = std::fs::remove_dir_all(base);
 }
 
+/// The peer addresses accept, accept4, recvfrom, recvmsg and recvmmsg return for sockets bound
+/// by path under a root name guest paths under every mechanism, as natively in a chroot of the
+/// root: a reply sent to the address recvfrom gave arrives, and a buffer too short for the
+/// address gets its full length. (The ptrace mechanisms returned the host path, with the root
+/// in it, and the reply went to the root applied twice: ENOENT.)
+#[test]
+fn peer_addresses_are_guest_paths() {
+    let Some(attack) = attack() else { return };
+    let (root, base) = make_root("peeraddr", attack);
+    let literal = "accept /data/cli.sock 17\naccept4-unbound - 2\nrecvfrom /data/d1.sock 16\nreply arrived\n\
+                   recvmsg /data/d1.sock 16\nrecvmmsg /data/d1.sock 16\nrecvmmsg /data/d1.sock 16\nshort 16\n";
+    let chrooted = Command::new("chroot").arg(&root).args(["/attack", "peeraddr", "/data"]).output();
+    let want = match chrooted {
+        Ok(o) if o.status.success() => text(&o.stdout),
+        _ => {
+            eprintln!("no chroot here: comparing with the chroot's output on Linux 6.18");
+            literal.to_string()
+        }
+    };
+    for m in mechanisms() {
+        let out = run(Some(m), Some(&root), &["/attack", "peeraddr", "/data"]);
+        assert_eq!(text(&out.stdout), want, "{m}: {}", text(&out.stderr));
+    }
+    let _ = std::fs::remove_dir_all(base);
+}
+
+/// The sender's pid a signal's siginfo names is the guest pid of the sender under every
+/// mechanism, as natively: a child's kill and sigqueue caught by an SA_SIGINFO handler, the
+/// child's SIGCHLD, sigwaitinfo and sigtimedwait, and a raise. (The ptrace mechanisms gave
+/// the host pid, but for sigqueue, whose sender fills it in itself; sysemu re-sent signals
+/// that arrived while it stepped a call with the guest kernel as their sender.)
+#[test]
+fn signal_senders_are_guest_pids() {
+    let Some(attack) = attack() else { return };
+    let prog = attack.to_str().unwrap();
+    let want = "sipid kill=1 chld=1 queue=1 wait=1 timedwait=1 self=1\n";
+    assert_eq!(text(&run(None, None, &[prog, "sipid"]).stdout), want, "natively");
+    for m in mechanisms() {
+        let out = run(Some(m), None, &[prog, "sipid"]);
+        assert_eq!(text(&out.stdout), want, "{m}: {}", text(&out.stderr));
+    }
+}
+
 /// When the guest kernel itself dies (SIGKILL), every guest process dies with it under every
 /// mechanism: none runs on unsupervised. (seccomp-notify and sigsys left the guest's shell
 /// and both sleeps running.)

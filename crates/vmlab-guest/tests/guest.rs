@@ -791,3 +791,63 @@ fn scripts_run_under_their_interpreter_in_the_root() {
     }
     let _ = std::fs::remove_dir_all(root.parent().unwrap());
 }
+
+/// A dynamically linked program under a root runs with the root's ELF interpreter (PT_INTERP)
+/// and C library: its loader is at a path the host does not have, so the host's cannot be the
+/// one that runs. Run directly, relatively from a shell, as the interpreter of a script, as the
+/// interpreter of a script's interpreter, and without execute permission (refused), under every
+/// mechanism as natively in a chroot. (The ptrace mechanisms had the host open the loader by
+/// its host path: "cannot execute", 127.)
+#[test]
+fn dynamic_programs_run_with_the_roots_loader_and_libraries() {
+    if Command::new("cc").arg("--version").output().is_err() {
+        eprintln!("skipping: no cc");
+        return;
+    }
+    let (root, _secret) = make_root("loader");
+    let src = root.parent().unwrap().join("hello.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\nint main(int argc, char **argv) {\n  printf(\"hello\");\n  \
+         for (int i = 0; i < argc; i++) printf(\" [%s]\", argv[i]);\n  printf(\"\\n\");\n  return 0;\n}\n",
+    )
+    .unwrap();
+    let hello = root.join("data/hello");
+    let cc = Command::new("cc")
+        .args(["-O2", "-Wl,--dynamic-linker=/opt/ld/ld-vmlab.so.2", "-o"])
+        .arg(&hello)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(cc.status.success(), "cc: {}", text(&cc.stderr));
+    std::fs::create_dir_all(root.join("opt/ld")).unwrap();
+    let host_loader = std::fs::canonicalize(Path::new("/lib64/ld-linux-x86-64.so.2")).expect("a glibc loader");
+    std::fs::copy(&host_loader, root.join("opt/ld/ld-vmlab.so.2")).unwrap();
+    std::fs::write(root.join("data/via"), "#!/data/hello -x\n").unwrap();
+    std::fs::write(root.join("data/nested"), "#!/data/via\n").unwrap();
+    std::fs::copy(&hello, root.join("data/noexec")).unwrap();
+    for (f, mode) in [("data/via", 0o755), ("data/nested", 0o755), ("data/noexec", 0o644)] {
+        let mut p = std::fs::metadata(root.join(f)).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut p, mode);
+        std::fs::set_permissions(root.join(f), p).unwrap();
+    }
+    let shell = "cd /data && ./hello x 'y z'; ./via a; ./nested b; ./noexec; echo $?";
+    let cases: [&[&str]; 2] = [&["/data/hello", "a", "b c"], &["sh", "-c", shell]];
+    for argv in cases {
+        let chrooted = Command::new("chroot").arg(&root).args(argv).output();
+        let want = match chrooted {
+            Ok(o) if o.status.success() => text(&o.stdout),
+            _ if argv[0] == "sh" => "hello [./hello] [x] [y z]\nhello [/data/hello] [-x] [./via] [a]\n\
+                 hello [/data/hello] [-x] [/data/via] [./nested] [b]\n126\n"
+                .to_string(),
+            _ => "hello [/data/hello] [a] [b c]\n".to_string(),
+        };
+        assert!(want.starts_with("hello ["), "natively: {want}");
+        for m in mechanisms() {
+            let out = guest(m, Some(&root), argv);
+            assert_eq!(text(&out.stdout), want, "{m} {argv:?}: {}", text(&out.stderr));
+            assert_eq!(out.status.code(), Some(0), "{m} {argv:?}: {}", text(&out.stderr));
+        }
+    }
+    let _ = std::fs::remove_dir_all(root.parent().unwrap());
+}

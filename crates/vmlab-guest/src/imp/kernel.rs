@@ -13,8 +13,14 @@ use libc as c;
 use std::collections::HashMap;
 
 /// Bytes of guest memory the guest kernel maps into each guest thread for rewritten
-/// arguments: two paths and a socket address.
-pub(crate) const SCRATCH_LEN: u64 = 3 * 4096;
+/// arguments: two paths and a socket address (a page each), then the exec area.
+pub(crate) const SCRATCH_LEN: u64 = EXEC_AREA + EXEC_AREA_LEN;
+
+/// Where in the scratch memory an exec under a root gets its argument vector and the guest
+/// kernel's strings (`exec.rs`), and how many bytes: room for 130,000 arguments. The pages
+/// are touched only by such an exec, which replaces them with the new image when it succeeds.
+pub(crate) const EXEC_AREA: u64 = 3 * 4096;
+pub(crate) const EXEC_AREA_LEN: u64 = 1 << 20;
 
 /// A system call's number and arguments.
 #[derive(Clone, Copy, Debug)]
@@ -35,13 +41,15 @@ pub(crate) enum Decision {
 }
 
 /// What to do with a forwarded call's result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Post {
     None,
     /// The result is a host pid (fork, wait4, getpgid): make it a guest pid.
     Pid,
     /// waitid's siginfo at this address holds a host pid.
     Waitid(u64),
+    /// rt_sigtimedwait wrote the siginfo at this address: its sender's pid is a host pid.
+    Siginfo(u64),
     /// getcwd wrote a host path into the buffer at this address.
     Getcwd(u64),
     /// execve: on success the arguments registers belong to the new image: leave them.
@@ -55,6 +63,24 @@ pub(crate) enum Post {
         len_at: u64,
         size: u32,
     },
+    /// accept/accept4 wrote the peer's address at `addr` (a buffer of `size` bytes) and its
+    /// full length at `len_at`; the new descriptor's peer is asked again (as for getpeername),
+    /// since an AF_UNIX path in it is a host path.
+    Accept {
+        addr: u64,
+        len_at: u64,
+        size: u32,
+    },
+    /// recvfrom/recvmsg wrote the sender's address at `addr` (a buffer of `size` bytes) and
+    /// its full length at `len_at`: an AF_UNIX path in it is a host path.
+    Sender {
+        addr: u64,
+        len_at: u64,
+        size: u32,
+    },
+    /// recvmmsg of the vector at this address: each message's name buffer and its size, as
+    /// the call was made (the host overwrites the sizes with the addresses' lengths).
+    Senders(u64, Vec<(u64, u32)>),
     /// sendmmsg run as a sendmsg of its first message (the vector at this address): on
     /// success that message's msg_len gets the result, and the call returns 1.
     Sendmmsg(u64),
@@ -190,6 +216,30 @@ impl Kernel {
         g
     }
 
+    /// Makes the sender's pid in `info` (a siginfo, its first 24 bytes at least) a guest pid
+    /// where the host filled it in (kill, tkill, tgkill, a message queue's notification, a
+    /// child's SIGCHLD): 0 for a sender outside the guest, as a pid namespace shows one. A pid
+    /// the sender gave itself (sigqueue's SI_QUEUE and the other negative codes) is already
+    /// the guest's. Whether `info` changed.
+    pub fn guest_siginfo(&self, info: &mut [u8]) -> bool {
+        const SI_USER: i32 = 0;
+        const SI_MESGQ: i32 = -3;
+        const SI_TKILL: i32 = -6;
+        if info.len() < 24 {
+            return false;
+        }
+        let word = |i: usize| i32::from_ne_bytes([info[i], info[i + 1], info[i + 2], info[i + 3]]);
+        let (signo, code, pid) = (word(0), word(8), word(16));
+        let from_host =
+            matches!(code, SI_USER | SI_MESGQ | SI_TKILL) || (signo == c::SIGCHLD && (1..=6).contains(&code));
+        if !from_host || pid <= 0 {
+            return false;
+        }
+        let guest = self.guest_of(pid).unwrap_or(0);
+        info[16..20].copy_from_slice(&guest.to_ne_bytes());
+        guest != pid
+    }
+
     /// The guest id of `host` if it is a guest thread or process.
     pub fn guest_of(&self, host: i32) -> Option<i32> {
         self.to_guest.get(&host).copied()
@@ -247,6 +297,9 @@ impl Kernel {
         }
         if calls::is_pid_call(call.nr) {
             return self.pid_call(tid, call);
+        }
+        if call.nr == c::SYS_rt_sigtimedwait && call.args[1] != 0 {
+            return Decision::Forward { args: None, post: Post::Siginfo(call.args[1]) };
         }
         match call.nr {
             c::SYS_execve | c::SYS_execveat if self.root.is_none() => {
@@ -484,6 +537,9 @@ impl Kernel {
                     post: Post::Sockname { peer, fd: a[0] as i32, addr: a[1], len_at: a[2], size },
                 };
             }
+            nr if calls::is_peer_address_call(nr) => {
+                return Decision::Forward { args: None, post: peer_address_post(tid, call) };
+            }
             c::SYS_fchdir => {
                 return match self.fchdir_refusal(tid, a[0] as i32) {
                     Some(e) => Decision::Emulate(e),
@@ -495,8 +551,8 @@ impl Kernel {
             }
             _ => {}
         }
-        if call.nr == c::SYS_execve {
-            if let Some(d) = self.script_exec(tid, tgid, call, scratch) {
+        if matches!(call.nr, c::SYS_execve | c::SYS_execveat) {
+            if let Some(d) = self.exec_in_root(tid, tgid, call, scratch) {
                 return d;
             }
         }
@@ -547,83 +603,6 @@ impl Kernel {
             args[arg] = at;
         }
         Decision::Forward { args: Some(args), post }
-    }
-
-    /// execve of a `#!` script under the root: the host would open the interpreter the script
-    /// names by its host path, outside the root, so the guest kernel execs the interpreter,
-    /// resolved in the root, itself, with the arguments the host gives one (the interpreter as
-    /// written, its optional argument, the script's path as the guest named it, the rest of
-    /// the guest's arguments). None for anything else (and for more than 500 arguments), which
-    /// is forwarded as a path call.
-    fn script_exec(&self, tid: i32, tgid: i32, call: &Call, scratch: Option<u64>) -> Option<Decision> {
-        use std::io::Read;
-        use std::os::fd::AsRawFd;
-        let a = call.args;
-        let root = self.root.as_ref()?;
-        let to_host = |g: i32| self.to_host.get(&g).copied();
-        let who = Who { tid, tgid, host_pid: &to_host };
-        let script = mem::read_cstr(tid, a[0], 4096).ok()?;
-        let host = root.resolve(&who, Base::Cwd, &script, true).ok()?;
-        let fd = root.open_in_root(&host, true).ok()?;
-        let mut head = [0u8; 256];
-        let n = std::fs::File::open(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?.read(&mut head).ok()?;
-        let line = head[..n].strip_prefix(b"#!")?;
-        let line = &line[..line.iter().position(|&b| b == b'\n')?];
-        let blank = |b: &u8| *b == b' ' || *b == b'\t';
-        let line = &line[line.iter().position(|b| !blank(b))?..];
-        let end = line.iter().position(blank).unwrap_or(line.len());
-        let (interp, rest) = line.split_at(end);
-        let rest = &rest[rest.iter().position(|b| !blank(b)).unwrap_or(rest.len())..];
-        let optional = &rest[..rest.iter().rposition(|b| !blank(b)).map_or(0, |i| i + 1)];
-        let interp_host = match root.resolve(&who, Base::Cwd, interp, true) {
-            Ok(h) => h,
-            Err(e) => return Some(Decision::Emulate(neg(e))),
-        };
-        let Some(scratch) = scratch else {
-            return Some(Decision::NeedScratch);
-        };
-        // The guest's arguments after its argv[0].
-        let mut rest_args = Vec::new();
-        if a[1] != 0 {
-            for i in 1..=501u64 {
-                let p = mem::read(tid, a[1] + 8 * i, 8).ok()?;
-                let p = u64::from_ne_bytes(p.try_into().ok()?);
-                if p == 0 {
-                    break;
-                }
-                if i == 501 {
-                    return None;
-                }
-                rest_args.push(p);
-            }
-        }
-        // Page 0: the interpreter's host path; page 2: the strings; page 1: the argv array.
-        let strings_at = scratch + 2 * 4096;
-        let mut strings = Vec::new();
-        let mut argv = Vec::new();
-        let words: &[&[u8]] = if optional.is_empty() { &[interp, &script] } else { &[interp, optional, &script] };
-        for s in words {
-            argv.push(strings_at + strings.len() as u64);
-            strings.extend_from_slice(s);
-            strings.push(0);
-        }
-        argv.extend(rest_args);
-        argv.push(0);
-        let mut path = interp_host;
-        path.push(0);
-        if strings.len() > 4096 || path.len() > 4096 {
-            return None;
-        }
-        let array: Vec<u8> = argv.iter().flat_map(|p| p.to_ne_bytes()).collect();
-        for (at, bytes) in [(scratch, &path), (scratch + 4096, &array), (strings_at, &strings)] {
-            if let Err(e) = mem::poke(tid, at, bytes) {
-                return Some(Decision::Emulate(neg(e)));
-            }
-        }
-        let mut args = a;
-        args[0] = scratch;
-        args[1] = scratch + 4096;
-        Some(Decision::Forward { args: Some(args), post: Post::Exec })
     }
 
     /// The host path, inside the root, of path argument `spec` of `call`; None when the call
@@ -951,6 +930,14 @@ impl Kernel {
                 }
                 ret
             }
+            Post::Siginfo(info) if ret > 0 => {
+                if let Ok(mut b) = mem::read(tid, info, 24) {
+                    if self.guest_siginfo(&mut b) {
+                        let _ = mem::write(tid, info + 16, &b[16..20]);
+                    }
+                }
+                ret
+            }
             Post::Sendmmsg(vec) if ret >= 0 => {
                 match mem::write(tid, vec + MSGHDR_LEN as u64, &(ret as u32).to_ne_bytes()) {
                     Ok(()) => 1,
@@ -959,6 +946,20 @@ impl Kernel {
             }
             Post::Sockname { peer, fd, addr, len_at, size } if ret == 0 => {
                 self.guest_sockname(tid, peer, fd, addr, len_at, size);
+                ret
+            }
+            Post::Accept { addr, len_at, size } if ret >= 0 => {
+                self.guest_sockname(tid, true, ret as i32, addr, len_at, size);
+                ret
+            }
+            Post::Sender { addr, len_at, size } if ret >= 0 => {
+                self.guest_sender(tid, addr, len_at, size);
+                ret
+            }
+            Post::Senders(vec, names) if ret > 0 => {
+                for (i, &(addr, size)) in names.iter().enumerate().take(ret as usize) {
+                    self.guest_sender(tid, addr, vec + MMSGHDR_LEN * i as u64 + 8, size);
+                }
                 ret
             }
             Post::Getcwd(buf) if ret > 0 => {
@@ -983,6 +984,61 @@ impl Kernel {
 }
 
 impl Kernel {
+    /// Makes the AF_UNIX path in the sender's address recvfrom, recvmsg or recvmmsg wrote at
+    /// `addr` of thread `tid` (a buffer of `size` bytes; the address's full length at
+    /// `len_at`) a guest path: the host names a socket bound under the ptrace mechanisms by
+    /// its host path. The message is taken, so unlike getpeername the host cannot be asked
+    /// again: where the buffer was too short for the host's address, the guest gets the full
+    /// length of its address but only the part of its path the host wrote past the root's
+    /// (the rest of the buffer zeroed).
+    fn guest_sender(&self, tid: i32, addr: u64, len_at: u64, size: u32) {
+        let Some(root) = self.root.as_ref() else { return };
+        if addr == 0 {
+            return;
+        }
+        let Ok(full) = mem::read(tid, len_at, 4).map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]])) else {
+            return;
+        };
+        let have = full.min(size) as usize;
+        let Ok(got) = mem::read(tid, addr, have) else { return };
+        if have <= 2 || u16::from_ne_bytes([got[0], got[1]]) != c::AF_UNIX as u16 || got[2] == 0 {
+            return;
+        }
+        let prefix = root.host.len();
+        let sun = &got[2..];
+        let (new, new_len) = match sun.iter().position(|&b| b == 0) {
+            // Whole: the path and its NUL.
+            Some(end) => {
+                let Some(guest) = root.guest_path(&sun[..end]) else { return };
+                let mut new = (c::AF_UNIX as u16).to_ne_bytes().to_vec();
+                new.extend_from_slice(guest);
+                new.push(0);
+                let len = new.len() as u32;
+                (new, len)
+            }
+            // Cut short by the buffer: what of the guest path the host wrote.
+            None if full as usize > have => {
+                let mut beneath = root.host.clone();
+                beneath.push(b'/');
+                let known: &[u8] = if sun.starts_with(&beneath) {
+                    &sun[prefix..]
+                } else if beneath.starts_with(sun) {
+                    &[]
+                } else {
+                    return;
+                };
+                let mut new = (c::AF_UNIX as u16).to_ne_bytes().to_vec();
+                new.extend_from_slice(known);
+                (new, full.saturating_sub(prefix as u32))
+            }
+            None => return,
+        };
+        let mut bytes = new;
+        bytes.resize(have, 0);
+        let _ = mem::write(tid, addr, &bytes);
+        let _ = mem::write(tid, len_at, &new_len.to_ne_bytes());
+    }
+
     /// Makes the AF_UNIX path in the address getsockname/getpeername (`peer`) returned for
     /// descriptor `fd` of thread `tid` (written at `addr`, a buffer of `size` bytes, its full
     /// length at `len_at`) a guest path: the host holds the host path the guest kernel bound
@@ -1021,6 +1077,39 @@ impl Kernel {
 
 /// struct msghdr's size on x86-64.
 const MSGHDR_LEN: usize = 56;
+
+/// struct mmsghdr's size on x86-64: a msghdr, its msg_len, padding.
+const MMSGHDR_LEN: u64 = 64;
+
+/// What to do with the peer address accept, accept4, recvfrom, recvmsg or recvmmsg `call` of
+/// thread `tid` returns under a root: make an AF_UNIX path in it a guest path. Nothing when
+/// the call asks for no address.
+fn peer_address_post(tid: i32, call: &Call) -> Post {
+    let a = call.args;
+    let size_at = |at: u64| mem::read(tid, at, 4).map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+    let named = |hdr: u64| read_msg_name(tid, hdr).filter(|&(name, _)| name != 0);
+    match call.nr {
+        c::SYS_accept | c::SYS_accept4 if a[1] != 0 && a[2] != 0 => {
+            Post::Accept { addr: a[1], len_at: a[2], size: size_at(a[2]) }
+        }
+        c::SYS_recvfrom if a[4] != 0 && a[5] != 0 => Post::Sender { addr: a[4], len_at: a[5], size: size_at(a[5]) },
+        c::SYS_recvmsg => match named(a[1]) {
+            Some((name, size)) => Post::Sender { addr: name, len_at: a[1] + 8, size: size as u32 },
+            None => Post::None,
+        },
+        c::SYS_recvmmsg => {
+            let names: Vec<(u64, u32)> = (0..a[2].min(1024))
+                .map(|i| named(a[1] + MMSGHDR_LEN * i).map_or((0, 0), |(name, size)| (name, size as u32)))
+                .collect();
+            if names.iter().any(|&(name, _)| name != 0) {
+                Post::Senders(a[1], names)
+            } else {
+                Post::None
+            }
+        }
+        _ => Post::None,
+    }
+}
 
 /// The destination (msg_name, msg_namelen) of the msghdr at `at` in thread `tid`, if readable.
 pub(crate) fn read_msg_name(tid: i32, at: u64) -> Option<(u64, u64)> {

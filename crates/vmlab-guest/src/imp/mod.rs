@@ -1,6 +1,7 @@
 //! The Linux x86-64 implementation: launching guest pid 1, the mechanisms, the guest kernel.
 
 mod bpf;
+mod exec;
 mod kernel;
 mod mem;
 mod meta;
@@ -309,8 +310,26 @@ pub(crate) fn filter(
     if kernel.refuse_ipc {
         extra.extend(calls::IPC_CALLS);
     }
-    filter_rules(kernel, all, pass, false, &extra, action)
+    // rt_sigtimedwait's siginfo names the sender by its host pid; under a root, the peer
+    // addresses of sockets bound in it name host paths.
+    let mut when_set = vec![(c::SYS_rt_sigtimedwait, Some(1))];
+    if kernel.root.is_some() {
+        when_set.extend(PEER_ADDRESS_CALLS);
+    }
+    filter_rules(kernel, all, pass, false, &extra, &when_set, action)
 }
+
+/// The calls that return a peer's socket address ([`calls::is_peer_address_call`]), and the
+/// argument that must be set for them to (none: the address is in memory): seccomp-trace
+/// stops them under a root so that the guest kernel can make an AF_UNIX path in it a guest
+/// path.
+const PEER_ADDRESS_CALLS: [(i64, Option<u32>); 5] = [
+    (c::SYS_accept, Some(1)),
+    (c::SYS_accept4, Some(1)),
+    (c::SYS_recvfrom, Some(4)),
+    (c::SYS_recvmsg, None),
+    (c::SYS_recvmmsg, None),
+];
 
 /// The calls that change a mapping, which a guest could use on the guest kernel's scratch.
 const MEMORY_CALLS: [i64; 8] = [
@@ -336,16 +355,18 @@ pub(crate) fn filter_with(
     clone_ns_only: bool,
     action: SeccompAction,
 ) -> Result<Vec<sock_filter>, GuestError> {
-    filter_rules(kernel, all, pass, clone_ns_only, &[], action)
+    filter_rules(kernel, all, pass, clone_ns_only, &[], &[], action)
 }
 
-/// [`filter_with`], trapping the calls in `extra` too.
+/// [`filter_with`], trapping the calls in `extra` too, and those in `when_set` when the
+/// argument named with them (if any) is not zero.
 fn filter_rules(
     kernel: &Kernel,
     all: bool,
     pass: &[i64],
     clone_ns_only: bool,
     extra: &[i64],
+    when_set: &[(i64, Option<u32>)],
     action: SeccompAction,
 ) -> Result<Vec<sock_filter>, GuestError> {
     use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
@@ -362,6 +383,18 @@ fn filter_rules(
         {
             rules.insert(nr, Vec::new());
         }
+    }
+    for &(nr, arg) in when_set {
+        if rules.contains_key(&nr) {
+            continue;
+        }
+        let rule = match arg {
+            None => Vec::new(),
+            Some(i) => vec![SeccompCondition::new(i as u8, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0)
+                .and_then(|c| SeccompRule::new(vec![c]))
+                .map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?],
+        };
+        rules.insert(nr, rule);
     }
     if !all {
         let mut ioctl_rules = Vec::new();
@@ -436,8 +469,9 @@ pub(crate) fn install_filter(prog: &[sock_filter], flags: c::c_ulong) -> i64 {
 /// file-system access right Landlock has and grants them all beneath the root only: whatever the
 /// guest kernel's path handling misses (a path raced between check and use, a directory
 /// descriptor received from outside, chroot's `..` from such a descriptor), the host refuses
-/// to open, create, remove or rename anything outside the root. None where the host lacks
-/// Landlock ABI 6: the guest kernel's own checks remain.
+/// to open, create, remove or rename anything outside the root. Nothing outside the root is
+/// granted, not even the host's ELF interpreter: the ptrace mechanisms exec the root's
+/// (`exec.rs`). None where the host lacks Landlock ABI 6: the guest kernel's own checks remain.
 fn host_scope(root: Option<&Path>) -> Option<OwnedFd> {
     const LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1;
     const LANDLOCK_SCOPE_SIGNAL: u64 = 2;
@@ -470,23 +504,6 @@ fn host_scope(root: Option<&Path>) -> Option<OwnedFd> {
         };
         if r != 0 {
             return None;
-        }
-        // The host kernel opens a program's ELF interpreter by its host path when the ptrace
-        // mechanisms exec it (they rewrite only the program's path): read and execute it only.
-        const EXECUTE_READ: u64 = 1 | (1 << 2);
-        if let Ok(interp) = std::fs::File::open("/lib64/ld-linux-x86-64.so.2") {
-            rule[..8].copy_from_slice(&EXECUTE_READ.to_ne_bytes());
-            rule[8..].copy_from_slice(&interp.as_raw_fd().to_ne_bytes());
-            // SAFETY: as above.
-            unsafe {
-                c::syscall(
-                    c::SYS_landlock_add_rule,
-                    ruleset.as_raw_fd(),
-                    LANDLOCK_RULE_PATH_BENEATH,
-                    rule.as_ptr(),
-                    0u32,
-                )
-            };
         }
     }
     Some(ruleset)

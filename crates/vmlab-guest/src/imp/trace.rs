@@ -74,6 +74,9 @@ struct Thread {
     /// Signals that arrived while a forwarded call was being single-stepped (sysemu): they
     /// are delivered once the call has completed.
     deferred: Vec<c::siginfo_t>,
+    /// Deferred signals beyond the first, re-sent to the thread with tgkill: when each
+    /// arrives, it gets its own siginfo back (tgkill's names the guest kernel as sender).
+    reinject: Vec<c::siginfo_t>,
 }
 
 struct Tracer<'k> {
@@ -186,7 +189,15 @@ pub(crate) fn run(
 
 impl Thread {
     fn new(resume: Resume, mm: i32) -> Thread {
-        Thread { state: State::Idle, resume, scratch: None, mm, scratch_failed: false, deferred: Vec::new() }
+        Thread {
+            state: State::Idle,
+            resume,
+            scratch: None,
+            mm,
+            scratch_failed: false,
+            deferred: Vec::new(),
+            reinject: Vec::new(),
+        }
     }
 }
 
@@ -358,6 +369,7 @@ impl Tracer<'_> {
             // SAFETY: all-zero is a valid siginfo_t.
             let mut info: c::siginfo_t = unsafe { std::mem::zeroed() };
             ptrace(c::PTRACE_GETSIGINFO, tid, 0, &mut info as *mut _ as usize);
+            self.guest_signal(tid, &mut info);
             if let Some(t) = self.threads.get_mut(&tid) {
                 t.deferred.push(info);
             }
@@ -378,7 +390,34 @@ impl Tracer<'_> {
             c::SIGSTOP | c::SIGTSTP | c::SIGTTIN | c::SIGTTOU => 0,
             s => s,
         };
+        if deliver != 0 {
+            // The sender's pid, as the guest knows it.
+            // SAFETY: all-zero is a valid siginfo_t.
+            let mut info: c::siginfo_t = unsafe { std::mem::zeroed() };
+            if ptrace(c::PTRACE_GETSIGINFO, tid, 0, &mut info as *mut _ as usize) == 0
+                && self.guest_signal(tid, &mut info)
+            {
+                ptrace(c::PTRACE_SETSIGINFO, tid, 0, &info as *const _ as usize);
+            }
+        }
         self.resume(tid, deliver);
+    }
+
+    /// Makes `info`, the siginfo of the signal `tid` is stopped to receive, what the guest is
+    /// to see: a deferred signal the guest kernel re-sent gets its own siginfo back, and the
+    /// sender's pid of one the host filled in is made a guest pid. Whether it changed.
+    fn guest_signal(&mut self, tid: i32, info: &mut c::siginfo_t) -> bool {
+        const SI_TKILL: i32 = -6;
+        // SAFETY: si_pid is read as the kill/tkill member, which SI_TKILL says it is.
+        if info.si_code == SI_TKILL && unsafe { info.si_pid() } == std::process::id() as i32 {
+            if let Some(t) = self.threads.get_mut(&tid) {
+                if let Some(i) = t.reinject.iter().position(|s| s.si_signo == info.si_signo) {
+                    *info = t.reinject.remove(i);
+                    return true;
+                }
+            }
+        }
+        self.kernel.guest_siginfo(siginfo_bytes(info))
     }
 
     fn new_thread(&mut self, tid: i32) {
@@ -550,8 +589,8 @@ impl Tracer<'_> {
                     return;
                 };
                 let host_ret = regs.rax as i64;
-                let ret = if is_restart(host_ret) { host_ret } else { self.kernel.complete(tid, post, host_ret) };
                 let exec_done = post == Post::Exec && host_ret == 0;
+                let ret = if is_restart(host_ret) { host_ret } else { self.kernel.complete(tid, post, host_ret) };
                 let mut write = ret != host_ret;
                 if changed && !exec_done {
                     set_args(&mut regs, &call_of(&saved).args);
@@ -576,11 +615,22 @@ impl Tracer<'_> {
                     for info in rest {
                         // SAFETY: tgkill has no memory arguments.
                         unsafe { c::syscall(c::SYS_tgkill, self.kernel.tgid_of(tid), tid, info.si_signo) };
+                        if let Some(t) = self.threads.get_mut(&tid) {
+                            t.reinject.push(*info);
+                        }
                     }
                 }
                 self.resume_as(tid, how, sig);
             }
         }
+    }
+}
+
+/// The bytes of a siginfo.
+fn siginfo_bytes(info: &mut c::siginfo_t) -> &mut [u8] {
+    // SAFETY: siginfo_t is 128 bytes of plain data; the slice borrows it mutably.
+    unsafe {
+        std::slice::from_raw_parts_mut((info as *mut c::siginfo_t).cast::<u8>(), std::mem::size_of::<c::siginfo_t>())
     }
 }
 

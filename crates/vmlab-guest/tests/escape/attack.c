@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +17,12 @@
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <netinet/in.h>
 #include <net/if.h>
 #include <arpa/inet.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile int stop;
@@ -341,6 +344,140 @@ static int sockname(const char *path) {
     return 0;
 }
 
+/* --- peeraddr: the peer addresses accept, recvfrom, recvmsg and recvmmsg return for sockets
+ * bound by path in directory argv[2], a reply sent to the address recvfrom gave, and the
+ * full length a too short buffer gets. */
+static void bound(int fd, const char *dir, const char *name) {
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s/%s", dir, name);
+    unlink(a.sun_path);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a)) printf("bind %s failed %d\n", a.sun_path, errno);
+}
+static void show(const char *what, struct sockaddr_un *a, socklen_t n) {
+    printf("%s %s %d\n", what, n > 2 ? a->sun_path : "-", (int)n);
+}
+static int peeraddr(const char *dir) {
+    struct sockaddr_un a, to;
+    socklen_t n;
+    int l = socket(AF_UNIX, SOCK_STREAM, 0), c = socket(AF_UNIX, SOCK_STREAM, 0);
+    bound(l, dir, "srv.sock");
+    bound(c, dir, "cli.sock");
+    memset(&to, 0, sizeof to);
+    to.sun_family = AF_UNIX;
+    snprintf(to.sun_path, sizeof to.sun_path, "%s/srv.sock", dir);
+    if (listen(l, 2) || connect(c, (struct sockaddr *)&to, sizeof to)) return printf("stream failed %d\n", errno), 0;
+    memset(&a, 0, sizeof a), n = sizeof a;
+    int s = accept(l, (struct sockaddr *)&a, &n);
+    show("accept", &a, n);
+    int c2 = socket(AF_UNIX, SOCK_STREAM, 0);
+    connect(c2, (struct sockaddr *)&to, sizeof to);
+    memset(&a, 0, sizeof a), n = sizeof a;
+    int s2 = accept4(l, (struct sockaddr *)&a, &n, SOCK_CLOEXEC);
+    show("accept4-unbound", &a, n);
+    close(s), close(s2), close(c), close(c2), close(l);
+    int d1 = socket(AF_UNIX, SOCK_DGRAM, 0), d2 = socket(AF_UNIX, SOCK_DGRAM, 0);
+    bound(d1, dir, "d1.sock");
+    bound(d2, dir, "d2.sock");
+    snprintf(to.sun_path, sizeof to.sun_path, "%s/d2.sock", dir);
+    for (int i = 0; i < 5; i++) sendto(d1, "x", 1, 0, (struct sockaddr *)&to, sizeof to);
+    char buf[16];
+    memset(&a, 0, sizeof a), n = sizeof a;
+    recvfrom(d2, buf, sizeof buf, 0, (struct sockaddr *)&a, &n);
+    show("recvfrom", &a, n);
+    /* Reply to whatever address recvfrom gave. */
+    int sent = sendto(d2, "r", 1, 0, (struct sockaddr *)&a, n);
+    printf("reply %s\n", sent == 1 && recv(d1, buf, sizeof buf, MSG_DONTWAIT) == 1 ? "arrived" : strerror(errno));
+    struct iovec iov = {buf, sizeof buf};
+    struct msghdr m = {.msg_name = &a, .msg_namelen = sizeof a, .msg_iov = &iov, .msg_iovlen = 1};
+    memset(&a, 0, sizeof a);
+    recvmsg(d2, &m, 0);
+    show("recvmsg", &a, m.msg_namelen);
+    struct sockaddr_un b[2];
+    struct iovec iovs[2] = {{buf, 8}, {buf + 8, 8}};
+    struct mmsghdr mm[2];
+    memset(mm, 0, sizeof mm), memset(b, 0, sizeof b);
+    for (int i = 0; i < 2; i++) {
+        mm[i].msg_hdr.msg_name = &b[i], mm[i].msg_hdr.msg_namelen = sizeof b[i];
+        mm[i].msg_hdr.msg_iov = &iovs[i], mm[i].msg_hdr.msg_iovlen = 1;
+    }
+    int got = recvmmsg(d2, mm, 2, 0, NULL);
+    for (int i = 0; i < got; i++) show("recvmmsg", &b[i], mm[i].msg_hdr.msg_namelen);
+    memset(&a, 0, sizeof a), n = 8; /* too short: the full length is reported */
+    recvfrom(d2, buf, sizeof buf, 0, (struct sockaddr *)&a, &n);
+    printf("short %d\n", (int)n);
+    for (const char *f = "srv.sock\0cli.sock\0d1.sock\0d2.sock\0"; *f; f += strlen(f) + 1) {
+        snprintf(to.sun_path, sizeof to.sun_path, "%s/%s", dir, f);
+        unlink(to.sun_path);
+    }
+    return 0;
+}
+
+/* --- sipid: the sender's pid in the siginfo of a signal from a child (a handler, sigqueue,
+ * SIGCHLD, sigwaitinfo, sigtimedwait) and from the process itself, against the pid fork
+ * returned and getpid. */
+static volatile pid_t usr1_from, chld_from;
+static volatile int usr1_code;
+static void on_usr1(int sig, siginfo_t *si, void *ctx) {
+    (void)sig, (void)ctx;
+    usr1_from = si->si_pid, usr1_code = si->si_code;
+}
+static void on_chld(int sig, siginfo_t *si, void *ctx) {
+    (void)sig, (void)ctx;
+    chld_from = si->si_pid;
+}
+static pid_t child_sending(int sig, int queue) {
+    pid_t parent = getpid(), c = fork();
+    if (c == 0) {
+        if (queue) {
+            union sigval v = {.sival_int = 7};
+            sigqueue(parent, sig, v);
+        } else {
+            kill(parent, sig);
+        }
+        _exit(0);
+    }
+    return c;
+}
+static int sipid(void) {
+    struct sigaction sa = {.sa_sigaction = on_usr1, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigaction(SIGUSR1, &sa, NULL);
+    sa.sa_sigaction = on_chld;
+    sigaction(SIGCHLD, &sa, NULL);
+    sigset_t usr2, none;
+    sigemptyset(&usr2), sigemptyset(&none);
+    sigaddset(&usr2, SIGUSR2);
+    sigaddset(&usr2, SIGUSR1);
+    sigaddset(&usr2, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &usr2, NULL);
+    pid_t c = child_sending(SIGUSR1, 0);
+    while (!usr1_from || !chld_from) sigsuspend(&none);
+    printf("sipid kill=%d chld=%d", usr1_from == c && usr1_code == SI_USER, chld_from == c);
+    waitpid(c, NULL, 0);
+    usr1_from = chld_from = 0;
+    c = child_sending(SIGUSR1, 1);
+    while (!usr1_from || !chld_from) sigsuspend(&none);
+    printf(" queue=%d", usr1_from == c && usr1_code == SI_QUEUE);
+    waitpid(c, NULL, 0);
+    siginfo_t si;
+    c = child_sending(SIGUSR2, 0);
+    memset(&si, 0, sizeof si);
+    sigwaitinfo(&usr2, &si);
+    while (si.si_signo != SIGUSR2) sigwaitinfo(&usr2, &si); /* SIGCHLD may come first */
+    printf(" wait=%d", si.si_pid == c);
+    waitpid(c, NULL, 0);
+    c = child_sending(SIGUSR2, 0);
+    struct timespec ts = {5, 0};
+    memset(&si, 0, sizeof si);
+    while (si.si_signo != SIGUSR2) sigtimedwait(&usr2, &si, &ts);
+    printf(" timedwait=%d", si.si_pid == c);
+    waitpid(c, NULL, 0);
+    usr1_from = 0;
+    sigprocmask(SIG_UNBLOCK, &usr2, NULL);
+    raise(SIGUSR1);
+    printf(" self=%d\n", usr1_from == getpid() && usr1_code == SI_TKILL);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc < 2) return 2;
@@ -357,6 +494,8 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "int80")) return int80();
     if (!strcmp(mode, "threadpid")) return threadpid();
     if (!strcmp(mode, "sockname")) return sockname(argv[2]);
+    if (!strcmp(mode, "peeraddr")) return peeraddr(argv[2]);
+    if (!strcmp(mode, "sipid")) return sipid();
     if (!strcmp(mode, "netcfg")) return netcfg(argv[2]);
     if (!strcmp(mode, "swap")) return iterations = atol(argv[2]), swap();
     return 2;
