@@ -93,16 +93,18 @@ pub enum Command {
     /// Render the results `vmlab reproduce` wrote (NAME.json and NAME.svg) as one self-contained HTML page per experiment.
     #[command(after_help = crate::report::AFTER_HELP)]
     Report(crate::report::ReportArgs),
-    /// Run the runs of a `vmlab run --json` report again, from the report alone, and say
-    /// whether every number is identical.
+    /// Run the runs of a `vmlab run --json` report or of an experiment's NAME.json again,
+    /// from the report alone, and say whether every number is identical.
     #[command(after_help = "Examples:\n  \
         vmlab run -w gups:table=64M -p native,nested --set latency.dram_ns=60 --json > r.json\n  \
         vmlab rerun r.json                 the same runs again: the table, then `rerun: identical: ...`\n  \
-        vmlab rerun r.json --json          the new report as JSON (exit status 1 if a number differs)\n\n\
-        The report holds what was asked (its \"comparison\": run spec, profile overrides, schemes, seeds)\n\
-        and the effective machine profile (provenance.profile, every key with the value used), so the\n\
-        rerun does not read the profile file again: an edited file does not change it. Exit status 0 when\n\
-        every number of every run is identical, 1 (with the first differences on stderr) when not.")]
+        vmlab rerun r.json --json          the new report as JSON (exit status 1 if a number differs)\n  \
+        vmlab rerun results/tlb/tlb.json   every run of `vmlab reproduce tlb` again, on every core\n\n\
+        The report holds what was asked (a run's \"comparison\": run spec, profile overrides, schemes,\n\
+        seeds; an experiment's \"specs\": each run's spec with its sweep point and overrides) and the\n\
+        effective machine profile (provenance.profile, every key with the value used), so the rerun does\n\
+        not read the profile or experiment file again: an edited file does not change it. Exit status 0\n\
+        when every number of every run is identical, 1 (with the first differences on stderr) when not.")]
     Rerun(RerunArgs),
     /// Show a machine profile as the simulator reads it, or list the built-in ones.
     #[command(after_help = "Examples:\n  \
@@ -314,7 +316,8 @@ impl SetArgs {
 
 #[derive(Args)]
 pub struct RerunArgs {
-    /// A report written by `vmlab run --json` (or `vmlab run --out DIR`'s run.json).
+    /// A report written by `vmlab run --json` (or `vmlab run --out DIR`'s run.json), or an
+    /// experiment's NAME.json written by `vmlab reproduce` (or `vmlab merge`).
     #[arg(value_name = "FILE")]
     pub file: std::path::PathBuf,
     /// Print the new report as JSON instead of the table.

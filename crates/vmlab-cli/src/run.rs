@@ -3,12 +3,14 @@
 //! (`vmlab_core::lab::compare`); this module renders it: progress bars, the table, the JSON.
 
 use crate::args::{RerunArgs, RunArgs};
+use crate::progress::CountProgress;
 use crate::progress::RunProgress;
 use crate::{table, CliError, UsageError};
 use std::ops::ControlFlow;
 use vmlab_core::engine::RunConfig;
 use vmlab_core::lab::compare::Event;
-use vmlab_core::lab::{ComparisonReport, LabError, SettingNames};
+use vmlab_core::lab::rerun::Report;
+use vmlab_core::lab::{ComparisonReport, ExperimentReport, LabError, SettingNames};
 use vmlab_core::provenance::shell_command;
 use vmlab_core::scheme::Paging;
 use vmlab_core::stats::RunReport;
@@ -146,8 +148,12 @@ pub(crate) fn overrides_line(
 pub fn rerun(args: RerunArgs) -> Result<(), CliError> {
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| UsageError(format!("cannot read {}: {e}", args.file.display())))?;
-    let old = ComparisonReport::from_json(&text)
-        .map_err(|e| UsageError(format!("{}: {e}", args.file.display())))?;
+    let old = match Report::from_json(&text)
+        .map_err(|e| UsageError(format!("{}: {e}", args.file.display())))?
+    {
+        Report::Comparison(old) => old,
+        Report::Experiment(old) => return rerun_experiment(&args, &old),
+    };
     let rerun = old
         .rerun(
             &shell_command(crate::argv()),
@@ -166,21 +172,48 @@ pub fn rerun(args: RerunArgs) -> Result<(), CliError> {
             );
         }
     }
-    if rerun.differences.is_empty() {
+    verdict(&rerun.differences, runs, &args.file)
+}
+
+/// `vmlab rerun NAME.json`: an experiment's runs again, from their specs, on every core.
+fn rerun_experiment(args: &RerunArgs, old: &ExperimentReport) -> Result<(), CliError> {
+    let progress = CountProgress::new(&format!("rerun {}", old.experiment), old.runs.len() as u64);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let rerun = old
+        .rerun(&shell_command(crate::argv()), threads, &|_, _| {
+            progress.inc();
+            ControlFlow::Continue(())
+        })
+        .map_err(cli_error);
+    progress.finish();
+    let rerun = rerun?;
+    let runs = rerun.report.runs.len();
+    if args.json {
+        print!("{}", rerun.report.to_json().map_err(cli_error)?);
+    } else {
+        print!("{}", table::render(&rerun.report.runs));
+        if rerun.differences.is_empty() {
+            println!(
+                "rerun: identical: every number of the {runs} run(s) matches {}",
+                args.file.display()
+            );
+        }
+    }
+    verdict(&rerun.differences, runs, &args.file)
+}
+
+/// Exit 0 when a rerun is identical, else an error naming the first differences.
+fn verdict(differences: &[String], runs: usize, file: &std::path::Path) -> Result<(), CliError> {
+    if differences.is_empty() {
         return Ok(());
     }
-    let shown: Vec<&str> = rerun
-        .differences
-        .iter()
-        .take(5)
-        .map(String::as_str)
-        .collect();
+    let shown: Vec<&str> = differences.iter().take(5).map(String::as_str).collect();
     Err(CliError::Run(format!(
         "rerun: different: {} number(s) of the {runs} run(s) differ from {}: {}{}",
-        rerun.differences.len(),
-        args.file.display(),
+        differences.len(),
+        file.display(),
         shown.join("; "),
-        if rerun.differences.len() > shown.len() {
+        if differences.len() > shown.len() {
             "; ..."
         } else {
             ""

@@ -212,7 +212,10 @@ fn rerun_of_a_run_json_reproduces_identical_numbers() {
     std::fs::write(&notes, "{\"runs\": []}").expect("written");
     expect_usage_error(
         &["rerun", notes.to_str().unwrap()],
-        &["not a report of `vmlab run --json`"],
+        &[
+            "neither a `vmlab run --json` report",
+            "experiment's NAME.json",
+        ],
     );
     expect_usage_error(&["rerun", "/no/such.json"], &["cannot read /no/such.json"]);
 }
@@ -342,7 +345,35 @@ fn an_experiment_sweep_expands_into_runs_with_swept_columns() {
         .collect();
     assert_eq!(seeds, [1, 1, 2, 2, 1, 1, 2, 2]);
 
+    // The report reruns from its JSON alone: every run from its spec (its sweep point and
+    // overrides) on the effective profile, with the experiment file gone.
+    std::fs::remove_file(&file).expect("removed");
+    let json = out.join("dram.json");
+    let path = json.to_str().expect("UTF-8");
+    let text = vmlab_ok(&["rerun", path]);
+    assert!(
+        text.ends_with(&format!(
+            "rerun: identical: every number of the 8 run(s) matches {path}\n"
+        )),
+        "{text}"
+    );
+    let again: Value = serde_json::from_str(&vmlab_ok(&["rerun", path, "--json"])).unwrap();
+    assert_eq!(again["runs"], report["runs"]);
+    assert_eq!(again["specs"], report["specs"]);
+    // A number changed in the file is found, exit 1.
+    let mut edited = report.clone();
+    edited["runs"][5]["walks"] = serde_json::json!(1);
+    std::fs::write(&json, serde_json::to_string(&edited).unwrap()).unwrap();
+    let failed = vmlab(&["rerun", path]);
+    assert_eq!(failed.code, Some(1));
+    assert!(
+        failed.stderr.contains("runs[5].walks: 1 then"),
+        "{}",
+        failed.stderr
+    );
+
     // A sweep of something that is not a setting: one line, exit 2.
+    std::fs::write(&file, SWEEP).expect("written");
     std::fs::write(&file, SWEEP.replace("seed = [1, 2]", "seeds = [1, 2]")).unwrap();
     expect_usage_error(
         &["reproduce", file.to_str().unwrap()],

@@ -14,6 +14,8 @@
 //!   experiment files, the recorded e500 guest (`labt`), the guest kernel's benchmarks.
 //! - [`runner`]: runs a plan on N threads (the results do not depend on N), with a progress
 //!   callback that can stop the sweep.
+//! - [`rerun`]: an experiment's report run again from its JSON alone (and which kind of
+//!   report a JSON is).
 //! - [`report`]: the results (a row per run or skipped combination), the experiment's
 //!   serializable report, and its CSV, JSON and SVG renderings.
 //! - [`plot`]: the SVG figure writer.
@@ -33,6 +35,7 @@ pub mod kinds;
 pub mod plan;
 pub mod plot;
 pub mod report;
+pub mod rerun;
 pub mod runner;
 pub mod shard;
 pub mod spec;
