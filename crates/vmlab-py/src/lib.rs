@@ -4,7 +4,7 @@
 //! Everything crosses the boundary as JSON text of the lab's own serializable types (a
 //! [`Comparison`] in, a [`ComparisonReport`] out, ...), so a result from Python is the very
 //! JSON `vmlab run --json` prints for the same spec. Each long call runs on worker threads
-//! while the calling thread waits with the GIL released ([`wait`]): it hands progress to a
+//! while the calling thread waits with the GIL released (`wait.rs`): it hands progress to a
 //! Python callback and checks for signals, so Ctrl-C stops a run or a sweep promptly.
 
 mod wait;

@@ -111,7 +111,7 @@ pub struct Profile {
     /// The kernel's options and the costs of its own work.
     pub kernel: KernelSection,
     /// The values that are assumptions, each with its plausible range and why
-    /// ([`assumptions`](super::assumptions)); none in a profile without the table.
+    /// ([`assumptions`]); none in a profile without the table.
     #[serde(default, skip_serializing_if = "Assumptions::is_empty")]
     pub assumptions: Assumptions,
     /// FNV-1a hash of the text the profile was read from.
