@@ -36,6 +36,8 @@ def vmlab_bin() -> str:
 
 
 def without_command(report: dict) -> dict:
-    """A report's provenance minus what says how it was called (command line or call)."""
-    provenance = {k: v for k, v in report["provenance"].items() if k != "command"}
+    """A report's provenance minus what says how and by which build it was made (the
+    command line or call, the git commit: the command may have been built apart)."""
+    provenance = {k: v for k, v in report["provenance"].items()
+                  if k not in ("command", "git_commit")}
     return {**report, "provenance": provenance}
