@@ -11,7 +11,10 @@
 //!   the guest's size (`kvmppc_e500_tlb1_map`), placed round-robin in the TLB1 slots the
 //!   host's own entries and the magic page leave free;
 //! - `tlbivax` and an MMUCSR0 flash invalidation flush every shadow
-//!   (`kvmppc_core_flush_tlb`).
+//!   (`kvmppc_core_flush_tlb`);
+//! - a guest access to a guest-physical page that is no RAM (a device register in QEMU's
+//!   CCSR block) is never shadowed: each access exits and is emulated (`kvmppc_emulate_mmio`),
+//!   in the kernel for the in-kernel MPIC, by QEMU in user space for every other device.
 //!
 //! Shadows are tagged by the guest's (TID, TS, PR) like KVM's shadow IDs, so a PID change
 //! needs no flush. A host TLB0 victim is chosen round-robin per set.
@@ -144,6 +147,33 @@ impl HostTlb {
     }
 }
 
+/// Guest-physical base of QEMU's ppce500 CCSR block (hw/ppc/e500plat.c `ccsrbar_base`).
+pub const CCSR_BASE: u64 = 0xF_E000_0000;
+/// Size of the CCSR block (hw/ppc/e500.c `MPC8544_CCSRBAR_SIZE`).
+pub const CCSR_SIZE: u64 = 0x10_0000;
+/// The interrupt controller's registers in the CCSR block (hw/ppc/e500.c
+/// `MPC8544_MPIC_REGS_OFFSET`, an OpenPIC region of 0x40000 bytes); under KVM QEMU creates it
+/// in the kernel (`ppce500_init_mpic_kvm`).
+pub const MPIC_REGS: std::ops::Range<u64> = 0x4_0000..0x8_0000;
+
+/// Who emulates a device access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceSide {
+    /// KVM's in-kernel device (the MPIC): handled on the io bus, back to the guest at once.
+    Kernel,
+    /// QEMU in user space (KVM_EXIT_MMIO): serial ports, GPIO, everything else.
+    User,
+}
+
+/// Where an access to guest-physical `gpa` outside RAM is emulated.
+pub fn device_side(gpa: u64) -> DeviceSide {
+    if gpa >= CCSR_BASE && gpa < CCSR_BASE + CCSR_SIZE && MPIC_REGS.contains(&(gpa - CCSR_BASE)) {
+        DeviceSide::Kernel
+    } else {
+        DeviceSide::User
+    }
+}
+
 /// The exit reason of a privileged instruction class.
 pub fn priv_exit(class: PrivClass) -> E500Exit {
     match class {
@@ -183,6 +213,9 @@ pub struct Kvm {
     host: HostTlb,
     exit_cycles: [u64; E500Exit::COUNT],
     shadow_write: u64,
+    ram_bytes: u64,
+    mmio_in_kernel: u64,
+    mmio_user: u64,
     counters: ModelCounters,
 }
 
@@ -196,8 +229,48 @@ impl Kvm {
             host: HostTlb::new(costs.cost("hv.host_tlb1_reserved")? as usize),
             exit_cycles: costs.exit_cycles,
             shadow_write: costs.cost("hv.shadow_write")?,
+            ram_bytes: costs.cost("hv.guest_ram_mib")? << 20,
+            mmio_in_kernel: costs.cost("mmio.in_kernel")?,
+            mmio_user: costs.cost("mmio.user")?,
             counters: ModelCounters::default(),
         })
+    }
+
+    /// Whether guest-physical `gpa` is RAM (in the one memslot; `kvm_is_visible_gfn`).
+    pub fn is_ram(&self, gpa: u64) -> bool {
+        gpa < self.ram_bytes
+    }
+
+    /// `n` exits for `reason` at `pc`, at the profile's cost each.
+    fn exits(&mut self, reason: E500Exit, pc: u32, n: u64) {
+        let c = self.exit_cycles[reason as usize];
+        let k = &mut self.counters;
+        k.exits.add(reason, n);
+        *k.exits_by_pc.entry(pc).or_default() += n;
+        k.cycles += c * n;
+    }
+
+    /// A recorded kernel access to a device register (its guest-physical page is no RAM):
+    /// every one of its `count` accesses exits (booke.c, the DTLB-miss case: the guest TLB
+    /// maps it, `kvm_is_visible_gfn` fails, `kvmppc_emulate_mmio`) and is emulated in the
+    /// kernel (the MPIC) or by QEMU (KVM_EXIT_MMIO). Returns false, doing nothing, for RAM.
+    pub fn device_access(&mut self, pc: u32, gpa: u64, count: u32) -> bool {
+        if self.is_ram(gpa) {
+            return false;
+        }
+        let n = count as u64;
+        self.exits(E500Exit::Mmio, pc, n);
+        match device_side(gpa) {
+            DeviceSide::Kernel => {
+                self.counters.bump("mmio_in_kernel", n);
+                self.counters.cycles += self.mmio_in_kernel * n;
+            }
+            DeviceSide::User => {
+                self.counters.bump("mmio_to_qemu", n);
+                self.counters.cycles += self.mmio_user * n;
+            }
+        }
+        true
     }
 
     /// The host TLB.
@@ -270,8 +343,11 @@ impl HvModel for Kvm {
                     TlbEffect::Write { slot, new, .. } => {
                         let n = self.host.invalidate_gslot(*slot);
                         self.counters.bump("shadow_invalidations", n);
-                        // Premap the new entry's page (AS 0 only: tlbe_is_host_safe).
-                        if new.valid && !new.ts {
+                        // Premap the new entry's page when it is host-safe (e500.h
+                        // tlbe_is_host_safe: valid, in the current instruction address space,
+                        // and RAM).
+                        let is = guest.msr & super::model::MSR_IS != 0;
+                        if new.valid && new.ts == is && self.is_ram(new.translate(new.epn)) {
                             let s = self.shadow_for(new, *slot, new.epn, guest.msr & MSR_PR != 0);
                             self.host.install(s);
                             self.counters.bump("shadow_fills", 1);
@@ -295,10 +371,18 @@ impl HvModel for Kvm {
                 }
             }
             GuestEvent::Mem {
-                pc, vaddr, store, ..
+                pc,
+                vaddr,
+                paddr,
+                store,
+                count,
+                ..
             } => {
                 let fetch = guest.kernel_fetch();
                 self.access(guest, *pc, *pc, fetch);
+                if self.device_access(*pc, *paddr, *count) {
+                    return;
+                }
                 let a = if *store { Access::Write } else { Access::Read };
                 self.access(guest, *pc, *vaddr, guest.kernel_data(a));
                 if self.host.lookup(*pc, fetch).is_none() {
@@ -317,14 +401,20 @@ impl HvModel for Kvm {
 
     fn shadow_translate(
         &self,
-        _guest: &GuestState,
+        guest: &GuestState,
         ea: u32,
         ctx: AccessCtx,
     ) -> Option<Translation> {
-        self.host.lookup(ea, ctx).map(|s| Translation {
-            gpa: s.gpa | (ea as u64 & s.size.offset_mask()),
-            perms: s.perms,
-        })
+        match self.host.lookup(ea, ctx) {
+            Some(s) => Some(Translation {
+                gpa: s.gpa | (ea as u64 & s.size.offset_mask()),
+                perms: s.perms,
+            }),
+            // A device page has no shadow: KVM translates each access through its copy of
+            // the guest TLB (kvmppc_mmu_xlate) and emulates it, so the guest observes its own
+            // translation.
+            None => guest.translate(ea, ctx).filter(|t| !self.is_ram(t.gpa)),
+        }
     }
 }
 
@@ -352,3 +442,7 @@ impl Kvm {
         &mut self.host
     }
 }
+
+#[cfg(test)]
+#[path = "kvm_tests.rs"]
+mod tests;

@@ -336,16 +336,20 @@ impl Labt {
         let GuestEvent::Mem {
             pc,
             vaddr,
+            paddr,
             store,
             size_log2,
             count,
-            ..
         } = event
         else {
             return;
         };
         let (pc, vaddr) = (*pc, *vaddr);
         self.access(guest, pc, pc, guest.kernel_fetch());
+        // A device register: KVM emulates every access (no shadow, nothing to trace).
+        if self.kvm.device_access(pc, *paddr, *count) {
+            return;
+        }
         let a = if *store { Access::Write } else { Access::Read };
         self.access(guest, pc, vaddr, guest.kernel_data(a));
         // Split pieces share the few TLB1 slots: the data piece may have evicted the code's,

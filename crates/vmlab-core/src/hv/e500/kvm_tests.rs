@@ -1,0 +1,88 @@
+//! The `kvm` model on hand-built event streams: what each mechanism KVM adds is counted
+//! exactly.
+
+use super::Kvm;
+use crate::cost::e500::E500Costs;
+use crate::hv::e500::exits::E500Exit;
+use crate::hv::e500::model::{GuestEvent, GuestState, HvModel};
+use crate::hw::e500::mmu::TLB0_WAYS;
+use crate::hw::e500::{Access, PageSize, Perms, Tlb0, TlbEntry, TlbSel, TlbSlot};
+
+/// Supervisor read/write/execute.
+const SRWX: u32 = 0x15;
+
+fn tlb1(index: usize) -> TlbSlot {
+    TlbSlot {
+        tlb: TlbSel::Tlb1,
+        index,
+    }
+}
+
+fn tlb0(ea: u32, way: usize) -> TlbSlot {
+    TlbSlot {
+        tlb: TlbSel::Tlb0,
+        index: Tlb0::set_of(ea) * TLB0_WAYS + way,
+    }
+}
+
+/// The kernel's 256 MiB linear map in TLB1, and two device pages in TLB0 (ioremap): the
+/// serial port's page and the MPIC's per-CPU page.
+fn guest() -> GuestState {
+    let mut g = GuestState::default();
+    let perms = Perms::from_bits(SRWX);
+    let kernel = TlbEntry::new(0xC000_0000, 0, PageSize::M256, 0, perms);
+    g.tlb.write(tlb1(0), kernel).unwrap();
+    let serial = TlbEntry::new(0xD100_0000, 0xF_E000_4000, PageSize::K4, 0, perms);
+    g.tlb.write(tlb0(0xD100_0000, 0), serial).unwrap();
+    let mpic = TlbEntry::new(0xD100_1000, 0xF_E006_0000, PageSize::K4, 0, perms);
+    g.tlb.write(tlb0(0xD100_1000, 0), mpic).unwrap();
+    g
+}
+
+fn mem(pc: u32, vaddr: u32, paddr: u64, store: bool, count: u32) -> GuestEvent<'static> {
+    GuestEvent::Mem {
+        pc,
+        vaddr,
+        paddr,
+        store,
+        size_log2: 0,
+        count,
+    }
+}
+
+fn kvm() -> Kvm {
+    Kvm::new(&E500Costs::builtin(), false).unwrap()
+}
+
+#[test]
+fn every_device_access_exits_and_goes_where_its_device_lives() {
+    let costs = E500Costs::builtin();
+    let mut k = kvm();
+    let g = guest();
+    // The serial port: 5 polls of its status register, 3 characters written, all to QEMU.
+    k.on_event(&g, &mem(0xC000_1000, 0xD100_0005, 0xF_E000_4505, false, 5));
+    k.on_event(&g, &mem(0xC000_1004, 0xD100_0000, 0xF_E000_4500, true, 3));
+    // The MPIC's per-CPU page: 2 end-of-interrupt writes, in the kernel.
+    k.on_event(&g, &mem(0xC000_1008, 0xD100_10B0, 0xF_E006_00B0, true, 2));
+    // RAM: shadowed once, then no exit.
+    k.on_event(&g, &mem(0xC000_100C, 0xC010_0000, 0x10_0000, false, 4));
+    k.on_event(&g, &mem(0xC000_100C, 0xC010_0004, 0x10_0004, false, 4));
+    let c = k.counters();
+    assert_eq!(c.exits.get(E500Exit::Mmio), 10);
+    assert_eq!(c.extra.get("mmio_to_qemu"), Some(&8));
+    assert_eq!(c.extra.get("mmio_in_kernel"), Some(&2));
+    // The code page and the RAM page: two host TLB misses; the device pages none.
+    assert_eq!(c.exits.get(E500Exit::HostTlbMiss), 2);
+    assert_eq!(c.extra.get("shadow_fills"), Some(&2));
+    let exits = costs.exit(E500Exit::Mmio) * 10 + costs.exit(E500Exit::HostTlbMiss) * 2;
+    let devices = costs.cost("mmio.user").unwrap() * 8 + costs.cost("mmio.in_kernel").unwrap() * 2;
+    let shadows = costs.cost("hv.shadow_write").unwrap() * 2;
+    assert_eq!(c.cycles, exits + devices + shadows);
+    // No shadow for a device page, yet the guest observes its own translation.
+    let ctx = g.kernel_data(Access::Read);
+    assert!(k.host().lookup(0xD100_0005, ctx).is_none());
+    assert_eq!(
+        k.shadow_translate(&g, 0xD100_0005, ctx),
+        g.translate(0xD100_0005, ctx)
+    );
+}
