@@ -24,9 +24,11 @@ use super::model::{
     AccessCtx, GuestEvent, GuestState, HvModel, ModelCounters, TlbEffect, Translation, MSR_PR,
 };
 use crate::cost::e500::{E500Costs, E500ProfileError};
-use crate::hw::e500::mmu::{Tlb0, TLB0_SETS, TLB0_WAYS, TLB1_ENTRIES};
+use crate::hw::e500::mmu::{
+    Tlb0, MMUCSR0_TLB0_FI, MMUCSR0_TLB1_FI, TLB0_ENTRIES, TLB0_SETS, TLB0_WAYS, TLB1_ENTRIES,
+};
 use crate::hw::e500::{Access, PageSize, Perms, TlbEntry, TlbSlot};
-use crate::trace::e500::insn::PrivClass;
+use crate::trace::e500::insn::{spr_number, PrivClass};
 use crate::trace::e500::ExceptionKind;
 
 /// One shadow entry in the host TLB.
@@ -147,6 +149,9 @@ impl HostTlb {
     }
 }
 
+/// MMUCSR0's SPR number (e500 Core Family RM): a write flash-invalidates the TLBs.
+const SPR_MMUCSR0: u16 = 1012;
+
 /// Guest-physical base of QEMU's ppce500 CCSR block (hw/ppc/e500plat.c `ccsrbar_base`).
 pub const CCSR_BASE: u64 = 0xF_E000_0000;
 /// Size of the CCSR block (hw/ppc/e500.c `MPC8544_CCSRBAR_SIZE`).
@@ -214,6 +219,8 @@ pub struct Kvm {
     exit_cycles: [u64; E500Exit::COUNT],
     shadow_write: u64,
     ram_bytes: u64,
+    flush_tlb: u64,
+    gtlbe_invalidate: u64,
     mmio_in_kernel: u64,
     mmio_user: u64,
     counters: ModelCounters,
@@ -230,6 +237,8 @@ impl Kvm {
             exit_cycles: costs.exit_cycles,
             shadow_write: costs.cost("hv.shadow_write")?,
             ram_bytes: costs.cost("hv.guest_ram_mib")? << 20,
+            flush_tlb: costs.cost("hv.flush_tlb")?,
+            gtlbe_invalidate: costs.cost("hv.gtlbe_invalidate")?,
             mmio_in_kernel: costs.cost("mmio.in_kernel")?,
             mmio_user: costs.cost("mmio.user")?,
             counters: ModelCounters::default(),
@@ -271,6 +280,56 @@ impl Kvm {
             }
         }
         true
+    }
+
+    /// `kvmppc_core_flush_tlb` (e500_mmu_host.c), after every guest `tlbivax` and MMUCSR0
+    /// flash invalidation whether or not an entry went: the shadow-ID table reset
+    /// (`kvmppc_e500_tlbil_all`), so no shadow is reachable any more; every guest entry's host
+    /// page reference released (`clear_tlb_privs`); the TLB1 maps cleared.
+    fn flush_tlb(&mut self) {
+        let n = self.host.flush();
+        self.counters.bump("shadow_invalidations", n);
+        self.counters.bump("shadow_flushes", 1);
+        self.counters.cycles += self.flush_tlb;
+    }
+
+    /// The guest-TLB walk of `kvmppc_e500_emul_mt_mmucsr0` and of an invalidate-all
+    /// `tlbivax` (`kvmppc_e500_emul_tlbivax`): `kvmppc_e500_gtlbe_invalidate` on each of
+    /// `entries` entries.
+    fn gtlb_walk(&mut self, entries: u64) {
+        self.counters.bump("gtlb_entries_walked", entries);
+        self.counters.cycles += self.gtlbe_invalidate * entries;
+    }
+
+    /// What a privileged instruction makes KVM flush: MMUCSR0 flash invalidation walks the
+    /// selected guest arrays (512 TLB0 entries, 16 TLB1) and flushes; `tlbivax` walks one
+    /// array when it invalidates all (EA bit 61, the array by bit 60) and flushes.
+    fn flushes(&mut self, class: PrivClass, word: u32, values: &[u32], gprs_unknown: bool) {
+        let value = values.first().copied().filter(|_| !gprs_unknown);
+        match class {
+            PrivClass::Mtspr if spr_number(word) == SPR_MMUCSR0 => {
+                // An unknown value is Linux's flash invalidation of both arrays (replay.rs).
+                let v = value.unwrap_or(MMUCSR0_TLB0_FI | MMUCSR0_TLB1_FI);
+                let mut entries = 0;
+                if v & MMUCSR0_TLB0_FI != 0 {
+                    entries += TLB0_ENTRIES as u64;
+                }
+                if v & MMUCSR0_TLB1_FI != 0 {
+                    entries += TLB1_ENTRIES as u64;
+                }
+                self.counters.bump("mmucsr0_flushes", 1);
+                self.gtlb_walk(entries);
+                self.flush_tlb();
+            }
+            PrivClass::Tlbivax => {
+                if let Some(ea) = value.filter(|ea| ea & 0x4 != 0) {
+                    let n = if ea & 0x8 != 0 { TLB1_ENTRIES } else { TLB0_ENTRIES };
+                    self.gtlb_walk(n as u64);
+                }
+                self.flush_tlb();
+            }
+            _ => {}
+        }
     }
 
     /// The host TLB.
@@ -335,9 +394,17 @@ impl HvModel for Kvm {
 
     fn on_event(&mut self, guest: &GuestState, event: &GuestEvent<'_>) {
         match event {
-            GuestEvent::Priv { pc, class, tlb, .. } => {
+            GuestEvent::Priv {
+                pc,
+                word,
+                class,
+                values,
+                gprs_unknown,
+                tlb,
+            } => {
                 self.access(guest, *pc, *pc, guest.kernel_fetch());
                 self.exit(priv_exit(*class), *pc);
+                self.flushes(*class, *word, values, *gprs_unknown);
                 match tlb {
                     TlbEffect::None => {}
                     TlbEffect::Write { slot, new, .. } => {
@@ -354,10 +421,8 @@ impl HvModel for Kvm {
                             self.counters.cycles += self.shadow_write;
                         }
                     }
-                    TlbEffect::Invalidate { .. } => {
-                        let n = self.host.flush();
-                        self.counters.bump("shadow_invalidations", n);
-                    }
+                    // The shadows went with the flush above (flushes).
+                    TlbEffect::Invalidate { .. } => {}
                 }
             }
             GuestEvent::Exception {

@@ -4,7 +4,8 @@
 use super::Kvm;
 use crate::cost::e500::E500Costs;
 use crate::hv::e500::exits::E500Exit;
-use crate::hv::e500::model::{GuestEvent, GuestState, HvModel};
+use crate::hv::e500::model::{GuestEvent, GuestState, HvModel, TlbEffect};
+use crate::trace::e500::insn::classify;
 use crate::hw::e500::mmu::TLB0_WAYS;
 use crate::hw::e500::{Access, PageSize, Perms, Tlb0, TlbEntry, TlbSel, TlbSlot};
 
@@ -85,4 +86,51 @@ fn every_device_access_exits_and_goes_where_its_device_lives() {
         k.shadow_translate(&g, 0xD100_0005, ctx),
         g.translate(0xD100_0005, ctx)
     );
+}
+
+const MTSPR_MMUCSR0: u32 = 0x7C74_FBA6; // mtspr 1012, r3
+const TLBIVAX: u32 = 0x7C00_1E24; // tlbivax 0, r3
+
+fn priv_event(pc: u32, word: u32, values: &'static [u32], tlb: TlbEffect) -> GuestEvent<'static> {
+    GuestEvent::Priv {
+        pc,
+        word,
+        class: classify(word).unwrap(),
+        values,
+        gprs_unknown: false,
+        tlb,
+    }
+}
+
+#[test]
+fn flash_invalidation_walks_the_guest_tlb_and_tlbivax_always_flushes() {
+    let costs = E500Costs::builtin();
+    let mut k = kvm();
+    let g = guest();
+    k.on_event(&g, &mem(0xC000_1000, 0xC010_0000, 0x10_0000, false, 1));
+    assert!(k.host().lookup(0xC010_0000, g.kernel_data(Access::Read)).is_some());
+    let before = k.counters().cycles;
+    // MMUCSR0 = TLB0_FI | TLB1_FI: 512 + 16 entries walked, one flush.
+    k.on_event(&g, &priv_event(0xC000_2000, MTSPR_MMUCSR0, &[0x6], TlbEffect::None));
+    // MMUCSR0 = TLB1_FI only: 16 entries walked.
+    k.on_event(&g, &priv_event(0xC000_2000, MTSPR_MMUCSR0, &[0x2], TlbEffect::None));
+    // tlbivax of one address that matches nothing: no walk, still a flush.
+    k.on_event(&g, &priv_event(0xC000_2004, TLBIVAX, &[0xC080_0000], TlbEffect::None));
+    // tlbivax invalidate-all of TLB0 (EA bit 61): 512 walked, a flush.
+    k.on_event(&g, &priv_event(0xC000_2004, TLBIVAX, &[0x4], TlbEffect::None));
+    let c = k.counters();
+    assert_eq!(c.extra.get("mmucsr0_flushes"), Some(&2));
+    assert_eq!(c.extra.get("shadow_flushes"), Some(&4));
+    assert_eq!(c.extra.get("gtlb_entries_walked"), Some(&(528 + 16 + 512)));
+    assert!(k.host().lookup(0xC010_0000, g.kernel_data(Access::Read)).is_none());
+    let walk = costs.cost("hv.gtlbe_invalidate").unwrap() * (528 + 16 + 512);
+    let flush = costs.cost("hv.flush_tlb").unwrap() * 4;
+    let exits = costs.exit(E500Exit::Mtspr) * 2 + costs.exit(E500Exit::Tlbivax) * 2;
+    // Each of the four instructions' code page misses: the first not yet shadowed, the
+    // others flushed by the instruction before.
+    let fetches = c.exits.get(E500Exit::HostTlbMiss) - 2;
+    assert_eq!(fetches, 4);
+    let refill = (costs.exit(E500Exit::HostTlbMiss) + costs.cost("hv.shadow_write").unwrap())
+        * fetches;
+    assert_eq!(c.cycles - before, walk + flush + exits + refill);
 }
