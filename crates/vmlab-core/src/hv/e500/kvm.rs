@@ -27,7 +27,7 @@ use crate::cost::e500::{E500Costs, E500ProfileError};
 use crate::hw::e500::mmu::{
     Tlb0, MMUCSR0_TLB0_FI, MMUCSR0_TLB1_FI, TLB0_ENTRIES, TLB0_SETS, TLB0_WAYS, TLB1_ENTRIES,
 };
-use crate::hw::e500::{Access, PageSize, Perms, TlbEntry, TlbSlot};
+use crate::hw::e500::{Access, PageSize, Perms, TlbEntry, TlbSel, TlbSlot};
 use crate::trace::e500::insn::{spr_number, PrivClass};
 use crate::trace::e500::ExceptionKind;
 
@@ -221,6 +221,11 @@ pub struct Kvm {
     ram_bytes: u64,
     flush_tlb: u64,
     gtlbe_invalidate: u64,
+    page_lookup: u64,
+    vma_lookup: u64,
+    /// Per guest TLB0 entry: KVM holds its host page (`tlbe_ref` E500_TLB_VALID), so a
+    /// host TLB miss on it writes the shadow without looking the page up again.
+    tlb0_ref: Vec<bool>,
     mmio_in_kernel: u64,
     mmio_user: u64,
     counters: ModelCounters,
@@ -239,6 +244,9 @@ impl Kvm {
             ram_bytes: costs.cost("hv.guest_ram_mib")? << 20,
             flush_tlb: costs.cost("hv.flush_tlb")?,
             gtlbe_invalidate: costs.cost("hv.gtlbe_invalidate")?,
+            page_lookup: costs.cost("hv.page_lookup")?,
+            vma_lookup: costs.cost("hv.vma_lookup")?,
+            tlb0_ref: vec![false; TLB0_ENTRIES],
             mmio_in_kernel: costs.cost("mmio.in_kernel")?,
             mmio_user: costs.cost("mmio.user")?,
             counters: ModelCounters::default(),
@@ -287,6 +295,7 @@ impl Kvm {
     /// (`kvmppc_e500_tlbil_all`), so no shadow is reachable any more; every guest entry's host
     /// page reference released (`clear_tlb_privs`); the TLB1 maps cleared.
     fn flush_tlb(&mut self) {
+        self.tlb0_ref.fill(false);
         let n = self.host.flush();
         self.counters.bump("shadow_invalidations", n);
         self.counters.bump("shadow_flushes", 1);
@@ -323,7 +332,11 @@ impl Kvm {
             }
             PrivClass::Tlbivax => {
                 if let Some(ea) = value.filter(|ea| ea & 0x4 != 0) {
-                    let n = if ea & 0x8 != 0 { TLB1_ENTRIES } else { TLB0_ENTRIES };
+                    let n = if ea & 0x8 != 0 {
+                        TLB1_ENTRIES
+                    } else {
+                        TLB0_ENTRIES
+                    };
                     self.gtlb_walk(n as u64);
                 }
                 self.flush_tlb();
@@ -358,11 +371,35 @@ impl Kvm {
         }
     }
 
+    /// What `kvmppc_mmu_map` (e500_mmu_host.c) costs beyond the shadow's write for guest
+    /// entry `gslot`: a guest TLB0 entry whose host page KVM still holds is written from the
+    /// cached reference; otherwise `kvmppc_e500_shadow_map` looks the page up in full
+    /// (`hv.page_lookup`: memslot, gfn_to_pfn with the page pinned, mmu_lock, the host page
+    /// table walk), and for a guest TLB1 entry always, with the VMA found first under the
+    /// mmap lock (`hv.vma_lookup`).
+    pub fn page_lookup(&mut self, gslot: TlbSlot) {
+        match gslot.tlb {
+            TlbSel::Tlb0 if self.tlb0_ref[gslot.index] => {
+                self.counters.bump("page_lookups_cached", 1);
+            }
+            TlbSel::Tlb0 => {
+                self.tlb0_ref[gslot.index] = true;
+                self.counters.bump("page_lookups", 1);
+                self.counters.cycles += self.page_lookup;
+            }
+            TlbSel::Tlb1 => {
+                self.counters.bump("page_lookups", 1);
+                self.counters.cycles += self.page_lookup + self.vma_lookup;
+            }
+        }
+    }
+
     /// Maps `ea` from the guest TLB into the host TLB, if the guest maps it.
     fn map(&mut self, guest: &GuestState, ea: u32, ctx: AccessCtx) -> bool {
         let Some((gslot, g)) = guest.tlb.lookup(ea, ctx.pid, ctx.ts) else {
             return false;
         };
+        self.page_lookup(gslot);
         let s = self.shadow_for(g, gslot, ea, ctx.user);
         if self.host.install(s) {
             self.counters.bump("shadow_evictions", 1);
@@ -408,14 +445,19 @@ impl HvModel for Kvm {
                 match tlb {
                     TlbEffect::None => {}
                     TlbEffect::Write { slot, new, .. } => {
+                        // inval_gtlbe_on_host: the old entry's shadows and host page go.
                         let n = self.host.invalidate_gslot(*slot);
                         self.counters.bump("shadow_invalidations", n);
+                        if slot.tlb == TlbSel::Tlb0 {
+                            self.tlb0_ref[slot.index] = false;
+                        }
                         // Premap the new entry's page when it is host-safe (e500.h
                         // tlbe_is_host_safe: valid, in the current instruction address space,
                         // and RAM).
                         let is = guest.msr & super::model::MSR_IS != 0;
                         if new.valid && new.ts == is && self.is_ram(new.translate(new.epn)) {
                             let s = self.shadow_for(new, *slot, new.epn, guest.msr & MSR_PR != 0);
+                            self.page_lookup(*slot);
                             self.host.install(s);
                             self.counters.bump("shadow_fills", 1);
                             self.counters.cycles += self.shadow_write;
@@ -464,12 +506,7 @@ impl HvModel for Kvm {
         &self.counters
     }
 
-    fn shadow_translate(
-        &self,
-        guest: &GuestState,
-        ea: u32,
-        ctx: AccessCtx,
-    ) -> Option<Translation> {
+    fn shadow_translate(&self, guest: &GuestState, ea: u32, ctx: AccessCtx) -> Option<Translation> {
         match self.host.lookup(ea, ctx) {
             Some(s) => Some(Translation {
                 gpa: s.gpa | (ea as u64 & s.size.offset_mask()),

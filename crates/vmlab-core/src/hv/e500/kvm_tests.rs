@@ -5,9 +5,9 @@ use super::Kvm;
 use crate::cost::e500::E500Costs;
 use crate::hv::e500::exits::E500Exit;
 use crate::hv::e500::model::{GuestEvent, GuestState, HvModel, TlbEffect};
-use crate::trace::e500::insn::classify;
 use crate::hw::e500::mmu::TLB0_WAYS;
 use crate::hw::e500::{Access, PageSize, Perms, Tlb0, TlbEntry, TlbSel, TlbSlot};
+use crate::trace::e500::insn::classify;
 
 /// Supervisor read/write/execute.
 const SRWX: u32 = 0x15;
@@ -78,7 +78,10 @@ fn every_device_access_exits_and_goes_where_its_device_lives() {
     let exits = costs.exit(E500Exit::Mmio) * 10 + costs.exit(E500Exit::HostTlbMiss) * 2;
     let devices = costs.cost("mmio.user").unwrap() * 8 + costs.cost("mmio.in_kernel").unwrap() * 2;
     let shadows = costs.cost("hv.shadow_write").unwrap() * 2;
-    assert_eq!(c.cycles, exits + devices + shadows);
+    // Both pages are in the kernel's TLB1 entry: a full page lookup each.
+    let lookups =
+        (costs.cost("hv.page_lookup").unwrap() + costs.cost("hv.vma_lookup").unwrap()) * 2;
+    assert_eq!(c.cycles, exits + devices + shadows + lookups);
     // No shadow for a device page, yet the guest observes its own translation.
     let ctx = g.kernel_data(Access::Read);
     assert!(k.host().lookup(0xD100_0005, ctx).is_none());
@@ -108,21 +111,39 @@ fn flash_invalidation_walks_the_guest_tlb_and_tlbivax_always_flushes() {
     let mut k = kvm();
     let g = guest();
     k.on_event(&g, &mem(0xC000_1000, 0xC010_0000, 0x10_0000, false, 1));
-    assert!(k.host().lookup(0xC010_0000, g.kernel_data(Access::Read)).is_some());
+    assert!(k
+        .host()
+        .lookup(0xC010_0000, g.kernel_data(Access::Read))
+        .is_some());
     let before = k.counters().cycles;
     // MMUCSR0 = TLB0_FI | TLB1_FI: 512 + 16 entries walked, one flush.
-    k.on_event(&g, &priv_event(0xC000_2000, MTSPR_MMUCSR0, &[0x6], TlbEffect::None));
+    k.on_event(
+        &g,
+        &priv_event(0xC000_2000, MTSPR_MMUCSR0, &[0x6], TlbEffect::None),
+    );
     // MMUCSR0 = TLB1_FI only: 16 entries walked.
-    k.on_event(&g, &priv_event(0xC000_2000, MTSPR_MMUCSR0, &[0x2], TlbEffect::None));
+    k.on_event(
+        &g,
+        &priv_event(0xC000_2000, MTSPR_MMUCSR0, &[0x2], TlbEffect::None),
+    );
     // tlbivax of one address that matches nothing: no walk, still a flush.
-    k.on_event(&g, &priv_event(0xC000_2004, TLBIVAX, &[0xC080_0000], TlbEffect::None));
+    k.on_event(
+        &g,
+        &priv_event(0xC000_2004, TLBIVAX, &[0xC080_0000], TlbEffect::None),
+    );
     // tlbivax invalidate-all of TLB0 (EA bit 61): 512 walked, a flush.
-    k.on_event(&g, &priv_event(0xC000_2004, TLBIVAX, &[0x4], TlbEffect::None));
+    k.on_event(
+        &g,
+        &priv_event(0xC000_2004, TLBIVAX, &[0x4], TlbEffect::None),
+    );
     let c = k.counters();
     assert_eq!(c.extra.get("mmucsr0_flushes"), Some(&2));
     assert_eq!(c.extra.get("shadow_flushes"), Some(&4));
     assert_eq!(c.extra.get("gtlb_entries_walked"), Some(&(528 + 16 + 512)));
-    assert!(k.host().lookup(0xC010_0000, g.kernel_data(Access::Read)).is_none());
+    assert!(k
+        .host()
+        .lookup(0xC010_0000, g.kernel_data(Access::Read))
+        .is_none());
     let walk = costs.cost("hv.gtlbe_invalidate").unwrap() * (528 + 16 + 512);
     let flush = costs.cost("hv.flush_tlb").unwrap() * 4;
     let exits = costs.exit(E500Exit::Mtspr) * 2 + costs.exit(E500Exit::Tlbivax) * 2;
@@ -130,7 +151,83 @@ fn flash_invalidation_walks_the_guest_tlb_and_tlbivax_always_flushes() {
     // others flushed by the instruction before.
     let fetches = c.exits.get(E500Exit::HostTlbMiss) - 2;
     assert_eq!(fetches, 4);
-    let refill = (costs.exit(E500Exit::HostTlbMiss) + costs.cost("hv.shadow_write").unwrap())
+    let refill = (costs.exit(E500Exit::HostTlbMiss)
+        + costs.cost("hv.shadow_write").unwrap()
+        + costs.cost("hv.page_lookup").unwrap()
+        + costs.cost("hv.vma_lookup").unwrap())
         * fetches;
     assert_eq!(c.cycles - before, walk + flush + exits + refill);
+}
+
+const TLBWE: u32 = 0x7C00_07A4;
+
+#[test]
+fn a_miss_looks_the_page_up_unless_a_guest_tlb0_entry_holds_it() {
+    let costs = E500Costs::builtin();
+    let mut k = kvm();
+    let mut g = guest();
+    // A guest TLB0 entry for a user page mapped by the kernel at 0xD200_0000 (RAM).
+    let user = TlbEntry::new(
+        0xD200_0000,
+        0x20_0000,
+        PageSize::K4,
+        0,
+        Perms::from_bits(SRWX),
+    );
+    let (slot, _) = g.tlb.write(tlb0(0xD200_0000, 1), user).unwrap();
+    // Its tlbwe premaps it: a full lookup, and KVM holds the page from now on.
+    let mut old = user;
+    old.valid = false;
+    let write = TlbEffect::Write {
+        slot,
+        old,
+        new: user,
+    };
+    k.on_event(&g, &priv_event(0xC000_1000, TLBWE, &[], write));
+    // Three pages of the kernel's TLB1 entry: a lookup each, with the VMA (4 KiB backing).
+    for i in 0..3 {
+        k.on_event(
+            &g,
+            &mem(
+                0xC000_1004,
+                0xC010_0000 + i * 0x1000,
+                0x10_0000 + i as u64 * 0x1000,
+                false,
+                1,
+            ),
+        );
+    }
+    let c = k.counters();
+    // The code page's miss and the three data pages: TLB1, a lookup each with the VMA; the
+    // premap: TLB0, a lookup.
+    assert_eq!(c.extra.get("page_lookups"), Some(&5));
+    assert_eq!(c.extra.get("page_lookups_cached"), None);
+    let page = costs.cost("hv.page_lookup").unwrap();
+    let vma = costs.cost("hv.vma_lookup").unwrap();
+    let exits = costs.exit(E500Exit::Tlbwe) + costs.exit(E500Exit::HostTlbMiss) * 4;
+    let shadows = costs.cost("hv.shadow_write").unwrap() * 5;
+    assert_eq!(c.cycles, exits + shadows + 5 * page + 4 * vma);
+    let before = c.cycles;
+    // The kernel's shadow of the TLB0 page is pushed out by a flush-free eviction: the
+    // guest's TID-0 user page is shadowed again from the held page (no lookup).
+    let ctx = g.kernel_data(Access::Read);
+    let (gslot, _) = g.tlb.lookup(0xD200_0000, ctx.pid, ctx.ts).unwrap();
+    k.host_mut().invalidate_gslot(gslot);
+    k.on_event(&g, &mem(0xC000_1008, 0xD200_0010, 0x20_0010, false, 1));
+    let c = k.counters();
+    assert_eq!(c.extra.get("page_lookups_cached"), Some(&1));
+    assert_eq!(
+        c.cycles - before,
+        costs.exit(E500Exit::HostTlbMiss) + costs.cost("hv.shadow_write").unwrap()
+    );
+    // After a flush the held pages are released: the next miss looks the page up again.
+    g.msr = 0;
+    k.on_event(
+        &g,
+        &priv_event(0xC000_2000, MTSPR_MMUCSR0, &[0x6], TlbEffect::None),
+    );
+    let lookups = k.counters().extra["page_lookups"];
+    k.on_event(&g, &mem(0xC000_1008, 0xD200_0010, 0x20_0010, false, 1));
+    // The code page (TLB1) and the data page (TLB0, released): two lookups.
+    assert_eq!(k.counters().extra["page_lookups"], lookups + 2);
 }

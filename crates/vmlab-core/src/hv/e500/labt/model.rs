@@ -181,6 +181,7 @@ impl Labt {
         k.bump("shadow_fills", 1);
         k.bump("shadow_evictions", evicted as u64);
         k.cycles += self.shadow_write;
+        self.kvm.page_lookup(gslot);
         self.kvm.count_exit(E500Exit::HostTlbMiss, pc);
     }
 
