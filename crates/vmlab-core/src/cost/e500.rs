@@ -57,7 +57,7 @@ pub struct E500Costs {
     /// Every other integer cost, as `section.key`.
     pub named: BTreeMap<String, u64>,
     /// The values that are assumptions, with their plausible ranges
-    /// ([`assumptions`](super::assumptions)).
+    /// ([`assumptions`]).
     pub assumptions: Assumptions,
     /// FNV-1a 64 of the profile's text, comments included (`fnv1a64:` and 16 hex digits).
     pub fingerprint: String,

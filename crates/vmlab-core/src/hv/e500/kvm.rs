@@ -172,7 +172,7 @@ pub enum DeviceSide {
 
 /// Where an access to guest-physical `gpa` outside RAM is emulated.
 pub fn device_side(gpa: u64) -> DeviceSide {
-    if gpa >= CCSR_BASE && gpa < CCSR_BASE + CCSR_SIZE && MPIC_REGS.contains(&(gpa - CCSR_BASE)) {
+    if (CCSR_BASE..CCSR_BASE + CCSR_SIZE).contains(&gpa) && MPIC_REGS.contains(&(gpa - CCSR_BASE)) {
         DeviceSide::Kernel
     } else {
         DeviceSide::User
