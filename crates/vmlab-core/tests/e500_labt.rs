@@ -85,11 +85,13 @@ fn pv_and_labt_over_the_committed_trace() {
     assert_eq!(avoid.tracing_faults, 25_150_900, "{}", show("labt-avoid"));
     let all = get("labt-all");
     assert_eq!(all.tracing_faults, 137_451, "{}", show("labt-all"));
-    // Resizing costs host TLB misses: the pieces share the free TLB1 slots.
-    assert_eq!(labt.exits.get(E500Exit::HostTlbMiss), 1_115);
+    // Resizing costs host TLB misses: the pieces share the free TLB1 slots. (Every guest
+    // tlbivax and MMUCSR0 write flushes the shadows, as kvmppc_core_flush_tlb does, even
+    // when no guest entry goes.)
+    assert_eq!(labt.exits.get(E500Exit::HostTlbMiss), 1_120);
     assert_eq!(
         resize.exits.get(E500Exit::HostTlbMiss),
-        9_368,
+        9_393,
         "{}",
         show("labt-resize")
     );

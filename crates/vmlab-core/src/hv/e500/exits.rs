@@ -55,11 +55,15 @@ e500_exits! {
     /// Another privileged instruction (dcbi, mfpmr, mtpmr).
     OtherPriv => "other_priv",
     /// A TLB miss the guest's own TLB cannot translate either: reflected to the guest's
-    /// miss handler (KVM: DTLB_VIRT_MISS / ITLB_VIRT_MISS).
+    /// miss handler (KVM: DTLB_REAL_MISS / ITLB_REAL_MISS, booke.c `kvmppc_handle_exit`).
     GuestTlbMiss => "guest_tlb_miss",
     /// A host TLB miss where the guest's TLB has the mapping and only the shadow is
-    /// missing: the host installs a shadow entry (KVM: DTLB_REAL_MISS / ITLB_REAL_MISS).
+    /// missing: the host installs a shadow entry (KVM: DTLB_VIRT_MISS / ITLB_VIRT_MISS).
     HostTlbMiss => "host_tlb_miss",
+    /// A guest load or store to a device register: the guest TLB maps it, but the
+    /// guest-physical page is no RAM (`kvm_is_visible_gfn` false), so KVM never shadows it
+    /// and emulates every access (`kvmppc_emulate_mmio`; KVM: MMIO_EXITS).
+    Mmio => "mmio",
     /// A data or instruction storage interrupt (permission), reflected to the guest.
     Storage => "dsi_isi",
     /// `sc` from guest user mode, reflected to the guest kernel.

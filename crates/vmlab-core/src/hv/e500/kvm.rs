@@ -11,7 +11,10 @@
 //!   the guest's size (`kvmppc_e500_tlb1_map`), placed round-robin in the TLB1 slots the
 //!   host's own entries and the magic page leave free;
 //! - `tlbivax` and an MMUCSR0 flash invalidation flush every shadow
-//!   (`kvmppc_core_flush_tlb`).
+//!   (`kvmppc_core_flush_tlb`);
+//! - a guest access to a guest-physical page that is no RAM (a device register in QEMU's
+//!   CCSR block) is never shadowed: each access exits and is emulated (`kvmppc_emulate_mmio`),
+//!   in the kernel for the in-kernel MPIC, by QEMU in user space for every other device.
 //!
 //! Shadows are tagged by the guest's (TID, TS, PR) like KVM's shadow IDs, so a PID change
 //! needs no flush. A host TLB0 victim is chosen round-robin per set.
@@ -21,9 +24,11 @@ use super::model::{
     AccessCtx, GuestEvent, GuestState, HvModel, ModelCounters, TlbEffect, Translation, MSR_PR,
 };
 use crate::cost::e500::{E500Costs, E500ProfileError};
-use crate::hw::e500::mmu::{Tlb0, TLB0_SETS, TLB0_WAYS, TLB1_ENTRIES};
-use crate::hw::e500::{Access, PageSize, Perms, TlbEntry, TlbSlot};
-use crate::trace::e500::insn::PrivClass;
+use crate::hw::e500::mmu::{
+    Tlb0, MMUCSR0_TLB0_FI, MMUCSR0_TLB1_FI, TLB0_ENTRIES, TLB0_SETS, TLB0_WAYS, TLB1_ENTRIES,
+};
+use crate::hw::e500::{Access, PageSize, Perms, TlbEntry, TlbSel, TlbSlot};
+use crate::trace::e500::insn::{spr_number, PrivClass};
 use crate::trace::e500::ExceptionKind;
 
 /// One shadow entry in the host TLB.
@@ -144,6 +149,36 @@ impl HostTlb {
     }
 }
 
+/// MMUCSR0's SPR number (e500 Core Family RM): a write flash-invalidates the TLBs.
+const SPR_MMUCSR0: u16 = 1012;
+
+/// Guest-physical base of QEMU's ppce500 CCSR block (hw/ppc/e500plat.c `ccsrbar_base`).
+pub const CCSR_BASE: u64 = 0xF_E000_0000;
+/// Size of the CCSR block (hw/ppc/e500.c `MPC8544_CCSRBAR_SIZE`).
+pub const CCSR_SIZE: u64 = 0x10_0000;
+/// The interrupt controller's registers in the CCSR block (hw/ppc/e500.c
+/// `MPC8544_MPIC_REGS_OFFSET`, an OpenPIC region of 0x40000 bytes); under KVM QEMU creates it
+/// in the kernel (`ppce500_init_mpic_kvm`).
+pub const MPIC_REGS: std::ops::Range<u64> = 0x4_0000..0x8_0000;
+
+/// Who emulates a device access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceSide {
+    /// KVM's in-kernel device (the MPIC): handled on the io bus, back to the guest at once.
+    Kernel,
+    /// QEMU in user space (KVM_EXIT_MMIO): serial ports, GPIO, everything else.
+    User,
+}
+
+/// Where an access to guest-physical `gpa` outside RAM is emulated.
+pub fn device_side(gpa: u64) -> DeviceSide {
+    if (CCSR_BASE..CCSR_BASE + CCSR_SIZE).contains(&gpa) && MPIC_REGS.contains(&(gpa - CCSR_BASE)) {
+        DeviceSide::Kernel
+    } else {
+        DeviceSide::User
+    }
+}
+
 /// The exit reason of a privileged instruction class.
 pub fn priv_exit(class: PrivClass) -> E500Exit {
     match class {
@@ -183,6 +218,16 @@ pub struct Kvm {
     host: HostTlb,
     exit_cycles: [u64; E500Exit::COUNT],
     shadow_write: u64,
+    ram_bytes: u64,
+    flush_tlb: u64,
+    gtlbe_invalidate: u64,
+    page_lookup: u64,
+    vma_lookup: u64,
+    /// Per guest TLB0 entry: KVM holds its host page (`tlbe_ref` E500_TLB_VALID), so a
+    /// host TLB miss on it writes the shadow without looking the page up again.
+    tlb0_ref: Vec<bool>,
+    mmio_in_kernel: u64,
+    mmio_user: u64,
     counters: ModelCounters,
 }
 
@@ -196,8 +241,108 @@ impl Kvm {
             host: HostTlb::new(costs.cost("hv.host_tlb1_reserved")? as usize),
             exit_cycles: costs.exit_cycles,
             shadow_write: costs.cost("hv.shadow_write")?,
+            ram_bytes: costs.cost("hv.guest_ram_mib")? << 20,
+            flush_tlb: costs.cost("hv.flush_tlb")?,
+            gtlbe_invalidate: costs.cost("hv.gtlbe_invalidate")?,
+            page_lookup: costs.cost("hv.page_lookup")?,
+            vma_lookup: costs.cost("hv.vma_lookup")?,
+            tlb0_ref: vec![false; TLB0_ENTRIES],
+            mmio_in_kernel: costs.cost("mmio.in_kernel")?,
+            mmio_user: costs.cost("mmio.user")?,
             counters: ModelCounters::default(),
         })
+    }
+
+    /// Whether guest-physical `gpa` is RAM (in the one memslot; `kvm_is_visible_gfn`).
+    pub fn is_ram(&self, gpa: u64) -> bool {
+        gpa < self.ram_bytes
+    }
+
+    /// `n` exits for `reason` at `pc`, at the profile's cost each.
+    fn exits(&mut self, reason: E500Exit, pc: u32, n: u64) {
+        let c = self.exit_cycles[reason as usize];
+        let k = &mut self.counters;
+        k.exits.add(reason, n);
+        *k.exits_by_pc.entry(pc).or_default() += n;
+        k.cycles += c * n;
+    }
+
+    /// A recorded kernel access to a device register (its guest-physical page is no RAM):
+    /// every one of its `count` accesses exits (booke.c, the DTLB-miss case: the guest TLB
+    /// maps it, `kvm_is_visible_gfn` fails, `kvmppc_emulate_mmio`) and is emulated in the
+    /// kernel (the MPIC) or by QEMU (KVM_EXIT_MMIO). Returns false, doing nothing, for RAM.
+    pub fn device_access(&mut self, pc: u32, gpa: u64, count: u32) -> bool {
+        if self.is_ram(gpa) {
+            return false;
+        }
+        let n = count as u64;
+        self.exits(E500Exit::Mmio, pc, n);
+        match device_side(gpa) {
+            DeviceSide::Kernel => {
+                self.counters.bump("mmio_in_kernel", n);
+                self.counters.cycles += self.mmio_in_kernel * n;
+            }
+            DeviceSide::User => {
+                self.counters.bump("mmio_to_qemu", n);
+                self.counters.cycles += self.mmio_user * n;
+            }
+        }
+        true
+    }
+
+    /// `kvmppc_core_flush_tlb` (e500_mmu_host.c), after every guest `tlbivax` and MMUCSR0
+    /// flash invalidation whether or not an entry went: the shadow-ID table reset
+    /// (`kvmppc_e500_tlbil_all`), so no shadow is reachable any more; every guest entry's host
+    /// page reference released (`clear_tlb_privs`); the TLB1 maps cleared.
+    fn flush_tlb(&mut self) {
+        self.tlb0_ref.fill(false);
+        let n = self.host.flush();
+        self.counters.bump("shadow_invalidations", n);
+        self.counters.bump("shadow_flushes", 1);
+        self.counters.cycles += self.flush_tlb;
+    }
+
+    /// The guest-TLB walk of `kvmppc_e500_emul_mt_mmucsr0` and of an invalidate-all
+    /// `tlbivax` (`kvmppc_e500_emul_tlbivax`): `kvmppc_e500_gtlbe_invalidate` on each of
+    /// `entries` entries.
+    fn gtlb_walk(&mut self, entries: u64) {
+        self.counters.bump("gtlb_entries_walked", entries);
+        self.counters.cycles += self.gtlbe_invalidate * entries;
+    }
+
+    /// What a privileged instruction makes KVM flush: MMUCSR0 flash invalidation walks the
+    /// selected guest arrays (512 TLB0 entries, 16 TLB1) and flushes; `tlbivax` walks one
+    /// array when it invalidates all (EA bit 61, the array by bit 60) and flushes.
+    fn flushes(&mut self, class: PrivClass, word: u32, values: &[u32], gprs_unknown: bool) {
+        let value = values.first().copied().filter(|_| !gprs_unknown);
+        match class {
+            PrivClass::Mtspr if spr_number(word) == SPR_MMUCSR0 => {
+                // An unknown value is Linux's flash invalidation of both arrays (replay.rs).
+                let v = value.unwrap_or(MMUCSR0_TLB0_FI | MMUCSR0_TLB1_FI);
+                let mut entries = 0;
+                if v & MMUCSR0_TLB0_FI != 0 {
+                    entries += TLB0_ENTRIES as u64;
+                }
+                if v & MMUCSR0_TLB1_FI != 0 {
+                    entries += TLB1_ENTRIES as u64;
+                }
+                self.counters.bump("mmucsr0_flushes", 1);
+                self.gtlb_walk(entries);
+                self.flush_tlb();
+            }
+            PrivClass::Tlbivax => {
+                if let Some(ea) = value.filter(|ea| ea & 0x4 != 0) {
+                    let n = if ea & 0x8 != 0 {
+                        TLB1_ENTRIES
+                    } else {
+                        TLB0_ENTRIES
+                    };
+                    self.gtlb_walk(n as u64);
+                }
+                self.flush_tlb();
+            }
+            _ => {}
+        }
     }
 
     /// The host TLB.
@@ -226,11 +371,35 @@ impl Kvm {
         }
     }
 
+    /// What `kvmppc_mmu_map` (e500_mmu_host.c) costs beyond the shadow's write for guest
+    /// entry `gslot`: a guest TLB0 entry whose host page KVM still holds is written from the
+    /// cached reference; otherwise `kvmppc_e500_shadow_map` looks the page up in full
+    /// (`hv.page_lookup`: memslot, gfn_to_pfn with the page pinned, mmu_lock, the host page
+    /// table walk), and for a guest TLB1 entry always, with the VMA found first under the
+    /// mmap lock (`hv.vma_lookup`).
+    pub fn page_lookup(&mut self, gslot: TlbSlot) {
+        match gslot.tlb {
+            TlbSel::Tlb0 if self.tlb0_ref[gslot.index] => {
+                self.counters.bump("page_lookups_cached", 1);
+            }
+            TlbSel::Tlb0 => {
+                self.tlb0_ref[gslot.index] = true;
+                self.counters.bump("page_lookups", 1);
+                self.counters.cycles += self.page_lookup;
+            }
+            TlbSel::Tlb1 => {
+                self.counters.bump("page_lookups", 1);
+                self.counters.cycles += self.page_lookup + self.vma_lookup;
+            }
+        }
+    }
+
     /// Maps `ea` from the guest TLB into the host TLB, if the guest maps it.
     fn map(&mut self, guest: &GuestState, ea: u32, ctx: AccessCtx) -> bool {
         let Some((gslot, g)) = guest.tlb.lookup(ea, ctx.pid, ctx.ts) else {
             return false;
         };
+        self.page_lookup(gslot);
         let s = self.shadow_for(g, gslot, ea, ctx.user);
         if self.host.install(s) {
             self.counters.bump("shadow_evictions", 1);
@@ -262,26 +431,40 @@ impl HvModel for Kvm {
 
     fn on_event(&mut self, guest: &GuestState, event: &GuestEvent<'_>) {
         match event {
-            GuestEvent::Priv { pc, class, tlb, .. } => {
+            GuestEvent::Priv {
+                pc,
+                word,
+                class,
+                values,
+                gprs_unknown,
+                tlb,
+            } => {
                 self.access(guest, *pc, *pc, guest.kernel_fetch());
                 self.exit(priv_exit(*class), *pc);
+                self.flushes(*class, *word, values, *gprs_unknown);
                 match tlb {
                     TlbEffect::None => {}
                     TlbEffect::Write { slot, new, .. } => {
+                        // inval_gtlbe_on_host: the old entry's shadows and host page go.
                         let n = self.host.invalidate_gslot(*slot);
                         self.counters.bump("shadow_invalidations", n);
-                        // Premap the new entry's page (AS 0 only: tlbe_is_host_safe).
-                        if new.valid && !new.ts {
+                        if slot.tlb == TlbSel::Tlb0 {
+                            self.tlb0_ref[slot.index] = false;
+                        }
+                        // Premap the new entry's page when it is host-safe (e500.h
+                        // tlbe_is_host_safe: valid, in the current instruction address space,
+                        // and RAM).
+                        let is = guest.msr & super::model::MSR_IS != 0;
+                        if new.valid && new.ts == is && self.is_ram(new.translate(new.epn)) {
                             let s = self.shadow_for(new, *slot, new.epn, guest.msr & MSR_PR != 0);
+                            self.page_lookup(*slot);
                             self.host.install(s);
                             self.counters.bump("shadow_fills", 1);
                             self.counters.cycles += self.shadow_write;
                         }
                     }
-                    TlbEffect::Invalidate { .. } => {
-                        let n = self.host.flush();
-                        self.counters.bump("shadow_invalidations", n);
-                    }
+                    // The shadows went with the flush above (flushes).
+                    TlbEffect::Invalidate { .. } => {}
                 }
             }
             GuestEvent::Exception {
@@ -295,10 +478,18 @@ impl HvModel for Kvm {
                 }
             }
             GuestEvent::Mem {
-                pc, vaddr, store, ..
+                pc,
+                vaddr,
+                paddr,
+                store,
+                count,
+                ..
             } => {
                 let fetch = guest.kernel_fetch();
                 self.access(guest, *pc, *pc, fetch);
+                if self.device_access(*pc, *paddr, *count) {
+                    return;
+                }
                 let a = if *store { Access::Write } else { Access::Read };
                 self.access(guest, *pc, *vaddr, guest.kernel_data(a));
                 if self.host.lookup(*pc, fetch).is_none() {
@@ -315,16 +506,17 @@ impl HvModel for Kvm {
         &self.counters
     }
 
-    fn shadow_translate(
-        &self,
-        _guest: &GuestState,
-        ea: u32,
-        ctx: AccessCtx,
-    ) -> Option<Translation> {
-        self.host.lookup(ea, ctx).map(|s| Translation {
-            gpa: s.gpa | (ea as u64 & s.size.offset_mask()),
-            perms: s.perms,
-        })
+    fn shadow_translate(&self, guest: &GuestState, ea: u32, ctx: AccessCtx) -> Option<Translation> {
+        match self.host.lookup(ea, ctx) {
+            Some(s) => Some(Translation {
+                gpa: s.gpa | (ea as u64 & s.size.offset_mask()),
+                perms: s.perms,
+            }),
+            // A device page has no shadow: KVM translates each access through its copy of
+            // the guest TLB (kvmppc_mmu_xlate) and emulates it, so the guest observes its own
+            // translation.
+            None => guest.translate(ea, ctx).filter(|t| !self.is_ram(t.gpa)),
+        }
     }
 }
 
@@ -352,3 +544,7 @@ impl Kvm {
         &mut self.host
     }
 }
+
+#[cfg(test)]
+#[path = "kvm_tests.rs"]
+mod tests;

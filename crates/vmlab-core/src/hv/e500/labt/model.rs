@@ -181,6 +181,7 @@ impl Labt {
         k.bump("shadow_fills", 1);
         k.bump("shadow_evictions", evicted as u64);
         k.cycles += self.shadow_write;
+        self.kvm.page_lookup(gslot);
         self.kvm.count_exit(E500Exit::HostTlbMiss, pc);
     }
 
@@ -336,16 +337,20 @@ impl Labt {
         let GuestEvent::Mem {
             pc,
             vaddr,
+            paddr,
             store,
             size_log2,
             count,
-            ..
         } = event
         else {
             return;
         };
         let (pc, vaddr) = (*pc, *vaddr);
         self.access(guest, pc, pc, guest.kernel_fetch());
+        // A device register: KVM emulates every access (no shadow, nothing to trace).
+        if self.kvm.device_access(pc, *paddr, *count) {
+            return;
+        }
         let a = if *store { Access::Write } else { Access::Read };
         self.access(guest, pc, vaddr, guest.kernel_data(a));
         // Split pieces share the few TLB1 slots: the data piece may have evicted the code's,

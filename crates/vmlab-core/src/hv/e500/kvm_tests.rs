@@ -1,0 +1,233 @@
+//! The `kvm` model on hand-built event streams: what each mechanism KVM adds is counted
+//! exactly.
+
+use super::Kvm;
+use crate::cost::e500::E500Costs;
+use crate::hv::e500::exits::E500Exit;
+use crate::hv::e500::model::{GuestEvent, GuestState, HvModel, TlbEffect};
+use crate::hw::e500::mmu::TLB0_WAYS;
+use crate::hw::e500::{Access, PageSize, Perms, Tlb0, TlbEntry, TlbSel, TlbSlot};
+use crate::trace::e500::insn::classify;
+
+/// Supervisor read/write/execute.
+const SRWX: u32 = 0x15;
+
+fn tlb1(index: usize) -> TlbSlot {
+    TlbSlot {
+        tlb: TlbSel::Tlb1,
+        index,
+    }
+}
+
+fn tlb0(ea: u32, way: usize) -> TlbSlot {
+    TlbSlot {
+        tlb: TlbSel::Tlb0,
+        index: Tlb0::set_of(ea) * TLB0_WAYS + way,
+    }
+}
+
+/// The kernel's 256 MiB linear map in TLB1, and two device pages in TLB0 (ioremap): the
+/// serial port's page and the MPIC's per-CPU page.
+fn guest() -> GuestState {
+    let mut g = GuestState::default();
+    let perms = Perms::from_bits(SRWX);
+    let kernel = TlbEntry::new(0xC000_0000, 0, PageSize::M256, 0, perms);
+    g.tlb.write(tlb1(0), kernel).unwrap();
+    let serial = TlbEntry::new(0xD100_0000, 0xF_E000_4000, PageSize::K4, 0, perms);
+    g.tlb.write(tlb0(0xD100_0000, 0), serial).unwrap();
+    let mpic = TlbEntry::new(0xD100_1000, 0xF_E006_0000, PageSize::K4, 0, perms);
+    g.tlb.write(tlb0(0xD100_1000, 0), mpic).unwrap();
+    g
+}
+
+fn mem(pc: u32, vaddr: u32, paddr: u64, store: bool, count: u32) -> GuestEvent<'static> {
+    GuestEvent::Mem {
+        pc,
+        vaddr,
+        paddr,
+        store,
+        size_log2: 0,
+        count,
+    }
+}
+
+fn kvm() -> Kvm {
+    Kvm::new(&E500Costs::builtin(), false).unwrap()
+}
+
+#[test]
+fn every_device_access_exits_and_goes_where_its_device_lives() {
+    let costs = E500Costs::builtin();
+    let mut k = kvm();
+    let g = guest();
+    // The serial port: 5 polls of its status register, 3 characters written, all to QEMU.
+    k.on_event(&g, &mem(0xC000_1000, 0xD100_0005, 0xF_E000_4505, false, 5));
+    k.on_event(&g, &mem(0xC000_1004, 0xD100_0000, 0xF_E000_4500, true, 3));
+    // The MPIC's per-CPU page: 2 end-of-interrupt writes, in the kernel.
+    k.on_event(&g, &mem(0xC000_1008, 0xD100_10B0, 0xF_E006_00B0, true, 2));
+    // RAM: shadowed once, then no exit.
+    k.on_event(&g, &mem(0xC000_100C, 0xC010_0000, 0x10_0000, false, 4));
+    k.on_event(&g, &mem(0xC000_100C, 0xC010_0004, 0x10_0004, false, 4));
+    let c = k.counters();
+    assert_eq!(c.exits.get(E500Exit::Mmio), 10);
+    assert_eq!(c.extra.get("mmio_to_qemu"), Some(&8));
+    assert_eq!(c.extra.get("mmio_in_kernel"), Some(&2));
+    // The code page and the RAM page: two host TLB misses; the device pages none.
+    assert_eq!(c.exits.get(E500Exit::HostTlbMiss), 2);
+    assert_eq!(c.extra.get("shadow_fills"), Some(&2));
+    let exits = costs.exit(E500Exit::Mmio) * 10 + costs.exit(E500Exit::HostTlbMiss) * 2;
+    let devices = costs.cost("mmio.user").unwrap() * 8 + costs.cost("mmio.in_kernel").unwrap() * 2;
+    let shadows = costs.cost("hv.shadow_write").unwrap() * 2;
+    // Both pages are in the kernel's TLB1 entry: a full page lookup each.
+    let lookups =
+        (costs.cost("hv.page_lookup").unwrap() + costs.cost("hv.vma_lookup").unwrap()) * 2;
+    assert_eq!(c.cycles, exits + devices + shadows + lookups);
+    // No shadow for a device page, yet the guest observes its own translation.
+    let ctx = g.kernel_data(Access::Read);
+    assert!(k.host().lookup(0xD100_0005, ctx).is_none());
+    assert_eq!(
+        k.shadow_translate(&g, 0xD100_0005, ctx),
+        g.translate(0xD100_0005, ctx)
+    );
+}
+
+const MTSPR_MMUCSR0: u32 = 0x7C74_FBA6; // mtspr 1012, r3
+const TLBIVAX: u32 = 0x7C00_1E24; // tlbivax 0, r3
+
+fn priv_event(pc: u32, word: u32, values: &'static [u32], tlb: TlbEffect) -> GuestEvent<'static> {
+    GuestEvent::Priv {
+        pc,
+        word,
+        class: classify(word).unwrap(),
+        values,
+        gprs_unknown: false,
+        tlb,
+    }
+}
+
+#[test]
+fn flash_invalidation_walks_the_guest_tlb_and_tlbivax_always_flushes() {
+    let costs = E500Costs::builtin();
+    let mut k = kvm();
+    let g = guest();
+    k.on_event(&g, &mem(0xC000_1000, 0xC010_0000, 0x10_0000, false, 1));
+    assert!(k
+        .host()
+        .lookup(0xC010_0000, g.kernel_data(Access::Read))
+        .is_some());
+    let before = k.counters().cycles;
+    // MMUCSR0 = TLB0_FI | TLB1_FI: 512 + 16 entries walked, one flush.
+    k.on_event(
+        &g,
+        &priv_event(0xC000_2000, MTSPR_MMUCSR0, &[0x6], TlbEffect::None),
+    );
+    // MMUCSR0 = TLB1_FI only: 16 entries walked.
+    k.on_event(
+        &g,
+        &priv_event(0xC000_2000, MTSPR_MMUCSR0, &[0x2], TlbEffect::None),
+    );
+    // tlbivax of one address that matches nothing: no walk, still a flush.
+    k.on_event(
+        &g,
+        &priv_event(0xC000_2004, TLBIVAX, &[0xC080_0000], TlbEffect::None),
+    );
+    // tlbivax invalidate-all of TLB0 (EA bit 61): 512 walked, a flush.
+    k.on_event(
+        &g,
+        &priv_event(0xC000_2004, TLBIVAX, &[0x4], TlbEffect::None),
+    );
+    let c = k.counters();
+    assert_eq!(c.extra.get("mmucsr0_flushes"), Some(&2));
+    assert_eq!(c.extra.get("shadow_flushes"), Some(&4));
+    assert_eq!(c.extra.get("gtlb_entries_walked"), Some(&(528 + 16 + 512)));
+    assert!(k
+        .host()
+        .lookup(0xC010_0000, g.kernel_data(Access::Read))
+        .is_none());
+    let walk = costs.cost("hv.gtlbe_invalidate").unwrap() * (528 + 16 + 512);
+    let flush = costs.cost("hv.flush_tlb").unwrap() * 4;
+    let exits = costs.exit(E500Exit::Mtspr) * 2 + costs.exit(E500Exit::Tlbivax) * 2;
+    // Each of the four instructions' code page misses: the first not yet shadowed, the
+    // others flushed by the instruction before.
+    let fetches = c.exits.get(E500Exit::HostTlbMiss) - 2;
+    assert_eq!(fetches, 4);
+    let refill = (costs.exit(E500Exit::HostTlbMiss)
+        + costs.cost("hv.shadow_write").unwrap()
+        + costs.cost("hv.page_lookup").unwrap()
+        + costs.cost("hv.vma_lookup").unwrap())
+        * fetches;
+    assert_eq!(c.cycles - before, walk + flush + exits + refill);
+}
+
+const TLBWE: u32 = 0x7C00_07A4;
+
+#[test]
+fn a_miss_looks_the_page_up_unless_a_guest_tlb0_entry_holds_it() {
+    let costs = E500Costs::builtin();
+    let mut k = kvm();
+    let mut g = guest();
+    // A guest TLB0 entry for a user page mapped by the kernel at 0xD200_0000 (RAM).
+    let user = TlbEntry::new(
+        0xD200_0000,
+        0x20_0000,
+        PageSize::K4,
+        0,
+        Perms::from_bits(SRWX),
+    );
+    let (slot, _) = g.tlb.write(tlb0(0xD200_0000, 1), user).unwrap();
+    // Its tlbwe premaps it: a full lookup, and KVM holds the page from now on.
+    let mut old = user;
+    old.valid = false;
+    let write = TlbEffect::Write {
+        slot,
+        old,
+        new: user,
+    };
+    k.on_event(&g, &priv_event(0xC000_1000, TLBWE, &[], write));
+    // Three pages of the kernel's TLB1 entry: a lookup each, with the VMA (4 KiB backing).
+    for i in 0..3 {
+        k.on_event(
+            &g,
+            &mem(
+                0xC000_1004,
+                0xC010_0000 + i * 0x1000,
+                0x10_0000 + i as u64 * 0x1000,
+                false,
+                1,
+            ),
+        );
+    }
+    let c = k.counters();
+    // The code page's miss and the three data pages: TLB1, a lookup each with the VMA; the
+    // premap: TLB0, a lookup.
+    assert_eq!(c.extra.get("page_lookups"), Some(&5));
+    assert_eq!(c.extra.get("page_lookups_cached"), None);
+    let page = costs.cost("hv.page_lookup").unwrap();
+    let vma = costs.cost("hv.vma_lookup").unwrap();
+    let exits = costs.exit(E500Exit::Tlbwe) + costs.exit(E500Exit::HostTlbMiss) * 4;
+    let shadows = costs.cost("hv.shadow_write").unwrap() * 5;
+    assert_eq!(c.cycles, exits + shadows + 5 * page + 4 * vma);
+    let before = c.cycles;
+    // The kernel's shadow of the TLB0 page is pushed out by a flush-free eviction: the
+    // guest's TID-0 user page is shadowed again from the held page (no lookup).
+    let ctx = g.kernel_data(Access::Read);
+    let (gslot, _) = g.tlb.lookup(0xD200_0000, ctx.pid, ctx.ts).unwrap();
+    k.host_mut().invalidate_gslot(gslot);
+    k.on_event(&g, &mem(0xC000_1008, 0xD200_0010, 0x20_0010, false, 1));
+    let c = k.counters();
+    assert_eq!(c.extra.get("page_lookups_cached"), Some(&1));
+    assert_eq!(
+        c.cycles - before,
+        costs.exit(E500Exit::HostTlbMiss) + costs.cost("hv.shadow_write").unwrap()
+    );
+    // After a flush the held pages are released: the next miss looks the page up again.
+    g.msr = 0;
+    k.on_event(
+        &g,
+        &priv_event(0xC000_2000, MTSPR_MMUCSR0, &[0x6], TlbEffect::None),
+    );
+    let lookups = k.counters().extra["page_lookups"];
+    k.on_event(&g, &mem(0xC000_1008, 0xD200_0010, 0x20_0010, false, 1));
+    // The code page (TLB1) and the data page (TLB0, released): two lookups.
+    assert_eq!(k.counters().extra["page_lookups"], lookups + 2);
+}
