@@ -851,3 +851,62 @@ fn dynamic_programs_run_with_the_roots_loader_and_libraries() {
     }
     let _ = std::fs::remove_dir_all(root.parent().unwrap());
 }
+
+/// The CPU-time clocks of guest processes and threads read as natively under every mechanism:
+/// the main thread's and another thread's (pthread_getcpuclockid, which takes the tid glibc
+/// keeps: the main thread's is set_tid_address's guest result), the process's and a child's
+/// (clock_getcpuclockid, from getpid and fork), and a reaped child's is ESRCH. Such a clock id
+/// holds the pid; the ptrace mechanisms passed it on as it was, and the host read guest pid 1
+/// as its own pid 1: EINVAL (CPython's test_time.test_pthread_getcpuclockid).
+#[test]
+fn cpu_clocks_of_guest_pids_read_as_natively() {
+    if which("python3").is_none() {
+        eprintln!("skipping: no python3 on PATH");
+        return;
+    }
+    let script = "import ctypes, os, threading, time\n\
+libc = ctypes.CDLL(None, use_errno=True)\n\
+def thread_clock():\n    try:\n        time.clock_gettime(time.pthread_getcpuclockid(threading.get_ident())); return 'ok'\n    except OSError as e:\n        return 'errno %d' % e.errno\n\
+def process_clock(pid):\n    c = ctypes.c_int()\n    r = libc.clock_getcpuclockid(pid, ctypes.byref(c))\n    if r:\n        return 'errno %d' % r\n    try:\n        time.clock_gettime(c.value); time.clock_getres(c.value); return 'ok'\n    except OSError as e:\n        return 'errno %d' % e.errno\n\
+out = [thread_clock()]\n\
+t = threading.Thread(target=lambda: out.append(thread_clock())); t.start(); t.join()\n\
+out.append(process_clock(os.getpid()))\n\
+r, w = os.pipe()\n\
+child = os.fork()\n\
+if child == 0:\n    os.read(r, 1); os._exit(0)\n\
+out.append(process_clock(child))\n\
+os.write(w, b'x'); os.waitpid(child, 0)\n\
+out.append(process_clock(child))\n\
+print(*out)\n";
+    let want = native(&["python3", "-c", script]);
+    assert_eq!(text(&want.stdout), format!("ok ok ok ok errno {}\n", libc::ESRCH));
+    for m in mechanisms() {
+        let got = guest(m, None, &["python3", "-c", script]);
+        assert_eq!(text(&got.stdout), text(&want.stdout), "{m}: {}", text(&got.stderr));
+    }
+}
+
+/// A signal sent to a thread that is just about to block runs its handler as natively: glibc's
+/// setresgid signals every other thread to change its ids too and waits for each, and here the
+/// other thread is faulthandler's watchdog, about to wait on a futex for 60 s. Under sysemu
+/// the signal used to be held back until the futex wait ended (it came while the guest kernel
+/// was stepping the call), so one setresgid of a few thousand waited the whole minute
+/// (CPython's test_posix.test_setresgid hung for a 5-minute --timeout).
+#[test]
+fn a_signal_to_a_thread_about_to_block_is_not_held_back() {
+    if which("python3").is_none() {
+        eprintln!("skipping: no python3 on PATH");
+        return;
+    }
+    let script = "import faulthandler, os, time\n\
+faulthandler.dump_traceback_later(60, exit=True)\n\
+ids = os.getresgid()\n\
+start = time.monotonic()\n\
+for _ in range(3000):\n    os.setresgid(*ids)\n\
+print('done', time.monotonic() - start < 30)\n";
+    assert_eq!(text(&native(&["python3", "-c", script]).stdout), "done True\n");
+    for m in mechanisms() {
+        let got = guest(m, None, &["python3", "-c", script]);
+        assert_eq!(text(&got.stdout), "done True\n", "{m}: {}", text(&got.stderr));
+    }
+}

@@ -298,6 +298,9 @@ impl Kernel {
         if calls::is_pid_call(call.nr) {
             return self.pid_call(tid, call);
         }
+        if calls::is_clock_call(call.nr) {
+            return self.clock_call(call);
+        }
         if call.nr == c::SYS_rt_sigtimedwait && call.args[1] != 0 {
             return Decision::Forward { args: None, post: Post::Siginfo(call.args[1]) };
         }
@@ -520,6 +523,35 @@ impl Kernel {
             }
             Err(e) => Decision::Emulate(neg(e)),
             Ok(()) => Decision::Forward { args: (a != call.args).then_some(a), post },
+        }
+    }
+
+    /// clock_gettime, clock_getres, clock_nanosleep or timer_create of a CPU-time clock that
+    /// names a process or thread: the pid in the clock id is a guest pid (or the host tid a C
+    /// library keeps for a thread, see [`Kernel::pid_arg`]), made a host pid. glibc's
+    /// pthread_getcpuclockid takes the thread's tid from its thread descriptor, which for the
+    /// main thread is set_tid_address's (guest) result, and clock_getcpuclockid takes a pid
+    /// from getpid: without this the host looked up guest pid 1 as its own pid 1 (EINVAL).
+    /// A pid outside the guest is EINVAL, as the host answers a clock id of a pid it does
+    /// not know.
+    fn clock_call(&self, call: &Call) -> Decision {
+        const CLOCKFD: i32 = 3;
+        let id = call.args[0] as i32;
+        let unchanged = Decision::Forward { args: None, post: Post::None };
+        if id >= 0 || id & 7 == CLOCKFD {
+            return unchanged;
+        }
+        let pid = !(id >> 3);
+        if pid == 0 {
+            return unchanged;
+        }
+        match self.pid_arg(pid as u32 as u64) {
+            Ok(host) => {
+                let mut a = call.args;
+                a[0] = ((!(host as i32) << 3) | (id & 7)) as u32 as u64;
+                Decision::Forward { args: (a != call.args).then_some(a), post: Post::None }
+            }
+            Err(_) => Decision::Emulate(neg(c::EINVAL)),
         }
     }
 

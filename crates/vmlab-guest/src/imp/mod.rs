@@ -316,7 +316,8 @@ pub(crate) fn filter(
     if kernel.root.is_some() {
         when_set.extend(PEER_ADDRESS_CALLS);
     }
-    filter_rules(kernel, all, pass, false, &extra, &when_set, action)
+    // A CPU-time clock id names a process or thread by its pid (a negative id).
+    filter_rules(kernel, all, pass, false, &extra, &when_set, &calls::CLOCK_CALLS, action)
 }
 
 /// The calls that return a peer's socket address ([`calls::is_peer_address_call`]), and the
@@ -355,11 +356,13 @@ pub(crate) fn filter_with(
     clone_ns_only: bool,
     action: SeccompAction,
 ) -> Result<Vec<sock_filter>, GuestError> {
-    filter_rules(kernel, all, pass, clone_ns_only, &[], &[], action)
+    filter_rules(kernel, all, pass, clone_ns_only, &[], &[], &[], action)
 }
 
-/// [`filter_with`], trapping the calls in `extra` too, and those in `when_set` when the
-/// argument named with them (if any) is not zero.
+/// [`filter_with`], trapping the calls in `extra` too, those in `when_set` when the argument
+/// named with them (if any) is not zero, and those in `negative` when their first argument,
+/// as a 32-bit int, is negative.
+#[allow(clippy::too_many_arguments)]
 fn filter_rules(
     kernel: &Kernel,
     all: bool,
@@ -367,6 +370,7 @@ fn filter_rules(
     clone_ns_only: bool,
     extra: &[i64],
     when_set: &[(i64, Option<u32>)],
+    negative: &[i64],
     action: SeccompAction,
 ) -> Result<Vec<sock_filter>, GuestError> {
     use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
@@ -395,6 +399,16 @@ fn filter_rules(
                 .map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?],
         };
         rules.insert(nr, rule);
+    }
+    for &nr in negative {
+        if rules.contains_key(&nr) {
+            continue;
+        }
+        let sign = 0x8000_0000;
+        let rule = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(sign), sign)
+            .and_then(|c| SeccompRule::new(vec![c]))
+            .map_err(|e| GuestError::Host(format!("seccomp filter: {e}")))?;
+        rules.insert(nr, vec![rule]);
     }
     if !all {
         let mut ioctl_rules = Vec::new();

@@ -365,16 +365,19 @@ impl Tracer<'_> {
                 self.on_completion(tid);
                 return;
             }
-            // Delivering now would single-step into the handler instead of the call.
-            // SAFETY: all-zero is a valid siginfo_t.
-            let mut info: c::siginfo_t = unsafe { std::mem::zeroed() };
-            ptrace(c::PTRACE_GETSIGINFO, tid, 0, &mut info as *mut _ as usize);
-            self.guest_signal(tid, &mut info);
-            if let Some(t) = self.threads.get_mut(&tid) {
-                t.deferred.push(info);
+            if !self.unstart(tid) {
+                // Delivering now would single-step into the handler instead of the call.
+                // SAFETY: all-zero is a valid siginfo_t.
+                let mut info: c::siginfo_t = unsafe { std::mem::zeroed() };
+                ptrace(c::PTRACE_GETSIGINFO, tid, 0, &mut info as *mut _ as usize);
+                self.guest_signal(tid, &mut info);
+                if let Some(t) = self.threads.get_mut(&tid) {
+                    t.deferred.push(info);
+                }
+                self.resume(tid, 0);
+                return;
             }
-            self.resume(tid, 0);
-            return;
+            // The call has not run: the signal is delivered below, as before a native call.
         }
         if self.style == Style::Sysemu && sig == c::SIGTRAP {
             // SAFETY: all-zero is a valid siginfo_t.
@@ -418,6 +421,35 @@ impl Tracer<'_> {
             }
         }
         self.kernel.guest_siginfo(siginfo_bytes(info))
+    }
+
+    /// sysemu: a signal came while thread `tid` was between the stop of a forwarded call (or
+    /// of the mmap injected for its scratch memory) and the host's run of it, i.e. stopped on
+    /// the rewound `syscall` instruction. Holding the signal back until the call completes
+    /// would hold it for as long as the call blocks: a thread about to wait on a futex for
+    /// minutes would not run the handler another thread waits for (glibc's set*id broadcast,
+    /// which hung a setresgid for the whole of a 5-minute faulthandler timeout). So the call
+    /// is put back as the guest made it (its registers, the instruction pointer on its
+    /// `syscall`), to be made again when the handler returns, and the signal is delivered now,
+    /// as natively a signal that arrives before a call. Whether it was so; false if the call
+    /// has already run (its completion delivers the signal).
+    fn unstart(&mut self, tid: i32) -> bool {
+        let saved = match self.threads.get(&tid).map(|t| &t.state) {
+            Some(State::Forwarded { saved, .. } | State::Injecting { saved }) => *saved,
+            _ => return false,
+        };
+        if !get_regs(tid).is_some_and(|r| r.rip == saved.rip - 2) {
+            return false;
+        }
+        let mut again = saved;
+        again.rip -= 2;
+        again.rax = saved.orig_rax;
+        set_regs(tid, &again);
+        if let Some(t) = self.threads.get_mut(&tid) {
+            t.state = State::Idle;
+            t.resume = Resume::Sysemu;
+        }
+        true
     }
 
     fn new_thread(&mut self, tid: i32) {
