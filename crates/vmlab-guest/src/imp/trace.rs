@@ -438,7 +438,7 @@ impl Tracer<'_> {
             Some(State::Forwarded { saved, .. } | State::Injecting { saved }) => *saved,
             _ => return false,
         };
-        if !get_regs(tid).is_some_and(|r| r.rip == saved.rip - 2) {
+        if get_regs(tid).is_none_or(|r| r.rip != saved.rip - 2) {
             return false;
         }
         let mut again = saved;
