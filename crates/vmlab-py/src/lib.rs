@@ -14,7 +14,6 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use vmlab_core::cost::profile::BUILTIN;
 use vmlab_core::cost::Profile;
 use vmlab_core::lab::kinds::{self, ExperimentKind};
@@ -108,42 +107,21 @@ fn run_many(
         .collect::<PyResult<_>>()?;
     let total = comparisons.len();
     let reports = wait::detached(py, progress.as_ref(), |sink| {
-        let next = AtomicUsize::new(0);
         let finished = AtomicUsize::new(0);
-        let results: Mutex<Vec<Option<Result<String, LabError>>>> =
-            Mutex::new((0..total).map(|_| None).collect());
-        std::thread::scope(|scope| {
-            for _ in 0..jobs.clamp(1, total.max(1)) {
-                scope.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(comparison) = comparisons.get(i) else {
-                        break;
-                    };
-                    if sink.stopped() {
-                        break;
-                    }
-                    let result = comparison
-                        .run(command, &mut |event| match event {
-                            // The sweep reports its own start and end.
-                            compare::Event::Run { .. } => sink.send(comparison_message(i, event)),
-                            _ => sink.check(),
-                        })
-                        .and_then(|r| r.to_json());
-                    if result.is_ok() {
-                        let done = finished.fetch_add(1, Ordering::Relaxed) + 1;
-                        let _ = sink.send(Message::finished(i, done, total));
-                    }
-                    if let Ok(mut results) = results.lock() {
-                        results[i] = Some(result);
-                    }
-                });
+        runner::in_parallel(total, jobs, sink.stop_flag(), |i| {
+            let result = comparisons[i]
+                .run(command, &mut |event| match event {
+                    // The sweep reports its own start and end.
+                    compare::Event::Run { .. } => sink.send(comparison_message(i, event)),
+                    _ => sink.check(),
+                })
+                .and_then(|r| r.to_json());
+            if result.is_ok() {
+                let done = finished.fetch_add(1, Ordering::Relaxed) + 1;
+                let _ = sink.send(Message::finished(i, done, total));
             }
-        });
-        let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-        results
-            .into_iter()
-            .map(|r| r.unwrap_or(Err(LabError::Stopped)))
-            .collect::<Result<Vec<String>, LabError>>()
+            result
+        })
     })?;
     Ok(reports)
 }
@@ -206,10 +184,10 @@ fn reproduce(
             "trace= is for reproduce('labt') only (the recorded e500 guest it replays)",
         ));
     }
-    let mut exp = exp.with_traces(traces.as_deref()).map_err(lab_error)?;
-    for (key, value) in overrides {
-        exp.overrides.insert(key, toml_value(value));
-    }
+    let exp = exp
+        .with_traces(traces.as_deref())
+        .map_err(lab_error)?
+        .with_overrides(overrides);
     let plan = exp.plan(quick).map_err(lab_error)?;
     let profile = plan.profile().map_err(lab_error)?;
     let total = plan.distinct_jobs().len();
@@ -223,11 +201,6 @@ fn reproduce(
     ExperimentReport::new(&exp, &plan, &rows, provenance)
         .to_json()
         .map_err(lab_error)
-}
-
-/// An override's value as the experiment file would hold it (`--set` gives strings).
-fn toml_value(value: String) -> toml::Value {
-    toml::Value::String(value)
 }
 
 /// `reproduce("labt")`: the recorded e500 guest under every e500 hypervisor model.

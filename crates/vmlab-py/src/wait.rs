@@ -141,16 +141,16 @@ impl Sink {
 
     /// `Break` once the work is to stop.
     pub fn check(&self) -> ControlFlow<()> {
-        if self.stopped() {
+        if self.stop.load(Ordering::Relaxed) {
             ControlFlow::Break(())
         } else {
             ControlFlow::Continue(())
         }
     }
 
-    /// Whether the work is to stop.
-    pub fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+    /// The flag that stops the work (for the lab's pool, `runner::in_parallel`).
+    pub fn stop_flag(&self) -> &AtomicBool {
+        &self.stop
     }
 
     fn finish(&self) {

@@ -64,11 +64,11 @@ fn simulated(args: ReproduceArgs, exp: Experiment) -> Result<(), CliError> {
         )
         .into());
     }
-    let mut exp = exp.with_traces(args.traces.as_deref()).map_err(cli_error)?;
     // --set: overrides of every run, on top of the experiment's own.
-    for (key, value) in args.set.overrides()? {
-        exp.overrides.insert(key, toml::Value::String(value));
-    }
+    let exp = exp
+        .with_traces(args.traces.as_deref())
+        .map_err(cli_error)?
+        .with_overrides(args.set.overrides()?);
     let shard = args
         .shard
         .as_deref()

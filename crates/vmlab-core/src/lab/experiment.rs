@@ -372,6 +372,18 @@ impl Experiment {
 }
 
 impl Experiment {
+    /// The experiment with `overrides` (`SECTION.KEY` to a value as the profile file writes
+    /// it: `--set`'s) on top of its own profile overrides, for every run.
+    pub fn with_overrides(
+        mut self,
+        overrides: impl IntoIterator<Item = (String, String)>,
+    ) -> Experiment {
+        for (key, value) in overrides {
+            self.overrides.insert(key, toml::Value::String(value));
+        }
+        self
+    }
+
     /// The experiment with `{traces}` in its workload specs replaced by `dir` (by default its
     /// `[traces]` default), every recording checked to exist: a missing one is an error that
     /// names it and the command that records it. An experiment without `[traces]` is

@@ -8,11 +8,10 @@
 use crate::engine;
 use crate::lab::compare::{differences, ComparisonReport};
 use crate::lab::report::ExperimentReport;
+use crate::lab::runner::in_parallel;
 use crate::lab::LabError;
-use crate::stats::RunReport;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// A report `vmlab rerun` takes.
 #[derive(Clone, Debug)]
@@ -88,43 +87,24 @@ impl ExperimentReport {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let total = configs.len();
-        let next = AtomicUsize::new(0);
         let done = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
-        let results: Mutex<Vec<Option<Result<RunReport, LabError>>>> =
-            Mutex::new((0..total).map(|_| None).collect());
-        std::thread::scope(|scope| {
-            for _ in 0..threads.clamp(1, total.max(1)) {
-                scope.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(config) = configs.get(i) else { break };
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let result = engine::run(config, &mut |_| {
-                        if stop.load(Ordering::Relaxed) {
-                            ControlFlow::Break(())
-                        } else {
-                            ControlFlow::Continue(())
-                        }
-                    })
-                    .map_err(|e| LabError::from_engine(e, config, Some(&self.experiment)));
-                    let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
-                    if progress(finished, total).is_break() {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    if let Ok(mut results) = results.lock() {
-                        results[i] = Some(result);
-                    }
-                });
+        let runs = in_parallel(total, threads, &stop, |i| {
+            let config = &configs[i];
+            let result = engine::run(config, &mut |_| {
+                if stop.load(Ordering::Relaxed) {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .map_err(|e| LabError::from_engine(e, config, Some(&self.experiment)));
+            let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+            if progress(finished, total).is_break() {
+                stop.store(true, Ordering::Relaxed);
             }
-        });
-        let runs = results
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner())
-            .into_iter()
-            .map(|r| r.unwrap_or(Err(LabError::Stopped)))
-            .collect::<Result<Vec<RunReport>, LabError>>()?;
+            result
+        })?;
         let differences = differences(&self.runs, &runs);
         let mut report = self.clone();
         report.provenance.command = command.to_string();

@@ -125,42 +125,63 @@ pub(crate) fn run_jobs(
 ) -> Result<Vec<RunReport>, LabError> {
     // Every run is resolved and checked before the first one starts.
     let configs = configs(plan, todo, profile)?;
-    let next = AtomicUsize::new(0);
     let finished = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let results: Mutex<Vec<Option<Result<RunReport, LabError>>>> =
-        Mutex::new((0..todo.len()).map(|_| None).collect());
+    let reports = in_parallel(todo.len(), threads, &stop, |i| {
+        let (job, config) = (todo[i], &configs[i]);
+        let result = engine::run(config, &mut |p| {
+            if stop.load(Ordering::Relaxed) || progress(&Event::Run { job, progress: p }).is_break()
+            {
+                stop.store(true, Ordering::Relaxed);
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        })
+        .map_err(|e| LabError::from_engine(e, config, Some(&plan.experiment)));
+        if !matches!(result, Err(LabError::Stopped)) {
+            let done = finished.fetch_add(1, Ordering::Relaxed) + 1;
+            let event = Event::Finished {
+                job,
+                done,
+                total: todo.len(),
+            };
+            if progress(&event).is_break() {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+        result
+    })?;
+    if stop.load(Ordering::Relaxed) {
+        return Err(LabError::Stopped);
+    }
+    Ok(reports)
+}
+
+/// Runs `work(i)` for every `i` in `0..count` on `threads` threads (0 counts as 1), each
+/// thread taking the next index as it frees up, and returns the results in index order: the
+/// first error in that order is the error. Once `stop` is set no new index starts (`work`
+/// watches it to stop early); an index that never started counts as [`LabError::Stopped`].
+/// The one pool of the lab's parallel runs: a plan's, a report's rerun, a sweep's.
+pub fn in_parallel<T: Send>(
+    count: usize,
+    threads: usize,
+    stop: &AtomicBool,
+    work: impl Fn(usize) -> Result<T, LabError> + Sync,
+) -> Result<Vec<T>, LabError> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<T, LabError>>>> =
+        Mutex::new((0..count).map(|_| None).collect());
     std::thread::scope(|scope| {
-        for _ in 0..threads.max(1).min(todo.len()) {
+        for _ in 0..threads.max(1).min(count) {
             scope.spawn(|| loop {
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let (Some(&job), Some(config)) = (todo.get(i), configs.get(i)) else {
+                if i >= count {
                     break;
-                };
-                let result = engine::run(config, &mut |p| {
-                    if stop.load(Ordering::Relaxed)
-                        || progress(&Event::Run { job, progress: p }).is_break()
-                    {
-                        stop.store(true, Ordering::Relaxed);
-                        return ControlFlow::Break(());
-                    }
-                    ControlFlow::Continue(())
-                })
-                .map_err(|e| LabError::from_engine(e, config, Some(&plan.experiment)));
-                if !matches!(result, Err(LabError::Stopped)) {
-                    let done = finished.fetch_add(1, Ordering::Relaxed) + 1;
-                    let event = Event::Finished {
-                        job,
-                        done,
-                        total: todo.len(),
-                    };
-                    if progress(&event).is_break() {
-                        stop.store(true, Ordering::Relaxed);
-                    }
                 }
+                let result = work(i);
                 // A poisoned lock means another worker panicked; scope() re-raises that panic.
                 if let Ok(mut results) = results.lock() {
                     results[i] = Some(result);
@@ -168,18 +189,12 @@ pub(crate) fn run_jobs(
             });
         }
     });
-    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    let mut reports = Vec::with_capacity(todo.len());
-    for result in results {
-        match result {
-            Some(result) => reports.push(result?),
-            None => return Err(LabError::Stopped),
-        }
-    }
-    if stop.load(Ordering::Relaxed) {
-        return Err(LabError::Stopped);
-    }
-    Ok(reports)
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.unwrap_or(Err(LabError::Stopped)))
+        .collect()
 }
 
 /// An experiment's plan and its results.

@@ -12,7 +12,7 @@ import pandas as pd
 from . import _vmlab
 from ._frames import runs_frame
 from ._progress import ProgressArg, reporter
-from ._spec import command, override_pairs, paging_list, run_spec
+from ._spec import command, jobs_count, override_pairs, paging_list, run_spec
 
 
 def run(
@@ -99,10 +99,7 @@ def reproduce(
     ``set``, ``traces`` and ``trace`` are the options ``--set``, ``--traces`` and
     ``--trace``. ``guest`` measures real programs on this host: run it with the command.
     """
-    if jobs is None:
-        jobs = os.cpu_count() or 1
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs= must be at least 1, not {jobs!r}")
+    jobs = jobs_count(jobs)
     arguments = dict(name=name, quick=quick or None, jobs=jobs, set=set, traces=traces, trace=trace)
     with reporter(progress, f"vmlab.reproduce({name!r})", per_run=False) as callback:
         text = _vmlab.reproduce(

@@ -89,9 +89,9 @@ def sensitivity(
     a list of their keys, or a dict of keys to ``(low, high)`` to use other ranges (any
     numeric profile key then). ``trajectories`` and ``levels`` shape the Morris design
     (``trajectories x (k + 1)`` points for k assumptions, each running every scheme);
-    ``seed`` seeds its sampling and the bootstrap (the runs keep the workload's seed,
-    ``settings["seed"]``... see ``vmlab.run``'s keywords: ``accesses=``, ``warmup=``,
-    ``guest_pages=``, ...). ``set`` fixes other profile keys for every run.
+    ``seed`` seeds its sampling and the bootstrap; ``settings`` are ``vmlab.run``'s keywords
+    (``accesses=``, ``warmup=``, ``guest_pages=``, ..., and ``seed=`` for the workload's own
+    seed). ``set`` fixes other profile keys for every run.
     """
     try:
         from SALib.analyze import morris as morris_analyze
@@ -119,10 +119,9 @@ def sensitivity(
     run_seed = settings.pop("seed", 1)
     comparisons = []
     for point in points:
-        overrides = dict(set or {})
-        overrides.update(point)
+        spec = run_spec(workload, run_seed, dict(settings, machine=machine),
+                        {**(set or {}), **point})
         for scheme in schemes:
-            spec = run_spec(workload, run_seed, dict(settings, machine=machine), overrides)
             comparisons.append(json.dumps({"spec": spec, "schemes": [scheme], "seeds": 1}))
     call = command("sensitivity", dict(workload=workload, paging=paging, results=results,
                                        machine=machine, assumptions=assumptions,
@@ -156,8 +155,7 @@ def sensitivity(
         "results": out_results,
         "provenance": json.loads(texts[0])["provenance"] | {"command": call},
     }
-    leading = [{"point": i, **{k: v for k, v in p.items()}}
-               for i, p in enumerate(points) for _ in schemes]
+    leading = [{"point": i, **p} for i, p in enumerate(points) for _ in schemes]
     return Sensitivity(summary=_summary(out_results), ranking=_ranking(out_results),
                        runs=runs_frame(runs, leading), report=report)
 

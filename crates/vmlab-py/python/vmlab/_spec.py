@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 #: The run spec's fields a keyword sets, beside ``workload`` and ``seed``; ``None`` leaves
@@ -87,6 +88,15 @@ def seed_list(seeds: Union[int, Iterable[int]], first: int) -> List[int]:
     if len(set(out)) != len(out):
         raise ValueError(f"seeds= lists a seed twice: {out}")
     return out
+
+
+def jobs_count(jobs: Optional[int]) -> int:
+    """``jobs=``: threads to run on, one per core by default."""
+    if jobs is None:
+        return os.cpu_count() or 1
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs= must be at least 1, not {jobs!r}")
+    return jobs
 
 
 def command(function: str, arguments: Mapping[str, Any]) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import pandas as pd
@@ -17,7 +16,7 @@ import pandas as pd
 from . import _vmlab
 from ._frames import runs_frame
 from ._progress import ProgressArg, reporter
-from ._spec import SPEC_FIELDS, command, paging_list, run_spec, seed_list
+from ._spec import SPEC_FIELDS, command, jobs_count, paging_list, run_spec, seed_list
 
 
 def sweep(
@@ -115,10 +114,7 @@ def execute(comparisons: List[str], call: str, executor: Any, jobs: Optional[int
     """Runs every comparison (JSON) on ``jobs`` threads here, or as tasks of ``executor``;
     their reports' JSON, in order. ``call`` is what each report records as its command."""
     if executor is None:
-        if jobs is None:
-            jobs = os.cpu_count() or 1
-        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-            raise ValueError(f"jobs= must be at least 1, not {jobs!r}")
+        jobs = jobs_count(jobs)
         with reporter(progress, label, per_run=False) as callback:
             return _vmlab.run_many(comparisons, jobs, call, callback)
     return _on_executor(executor, comparisons, call, progress, label)
