@@ -910,3 +910,30 @@ print('done', time.monotonic() - start < 30)\n";
         assert_eq!(text(&got.stdout), "done True\n", "{m}: {}", text(&got.stderr));
     }
 }
+
+/// A real project's own tests, in small (docs/guest.md, "A real project's test suite", and
+/// `suite/cpython.py` for the whole comparison): CPython's test_posix (159 cases: files,
+/// descriptors, set*id, waitid, posix_spawn, scheduling, ...) runs under sysemu and sigsys with
+/// the same cases run, skipped and passed as natively. Skipped where the interpreter has no
+/// test package.
+#[test]
+fn cpythons_test_posix_runs_as_natively() {
+    if which("python3").is_none()
+        || !native(&["python3", "-c", "import test.libregrtest, test.test_posix"]).status.success()
+    {
+        eprintln!("skipping: no python3 with its test package (Lib/test)");
+        return;
+    }
+    let argv = ["python3", "-m", "test", "--randseed", "1", "--timeout", "300", "test_posix"];
+    let summary = |o: &Output| -> String {
+        let out = text(&o.stdout);
+        let keep = |l: &&str| l.starts_with("Total tests:") || l.starts_with("Result:");
+        out.lines().filter(keep).collect::<Vec<_>>().join("\n")
+    };
+    let want = native(&argv);
+    assert!(summary(&want).contains("Result: SUCCESS"), "natively: {}", text(&want.stdout));
+    for m in mechanisms().into_iter().filter(|m| ["sysemu", "sigsys"].contains(m)) {
+        let got = guest(m, None, &argv);
+        assert_eq!(summary(&got), summary(&want), "{m}: {}{}", text(&got.stdout), text(&got.stderr));
+    }
+}
