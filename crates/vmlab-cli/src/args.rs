@@ -63,7 +63,10 @@ pub enum Command {
         vmlab reproduce my-experiment.toml         an experiment file of your own (see experiments/)\n  \
         vmlab reproduce tpt --set exits.ept_violation=5000    every run with a dearer EPT violation\n  \
         vmlab reproduce tlb --quick --list-runs    its distinct runs, numbered, in the order they run\n  \
-        vmlab reproduce tlb --shard 2/4            part 2 of 4 of those runs: results/tlb/part-2-of-4.json\n\n\
+        vmlab reproduce tlb --shard 2/4            part 2 of 4 of those runs: results/tlb/part-2-of-4.json\n  \
+        vmlab reproduce labt --set exits.mfmsr=1400             the e500 guest with a dearer mfmsr exit\n  \
+        vmlab reproduce labt --reprice results/labt/labt.json --set hv.page_lookup=2000\n  \
+        \x20                                          the saved replay's counts priced again, in a second\n\n\
         Job arrays: --shard I/N (I counted from 1) runs every distinct run RUN with (RUN - 1) mod N =\n\
         I - 1 and writes DIR/part-I-of-N.json; once all N parts are there, `vmlab merge DIR -o DIR`\n\
         writes the same NAME.csv, NAME.json and NAME.svg as one unsharded run (the provenance aside).\n\
@@ -285,7 +288,8 @@ pub struct SetArgs {
     /// SECTION.KEY=VALUE (e.g. latency.dram_ns=60, exits.cr3_load=1000, tlb.stlb.entries=3072,
     /// memory.llc.size=44M, kernel.pcid=false). Repeatable; validated like the profile file
     /// (an unknown key or a value out of bounds is an error). The JSON's provenance records
-    /// the overrides and the effective profile.
+    /// the overrides and the effective profile. For `reproduce labt` the keys are the e500
+    /// profile's (profiles/e500.toml: exits.mfmsr=1400, hv.page_lookup=2000, core.cpi=2).
     #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
     pub set: Vec<String>,
 }
@@ -373,6 +377,12 @@ pub struct ReproduceArgs {
     /// labt only: the recorded e500 trace to replay [default: guests/e500/traces/e500-linux-6.1.trace.zst].
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
+    /// labt only: instead of replaying, price the counts of a saved labt.json again under the
+    /// e500 profile with --set applied (every exit, unit of work and instruction at the new
+    /// costs; seconds, not minutes). Sizes the models act on (hv.host_tlb1_reserved,
+    /// hv.guest_ram_mib) change the counts and need a replay.
+    #[arg(long, value_name = "LABT.JSON", conflicts_with_all = ["trace", "quick", "list_runs", "shard"])]
+    pub reprice: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub set: SetArgs,
     /// For experiments that replay recordings (apps): the directory of the recordings,

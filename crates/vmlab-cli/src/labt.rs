@@ -35,14 +35,24 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
             UsageError("--traces is for experiments that replay recordings (apps)".into()).into(),
         );
     }
-    let trace = trace_path(args.trace.clone())?;
-    let costs = E500Costs::builtin();
-    let specs: Vec<&ModelSpec> = MODELS.iter().collect();
+    let overrides: Vec<(String, String)> = args.set.overrides()?.into_iter().collect();
+    let costs = E500Costs::builtin()
+        .with_overrides(&overrides)
+        .map_err(|e| UsageError(e.to_string()))?;
     let command = shell_command(std::env::args());
-    let report = e500::run(&trace, &costs, &specs, &command).map_err(|e| match e {
-        e500::LabtError::Trace(t) => CliError::Usage(UsageError(t.to_string())),
-        e => CliError::Run(e.to_string()),
-    })?;
+    let report = match &args.reprice {
+        Some(saved) => {
+            e500::reprice_file(saved, &costs, &command).map_err(|e| UsageError(e.to_string()))?
+        }
+        None => {
+            let trace = trace_path(args.trace.clone())?;
+            let specs: Vec<&ModelSpec> = MODELS.iter().collect();
+            e500::run(&trace, &costs, &specs, &command).map_err(|e| match e {
+                e500::LabtError::Trace(t) => CliError::Usage(UsageError(t.to_string())),
+                e => CliError::Run(e.to_string()),
+            })?
+        }
+    };
     let out_dir = args
         .out
         .clone()
@@ -113,30 +123,39 @@ pub fn render(r: &LabtReport) -> String {
         r.row(b, c)
             .map_or("-".into(), |x| x.tracing_faults.to_string())
     });
-    let _ = writeln!(
-        out,
-        "exits over guest PCs, whole run (PCs / share of exits)"
-    );
-    let _ = write!(out, "{:<bw$} {:>10} {:>6}", "config", "exits", "PCs");
-    if let Some(d) = r.pc_distribution.first() {
-        for b in &d.bands {
+    for (segment, title) in [("boot", "boot"), ("total", "whole run")] {
+        let rows: Vec<_> = r
+            .pc_distribution
+            .iter()
+            .filter(|d| d.segment == segment)
+            .collect();
+        let Some(first) = rows.first() else {
+            continue;
+        };
+        let _ = writeln!(out, "exits over guest PCs, {title} (PCs / share of exits)");
+        let _ = write!(out, "{:<bw$} {:>10} {:>6}", "config", "exits", "PCs");
+        for b in &first.bands {
             let _ = write!(out, " {:>14}", b.band);
         }
-    }
-    out.push('\n');
-    for d in &r.pc_distribution {
-        let _ = write!(out, "{:<bw$} {:>10} {:>6}", d.config, d.exits, d.pcs);
-        for b in &d.bands {
-            let _ = write!(
-                out,
-                " {:>14}",
-                format!("{} / {:.1}%", b.pcs, b.share * 100.0)
-            );
+        out.push('\n');
+        for d in rows {
+            let _ = write!(out, "{:<bw$} {:>10} {:>6}", d.config, d.exits, d.pcs);
+            for b in &d.bands {
+                let _ = write!(
+                    out,
+                    " {:>14}",
+                    format!("{} / {:.1}%", b.pcs, b.share * 100.0)
+                );
+            }
+            out.push('\n');
         }
         out.push('\n');
     }
+    if let Some(line) = crate::run::overrides_line(&r.provenance.overrides) {
+        out.push_str(&line);
+    }
     out.push_str(
-        "\nslowdown: time over bare's for the same benchmark. time = recorded instructions x CPI + the cycles each\nmodel adds (exits and their work, by the profile). Exits by reason, splits, merges: in the JSON and CSV.\n",
+        "slowdown: time over bare's for the same benchmark. time = recorded instructions x CPI + the cycles each\nmodel adds (exits and their work, by the profile). Exits by reason, splits, merges: in the JSON and CSV.\n",
     );
     out
 }

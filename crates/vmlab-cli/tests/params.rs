@@ -125,7 +125,7 @@ fn bad_overrides_are_one_line_and_exit_2() {
     );
     expect_usage_error(
         &["reproduce", "labt", "--set", "latency.dram_ns=60"],
-        &["--set", "labt"],
+        &["unknown key 'latency.dram_ns'", "exits.mfmsr"],
     );
 }
 

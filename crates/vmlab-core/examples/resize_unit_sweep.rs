@@ -18,11 +18,14 @@ fn main() {
     let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../guests/e500/traces/e500-linux-6.1.trace.zst");
     let costs = E500Costs::builtin();
+    let host = costs
+        .host()
+        .expect("the built-in profile has the host's sizes");
     let units: [u64; 6] = [4 << 10, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20];
     let names = ["4K", "16K", "64K", "128K", "256K", "1M"];
     let mut models: Vec<Box<dyn HvModel>> = ["pv", "labt", "labt-avoid"]
         .iter()
-        .map(|n| (registry::find(n).expect("registered").build)(&costs).expect("builds"))
+        .map(|n| (registry::find(n).expect("registered").build)(&host))
         .collect();
     for (i, &unit) in units.iter().enumerate() {
         for avoid in [false, true] {
@@ -33,9 +36,7 @@ fn main() {
             };
             let name: &'static str =
                 Box::leak(format!("{}-{}", base.name(), names[i]).into_boxed_str());
-            models.push(Box::new(
-                Labt::with_config(&costs, name, cfg).expect("valid configuration"),
-            ));
+            models.push(Box::new(Labt::with_config(&host, name, cfg)));
         }
     }
     let trace = open(&trace).unwrap_or_else(|e| {
@@ -55,7 +56,7 @@ fn main() {
             c.exits.get(E500Exit::HostTlbMiss),
             c.splits,
             c.merges,
-            c.cycles
+            costs.added_cycles(c)
         );
     }
     for (i, n) in r.model_names.iter().enumerate() {

@@ -1,13 +1,17 @@
-//! Replaying the committed e500 guest trace through every registered hypervisor model: the
-//! replayed guest TLB reproduces every recorded translation, the exits follow the recorded
-//! privileged instructions, and the translation invariant holds for every model.
+//! Replaying the committed e500 guest trace through every registered hypervisor model, once
+//! for the whole file (it reads 25.5 M records): the replayed guest TLB reproduces every
+//! recorded translation, the exits follow the recorded privileged instructions, the
+//! translation invariant holds for every model, Linux's paravirtual patching and LABT give
+//! exact exit counts, and pricing the counts again equals pricing a replay.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use vmlab_core::cost::e500::E500Costs;
 use vmlab_core::hv::e500::registry::MODELS;
 use vmlab_core::hv::e500::replay::{replay, ReplayReport};
 use vmlab_core::hv::e500::{E500Exit, GuestEvent, GuestState, HvModel};
 use vmlab_core::hw::e500::Access;
+use vmlab_core::lab::e500::{report, LabtReport};
 use vmlab_core::trace::e500::open;
 
 fn committed() -> PathBuf {
@@ -76,21 +80,24 @@ fn check(
     }
 }
 
-fn replay_all() -> (ReplayReport, Invariant) {
-    let costs = E500Costs::builtin();
-    let mut models: Vec<_> = MODELS.iter().map(|m| (m.build)(&costs).unwrap()).collect();
-    let mut inv = Invariant::default();
-    let r = replay(open(&committed()).unwrap(), &mut models, |g, ev, ms| {
-        check(&mut inv, g, ev, ms)
+/// The one replay of the committed trace every test here reads.
+fn replayed() -> &'static (ReplayReport, Invariant) {
+    static REPLAY: OnceLock<(ReplayReport, Invariant)> = OnceLock::new();
+    REPLAY.get_or_init(|| {
+        let host = E500Costs::builtin().host().unwrap();
+        let mut models: Vec<_> = MODELS.iter().map(|m| (m.build)(&host)).collect();
+        let mut inv = Invariant::default();
+        let r = replay(open(&committed()).unwrap(), &mut models, |g, ev, ms| {
+            check(&mut inv, g, ev, ms)
+        })
+        .unwrap();
+        (r, inv)
     })
-    .unwrap();
-    (r, inv)
 }
 
-/// One replay serves every assertion (it reads 25.5 M records).
 #[test]
 fn committed_trace_replays_exactly_and_every_model_keeps_the_translation_invariant() {
-    let (r, inv) = replay_all();
+    let (r, inv) = replayed();
 
     // The replayed guest TLB gives every recorded kernel access its recorded address.
     let d = &r.driver;
@@ -148,4 +155,132 @@ fn committed_trace_replays_exactly_and_every_model_keeps_the_translation_invaria
     assert_eq!(null.ops, 2000);
     let kvm = r.model_names.iter().position(|m| m == "kvm").unwrap();
     assert_eq!(null.models[kvm].exits.get(E500Exit::Syscall), 2000);
+}
+
+/// Linux's paravirtual patching and LABT: exact exits by reason, tracing faults, resizing.
+#[test]
+fn pv_and_labt_over_the_committed_trace() {
+    let (r, _) = replayed();
+    let get = |n: &str| &r.total[r.model_names.iter().position(|m| m == n).unwrap()];
+    let show = |n: &str| {
+        format!(
+            "{n}: {:?} {:?}",
+            get(n).exits.nonzero().collect::<Vec<_>>(),
+            get(n).extra
+        )
+    };
+
+    // pv: what Linux's rules leave exiting. rfi, the TLB instructions and the exceptions
+    // are kvm's counts; mtspr keeps BUCSR, PID, MMUCSR0 and the timer registers; mfmsr,
+    // mfspr and wrtee exit only before kvm_guest_init and outside the patched text.
+    let pv = &get("pv").exits;
+    let expect = [
+        (E500Exit::Mfmsr, 2_700),
+        (E500Exit::Mtmsr, 0),
+        (E500Exit::Mfspr, 759),
+        (E500Exit::Mtspr, 47_226),
+        (E500Exit::Wrtee, 5_287),
+        (E500Exit::Rfi, 43_720),
+        (E500Exit::Tlbwe, 24_151),
+        (E500Exit::Syscall, 14_333),
+    ];
+    for (reason, n) in expect {
+        assert_eq!(pv.get(reason), n, "{reason:?}: {}", show("pv"));
+    }
+    assert_eq!(
+        get("pv").extra.get("pending_interrupt_exits"),
+        Some(&14),
+        "{}",
+        show("pv")
+    );
+
+    // LABT: each translatable privileged instruction exits once per rewrite; the rest
+    // (rfi, TLB instructions, PID/MMUCSR0/timer writes) exits every time.
+    let labt = get("labt");
+    assert_eq!(labt.extra.get("rewrites"), Some(&868), "{}", show("labt"));
+    assert_eq!(labt.exits.get(E500Exit::Rfi), 43_720);
+    assert_eq!(labt.exits.get(E500Exit::Mfmsr), 189, "{}", show("labt"));
+    // Without resizing the kernel's one 256 MiB entry is execute-only from the first
+    // rewrite on: every later kernel data access traps.
+    assert_eq!(labt.tracing_faults, 56_829_677, "{}", show("labt"));
+    assert_eq!(labt.exits.get(E500Exit::Tracing), labt.tracing_faults);
+    // Resizing leaves the 256 KiB pieces around sites execute-only.
+    let resize = get("labt-resize");
+    assert_eq!(resize.tracing_faults, 1_471_764, "{}", show("labt-resize"));
+    assert_eq!(
+        (resize.splits, resize.merges),
+        (6, 2),
+        "{}",
+        show("labt-resize")
+    );
+    let avoid = get("labt-avoid");
+    assert_eq!(avoid.tracing_faults, 25_150_900, "{}", show("labt-avoid"));
+    let all = get("labt-all");
+    assert_eq!(all.tracing_faults, 137_451, "{}", show("labt-all"));
+    // Resizing costs host TLB misses: the pieces share the free TLB1 slots. (Every guest
+    // tlbivax and MMUCSR0 write flushes the shadows, as kvmppc_core_flush_tlb does, even
+    // when no guest entry goes.)
+    assert_eq!(labt.exits.get(E500Exit::HostTlbMiss), 1_120);
+    assert_eq!(
+        resize.exits.get(E500Exit::HostTlbMiss),
+        9_393,
+        "{}",
+        show("labt-resize")
+    );
+    // The memset poisoning freed init memory undoes the sites in init text.
+    assert_eq!(
+        labt.extra.get("undone_by_write"),
+        Some(&27),
+        "{}",
+        show("labt")
+    );
+    // The translation cache window stays unused by the guest.
+    for n in ["labt", "labt-resize", "labt-avoid", "labt-all"] {
+        assert_eq!(get(n).extra.get("tc_window_accesses"), None, "{n}");
+    }
+}
+
+/// The labt experiment's rows priced again under changed costs, from the saved JSON, equal
+/// the rows of the replay priced under those costs: the models count, and only the profile
+/// prices (they are built from the host's sizes alone).
+#[test]
+fn pricing_a_saved_report_again_equals_pricing_the_replay() {
+    let (r, _) = replayed();
+    let base = E500Costs::builtin();
+    let saved = report(r, &base, "test", "t".into(), String::new()).unwrap();
+    let saved = LabtReport::from_json(&saved.to_json()).unwrap();
+    let set = |pairs: &[(&str, &str)]| {
+        let o: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        base.with_overrides(&o).unwrap()
+    };
+    for costs in [
+        set(&[("exits.mfmsr", "1400"), ("exits.tracing", "3000")]),
+        set(&[
+            ("hv.page_lookup", "2000"),
+            ("mmio.user", "12000"),
+            ("core.cpi", "2.5"),
+        ]),
+        set(&[("labt.translate", "5000"), ("machine.frequency_mhz", "800")]),
+    ] {
+        let fresh = report(r, &costs, "test", "t".into(), String::new()).unwrap();
+        let again = saved.repriced(&costs, "test").unwrap();
+        assert_eq!(fresh.rows, again.rows, "{:?}", costs.overrides);
+        assert_ne!(
+            fresh.rows, saved.rows,
+            "{:?} moved nothing",
+            costs.overrides
+        );
+    }
+    // A size the models act on needs a replay.
+    let err = saved
+        .repriced(&set(&[("hv.host_tlb1_reserved", "3")]), "test")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("hv.host_tlb1_reserved") && err.contains("replay"),
+        "{err}"
+    );
 }

@@ -147,9 +147,10 @@ fn comparison_message(slot: usize, event: &compare::Event<'_>) -> Message {
 
 /// An experiment of `experiments/*.toml` (a built-in name or a path) or `labt`, as
 /// `vmlab reproduce NAME` runs it; returns its report's JSON (`NAME.json`). `overrides` are
-/// `--set`'s (`SECTION.KEY` to a value); `trace` is labt's recorded guest.
+/// `--set`'s (`SECTION.KEY` to a value); `trace` is labt's recorded guest, `reprice` a saved
+/// labt.json to price again instead of replaying.
 #[pyfunction]
-#[pyo3(signature = (name, quick, jobs, overrides, command, traces=None, trace=None, progress=None))]
+#[pyo3(signature = (name, quick, jobs, overrides, command, traces=None, trace=None, reprice=None, progress=None))]
 #[allow(clippy::too_many_arguments)] // Python's keywords, one each.
 fn reproduce(
     py: Python<'_>,
@@ -160,28 +161,22 @@ fn reproduce(
     command: &str,
     traces: Option<PathBuf>,
     trace: Option<PathBuf>,
+    reprice: Option<PathBuf>,
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let kind = ExperimentKind::find(name).map_err(lab_error)?;
     let exp = match kind {
         ExperimentKind::Simulated(exp) => exp,
-        ExperimentKind::Labt => {
-            if !overrides.is_empty() {
-                return Err(PyValueError::new_err(
-                    "set= overrides the simulated x86 machine's profile; labt does not simulate one",
-                ));
-            }
-            return labt(py, trace, command);
-        }
+        ExperimentKind::Labt => return labt(py, trace, reprice, &overrides, command),
         ExperimentKind::Guest => {
             return Err(PyValueError::new_err(
                 "guest measures real programs on this host, not a simulation: run `vmlab reproduce guest`",
             ))
         }
     };
-    if trace.is_some() {
+    if trace.is_some() || reprice.is_some() {
         return Err(PyValueError::new_err(
-            "trace= is for reproduce('labt') only (the recorded e500 guest it replays)",
+            "trace= and reprice= are for reproduce('labt') only (the recorded e500 guest it replays)",
         ));
     }
     let exp = exp
@@ -203,11 +198,31 @@ fn reproduce(
         .map_err(lab_error)
 }
 
-/// `reproduce("labt")`: the recorded e500 guest under every e500 hypervisor model.
-fn labt(py: Python<'_>, trace: Option<PathBuf>, command: &str) -> PyResult<String> {
+/// `reproduce("labt")`: the recorded e500 guest under every e500 hypervisor model, or a saved
+/// report's counts priced again (`reprice`).
+fn labt(
+    py: Python<'_>,
+    trace: Option<PathBuf>,
+    reprice: Option<PathBuf>,
+    overrides: &[(String, String)],
+    command: &str,
+) -> PyResult<String> {
     use vmlab_core::cost::e500::E500Costs;
     use vmlab_core::hv::e500::registry::{ModelSpec, MODELS};
     use vmlab_core::lab::e500;
+    if trace.is_some() && reprice.is_some() {
+        return Err(PyValueError::new_err(
+            "give trace= to replay or reprice= to price a saved report again, not both",
+        ));
+    }
+    let costs = E500Costs::builtin()
+        .with_overrides(overrides)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    if let Some(saved) = reprice {
+        let report = e500::reprice_file(&saved, &costs, command)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        return Ok(report.to_json());
+    }
     let trace = match trace {
         Some(t) => t,
         None => e500::committed_trace().ok_or_else(|| {
@@ -217,7 +232,6 @@ fn labt(py: Python<'_>, trace: Option<PathBuf>, command: &str) -> PyResult<Strin
             ))
         })?,
     };
-    let costs = E500Costs::builtin();
     let specs: Vec<&ModelSpec> = MODELS.iter().collect();
     let report = py
         .detach(|| e500::run(&trace, &costs, &specs, command))
@@ -226,6 +240,13 @@ fn labt(py: Python<'_>, trace: Option<PathBuf>, command: &str) -> PyResult<Strin
             e => Error::new_err(e.to_string()),
         })?;
     Ok(report.to_json())
+}
+
+/// The e500 profile keys that change what the models count (a change needs a replay; every
+/// other key is a price, and a saved report's counts can be priced again under it).
+#[pyfunction]
+fn labt_count_keys() -> Vec<&'static str> {
+    vmlab_core::cost::e500::CHANGE_COUNTS.to_vec()
 }
 
 /// The effective machine profile `name` (a built-in name or a .toml path) with `overrides`
@@ -357,5 +378,6 @@ fn _vmlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(render_comparison, m)?)?;
     m.add_function(wrap_pyfunction!(record, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(labt_count_keys, m)?)?;
     Ok(())
 }

@@ -42,9 +42,9 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
         ))
         .into());
     }
-    if !args.set.set.is_empty() && !matches!(kind, ExperimentKind::Simulated(_)) {
+    if !args.set.set.is_empty() && matches!(kind, ExperimentKind::Guest) {
         return Err(UsageError(format!(
-            "--set overrides the simulated x86 machine's profile; {name} does not simulate one"
+            "--set overrides a simulated machine's profile; {name} measures this host"
         ))
         .into());
     }
@@ -57,9 +57,9 @@ pub fn reproduce(args: ReproduceArgs) -> Result<(), CliError> {
 
 /// An experiment file's runs: the table, and NAME.csv, NAME.json and NAME.svg.
 fn simulated(args: ReproduceArgs, exp: Experiment) -> Result<(), CliError> {
-    if args.trace.is_some() {
+    if args.trace.is_some() || args.reprice.is_some() {
         return Err(UsageError(
-            "--trace is for `vmlab reproduce labt` only (the recorded e500 guest it replays)"
+            "--trace and --reprice are for `vmlab reproduce labt` only (the recorded e500 guest it replays)"
                 .into(),
         )
         .into());

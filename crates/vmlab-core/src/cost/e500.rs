@@ -3,13 +3,22 @@
 //! costs the hypervisor models look up (`[hv]`, `[pv]`, `[labt]`). Every number in the file
 //! has its source, or is marked an assumption, beside it.
 //!
-//! Unlike the x86 [`Profile`](super::Profile) the named sections are open tables: a model asks
-//! for `section.key` with [`E500Costs::cost`] when it is built, and a missing key is an error
-//! naming it then, so a new model's costs are new lines in the profile, not new code here.
+//! The models count (exits by reason, units of [`E500Work`], instructions they add); this file
+//! prices the counts ([`E500Costs::added_cycles`], [`E500Costs::seconds_of`]), so a saved
+//! replay's counts can be priced again under changed costs without replaying. Two keys are
+//! sizes rather than prices and change what the models do ([`E500Costs::host`]): those need
+//! a replay ([`CHANGE_COUNTS`]).
 
 use crate::cost::assumptions::{self, Assumptions};
 use crate::hv::e500::exits::E500Exit;
+use crate::hv::e500::kvm::HostConfig;
+use crate::hv::e500::model::ModelCounters;
+use crate::hv::e500::work::E500Work;
 use std::collections::BTreeMap;
+
+/// The profile keys that are sizes the models act on, not prices: a change to one changes the
+/// counts, so it needs a replay rather than a re-pricing.
+pub const CHANGE_COUNTS: &[&str] = &["hv.host_tlb1_reserved", "hv.guest_ram_mib"];
 
 /// The e500 profiles built into the binary, by name.
 pub const BUILTIN: &[(&str, &str)] = &[("e500", include_str!("../../../../profiles/e500.toml"))];
@@ -23,6 +32,14 @@ pub enum E500ProfileError {
     /// The file cannot be read.
     #[error("cannot read e500 profile {0}: {1}")]
     Read(String, String),
+    /// An override names no number of the profile, or its value is not one.
+    #[error("e500 profile '{profile}': {message}")]
+    Override {
+        /// The profile's name.
+        profile: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Not TOML, or a key is missing, of the wrong type or out of bounds.
     #[error("e500 profile {origin}: {message}")]
     Invalid {
@@ -54,6 +71,8 @@ pub struct E500Costs {
     pub cpi: f64,
     /// Cycles of one exit, by reason (`[exits]`, keyed by [`E500Exit::name`]).
     pub exit_cycles: [u64; E500Exit::COUNT],
+    /// Cycles of one unit of work, by unit (keyed by [`E500Work::name`], `section.key`).
+    pub work_cycles: [u64; E500Work::COUNT],
     /// Every other integer cost, as `section.key`.
     pub named: BTreeMap<String, u64>,
     /// The values that are assumptions, with their plausible ranges
@@ -61,6 +80,10 @@ pub struct E500Costs {
     pub assumptions: Assumptions,
     /// FNV-1a 64 of the profile's text, comments included (`fnv1a64:` and 16 hex digits).
     pub fingerprint: String,
+    /// `--set` overrides applied on top of the file (`section.key` to the value given).
+    pub overrides: BTreeMap<String, String>,
+    /// The file's values with the overrides applied (what the fields above were read from).
+    table: toml::Table,
 }
 
 impl E500Costs {
@@ -84,13 +107,30 @@ impl E500Costs {
 
     /// Parses and validates a profile's text; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Self, E500ProfileError> {
+        let table: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| E500ProfileError::Invalid {
+                    origin: origin.to_string(),
+                    message: e.message().to_string(),
+                })?;
+        let fnv = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        });
+        Self::from_table(table, origin, format!("fnv1a64:{fnv:016x}"), true)
+    }
+
+    /// Validates a profile's values; `within` requires every assumption inside its range (a
+    /// file's values must be, an override's need not).
+    fn from_table(
+        table: toml::Table,
+        origin: &str,
+        fingerprint: String,
+        within: bool,
+    ) -> Result<Self, E500ProfileError> {
         let bad = |message: String| E500ProfileError::Invalid {
             origin: origin.to_string(),
             message,
         };
-        let table: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| bad(e.message().to_string()))?;
         let section = |name: &str| -> Result<&toml::Table, E500ProfileError> {
             table
                 .get(name)
@@ -144,19 +184,123 @@ impl E500Costs {
                 .map_err(|e: toml::de::Error| bad(format!("[{}]: {e}", assumptions::SECTION)))?,
             None => Assumptions::new(),
         };
-        assumptions::check(&assumptions, &table, true).map_err(bad)?;
-        let fnv = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-        });
+        assumptions::check(&assumptions, &table, within).map_err(bad)?;
+        let mut work_cycles = [0; E500Work::COUNT];
+        for w in E500Work::ALL {
+            work_cycles[w as usize] = *named.get(w.name()).ok_or_else(|| {
+                let (sec, key) = w.name().split_once('.').unwrap_or(("", w.name()));
+                bad(format!(
+                    "missing {sec}.{key} (cycles of one unit: {})",
+                    w.doc()
+                ))
+            })?;
+        }
         Ok(E500Costs {
             name,
             frequency_mhz,
             cpi,
             exit_cycles,
+            work_cycles,
             named,
             assumptions,
-            fingerprint: format!("fnv1a64:{fnv:016x}"),
+            fingerprint,
+            overrides: BTreeMap::new(),
+            table,
         })
+    }
+
+    /// This profile with `section.key=value` overrides applied (`--set`), validated like the
+    /// file (bounds, types) except that an assumption may leave its range.
+    pub fn with_overrides(&self, overrides: &[(String, String)]) -> Result<Self, E500ProfileError> {
+        if overrides.is_empty() {
+            return Ok(self.clone());
+        }
+        let bad = |message: String| E500ProfileError::Override {
+            profile: self.name.clone(),
+            message,
+        };
+        let mut table = self.table.clone();
+        for (key, value) in overrides {
+            let slot = key
+                .split_once('.')
+                .filter(|(sec, _)| *sec != assumptions::SECTION)
+                .and_then(|(sec, k)| table.get_mut(sec)?.as_table_mut()?.get_mut(k))
+                .filter(|v| v.is_integer() || v.is_float())
+                .ok_or_else(|| {
+                    bad(format!(
+                        "unknown key '{key}': --set takes a number of the profile as SECTION.KEY ({})",
+                        self.keys().join(", ")
+                    ))
+                })?;
+            *slot = if slot.is_integer() {
+                toml::Value::Integer(value.trim().parse().map_err(|_| {
+                    bad(format!(
+                        "{key} = {value}: a whole number of cycles is expected"
+                    ))
+                })?)
+            } else {
+                toml::Value::Float(
+                    value
+                        .trim()
+                        .parse()
+                        .map_err(|_| bad(format!("{key} = {value}: a number is expected")))?,
+                )
+            };
+        }
+        let mut out = Self::from_table(
+            table,
+            &format!("'{}' with --set", self.name),
+            self.fingerprint.clone(),
+            false,
+        )?;
+        out.overrides = self.overrides.clone();
+        out.overrides.extend(
+            overrides
+                .iter()
+                .map(|(k, v)| (k.clone(), v.trim().to_string())),
+        );
+        Ok(out)
+    }
+
+    /// Every number of the profile, as `section.key` (what `--set` takes).
+    pub fn keys(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (sec, v) in &self.table {
+            if sec == assumptions::SECTION {
+                continue;
+            }
+            for (k, v) in v.as_table().into_iter().flatten() {
+                if v.is_integer() || v.is_float() {
+                    out.push(format!("{sec}.{k}"));
+                }
+            }
+        }
+        out
+    }
+
+    /// The host the models act on: the sizes among the profile's keys ([`CHANGE_COUNTS`]).
+    pub fn host(&self) -> Result<HostConfig, E500ProfileError> {
+        Ok(HostConfig {
+            tlb1_reserved: self.cost("hv.host_tlb1_reserved")? as usize,
+            guest_ram_bytes: self.cost("hv.guest_ram_mib")? << 20,
+        })
+    }
+
+    /// The cycles a model's counts add over bare hardware: every exit at its reason's cost,
+    /// every unit of work at its cost, every instruction it ran in the guest at the CPI.
+    pub fn added_cycles(&self, c: &ModelCounters) -> f64 {
+        let exits: u64 = c.exits.iter().map(|(r, n)| n * self.exit(r)).sum();
+        let work: u64 = c
+            .work
+            .iter()
+            .map(|(w, n)| n * self.work_cycles[w as usize])
+            .sum();
+        (exits + work) as f64 + c.added_insns as f64 * self.cpi
+    }
+
+    /// Seconds of `recorded_insns` guest instructions under a model that counted `c`.
+    pub fn seconds_of(&self, recorded_insns: u64, c: &ModelCounters) -> f64 {
+        self.seconds(recorded_insns as f64 * self.cpi + self.added_cycles(c))
     }
 
     /// The cycles of one exit for `reason`.

@@ -18,70 +18,48 @@ use crate::hv::{ExitCounters, ExitReason, RemapCounters};
 use crate::hw::cache::MemLevel;
 use crate::os::KernelCounters;
 
-/// Declares [`KernelCost`] from one list of `doc, Variant => "name", |counters| count`
-/// entries: the enum, `ALL`, `name()` (the key of its cost under the profile's `[kernel]`),
-/// `doc()` and `count()` (how many times a [`KernelCounters`] says it happened).
-macro_rules! kernel_costs {
-    ($( $(#[doc = $doc:literal])+ $variant:ident => $name:literal, |$k:ident| $count:expr; )+) => {
-        /// The kernel's operations that have a cost in the profile (`[kernel]`, cycles each).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum KernelCost {
-            $( $(#[doc = $doc])+ $variant, )+
-        }
-
-        impl KernelCost {
-            /// Every operation, in declaration order (the order the cost model sums them in);
-            /// `ALL[c as usize] == c`.
-            pub const ALL: [KernelCost; [$($name),+].len()] = [$(KernelCost::$variant),+];
-
-            /// The key of its cost in the profile's `[kernel]` table.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $( KernelCost::$variant => $name, )+
-                }
-            }
-
-            /// What the cost covers: its documentation, as one line.
-            pub fn doc(self) -> &'static str {
-                match self {
-                    $( KernelCost::$variant => concat!($($doc),+).trim_start(), )+
-                }
-            }
-
-            /// How many times the kernel did it, by its counters.
-            pub fn count(self, counters: &KernelCounters) -> u64 {
-                match self {
-                    $( KernelCost::$variant => {
-                        let $k = counters;
-                        $count
-                    } )+
-                }
-            }
-        }
-    };
+crate::named_enum! {
+    /// The kernel's operations that have a cost in the profile (`[kernel]`, cycles each).
+    pub enum KernelCost {
+        /// An anonymous page fault: entry, handling, exit (page zeroing separate).
+        PageFault => "page_fault",
+        /// Zeroing one 4 KiB page.
+        ClearPage4k => "clear_page_4k",
+        /// Copying one 4 KiB page (also the host's copy of a remapped frame).
+        CopyPage4k => "copy_page_4k",
+        /// A copy-on-write fault beyond a page fault and the copy.
+        CowFault => "cow_fault",
+        /// fork, with the child's exit and the parent's wait.
+        Fork => "fork",
+        /// Per leaf entry fork copies.
+        ForkPerPte => "fork_per_pte",
+        /// exec, beyond the faults of the new image.
+        Exec => "exec",
+        /// A context switch.
+        ContextSwitch => "context_switch",
+        /// Entry and exit of a memory system call (munmap, mprotect, madvise).
+        Syscall => "syscall",
+        /// A timer tick's interrupt handler (entry, tick_sched_timer's work, return).
+        TimerTick => "timer_tick",
+    }
 }
 
-kernel_costs! {
-    /// An anonymous page fault: entry, handling, exit (page zeroing separate).
-    PageFault => "page_fault", |k| k.page_faults;
-    /// Zeroing one 4 KiB page.
-    ClearPage4k => "clear_page_4k", |k| k.frames_cleared;
-    /// Copying one 4 KiB page (also the host's copy of a remapped frame).
-    CopyPage4k => "copy_page_4k", |k| k.frames_copied;
-    /// A copy-on-write fault beyond a page fault and the copy.
-    CowFault => "cow_fault", |k| k.cow_faults;
-    /// fork, with the child's exit and the parent's wait.
-    Fork => "fork", |k| k.forks;
-    /// Per leaf entry fork copies.
-    ForkPerPte => "fork_per_pte", |k| k.ptes_copied;
-    /// exec, beyond the faults of the new image.
-    Exec => "exec", |k| k.execs;
-    /// A context switch.
-    ContextSwitch => "context_switch", |k| k.context_switches;
-    /// Entry and exit of a memory system call (munmap, mprotect, madvise).
-    Syscall => "syscall", |k| k.munmaps + k.mprotects + k.madvises;
-    /// A timer tick's interrupt handler (entry, tick_sched_timer's work, return).
-    TimerTick => "timer_tick", |k| k.interrupts;
+impl KernelCost {
+    /// How many times the kernel did it, by its counters.
+    pub fn count(self, k: &KernelCounters) -> u64 {
+        match self {
+            KernelCost::PageFault => k.page_faults,
+            KernelCost::ClearPage4k => k.frames_cleared,
+            KernelCost::CopyPage4k => k.frames_copied,
+            KernelCost::CowFault => k.cow_faults,
+            KernelCost::Fork => k.forks,
+            KernelCost::ForkPerPte => k.ptes_copied,
+            KernelCost::Exec => k.execs,
+            KernelCost::ContextSwitch => k.context_switches,
+            KernelCost::Syscall => k.munmaps + k.mprotects + k.madvises,
+            KernelCost::TimerTick => k.interrupts,
+        }
+    }
 }
 
 /// The events of one measured interval.

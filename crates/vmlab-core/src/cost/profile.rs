@@ -21,6 +21,7 @@ use crate::hw::assoc::TranslationCacheConfig;
 use crate::hw::cache::{CacheConfig, MemoryConfig};
 use crate::hw::tags::{TagCheckCost, TAG_ENTRY_BYTES};
 use crate::hw::x86::mmu::TlbConfig;
+use crate::stats::named::NamedKey;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
@@ -253,71 +254,27 @@ pub struct KernelSection {
 }
 
 /// Something with a cost in a profile table, keyed by its name: an [`ExitReason`] under
-/// `[exits]`, a [`KernelCost`] under `[kernel]`.
-pub trait CostKey: Copy + Eq + std::fmt::Debug + 'static {
+/// `[exits]`, a [`ShadowWork`] under `[shadow]`, a [`KernelCost`] under `[kernel]`.
+pub trait CostKey: NamedKey {
     /// The profile table the costs sit in.
     const SECTION: &'static str;
     /// Other keys the same table holds (not costs), for error messages.
     const OTHER_KEYS: &'static [&'static str];
-    /// Every key, in declaration order; `all()[k.index()] == k`.
-    fn all() -> &'static [Self];
-    /// Position in [`CostKey::all`].
-    fn index(self) -> usize;
-    /// The key in the profile file.
-    fn name(self) -> &'static str;
-    /// What the key counts, in one line.
-    fn doc(self) -> &'static str;
 }
 
 impl CostKey for ExitReason {
     const SECTION: &'static str = "exits";
     const OTHER_KEYS: &'static [&'static str] = &[];
-    fn all() -> &'static [Self] {
-        &ExitReason::ALL
-    }
-    fn index(self) -> usize {
-        self as usize
-    }
-    fn name(self) -> &'static str {
-        ExitReason::name(self)
-    }
-    fn doc(self) -> &'static str {
-        ExitReason::doc(self)
-    }
 }
 
 impl CostKey for ShadowWork {
     const SECTION: &'static str = "shadow";
     const OTHER_KEYS: &'static [&'static str] = &[];
-    fn all() -> &'static [Self] {
-        &ShadowWork::ALL
-    }
-    fn index(self) -> usize {
-        self as usize
-    }
-    fn name(self) -> &'static str {
-        ShadowWork::name(self)
-    }
-    fn doc(self) -> &'static str {
-        ShadowWork::doc(self)
-    }
 }
 
 impl CostKey for KernelCost {
     const SECTION: &'static str = "kernel";
     const OTHER_KEYS: &'static [&'static str] = &["pcid", "kpti", "hz"];
-    fn all() -> &'static [Self] {
-        &KernelCost::ALL
-    }
-    fn index(self) -> usize {
-        self as usize
-    }
-    fn name(self) -> &'static str {
-        KernelCost::name(self)
-    }
-    fn doc(self) -> &'static str {
-        KernelCost::doc(self)
-    }
 }
 
 /// Cycles per event, one for every key of `K`, indexed by key (`table[ExitReason::Invlpg]`).

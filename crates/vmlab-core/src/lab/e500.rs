@@ -4,14 +4,15 @@
 //! distribution of each model's exits over guest PCs. CSV, JSON and an SVG figure.
 
 use super::plot::{Figure, Kind, Panel, XAxis};
-use crate::cost::e500::E500Costs;
+use crate::cost::e500::{E500Costs, CHANGE_COUNTS};
 use crate::hv::e500::exits::E500Exit;
 use crate::hv::e500::registry::ModelSpec;
 use crate::hv::e500::replay::{replay, ReplayReport, Segment};
+use crate::hv::e500::{E500ExitCounts, E500WorkCounts};
 use crate::hv::e500::{HvModel, ModelCounters};
 use crate::provenance::Provenance;
 use crate::trace::e500::{open, TraceError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -27,6 +28,9 @@ pub enum LabtError {
     /// `bare` is not among the models (slowdowns are over it).
     #[error("the labt experiment needs the 'bare' model as its baseline")]
     NoBaseline,
+    /// A saved report cannot be priced again under this profile.
+    #[error("{0}")]
+    Reprice(String),
 }
 
 /// Exit-count bands of the PC distribution: a PC is in the first band whose lower bound its
@@ -34,7 +38,7 @@ pub enum LabtError {
 pub const PC_BANDS: [u64; 5] = [20_000, 10_000, 5_000, 2_000, 1_000];
 
 /// How many PCs cause how many exits, in [`PC_BANDS`].
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct PcBand {
     /// `>20000`, ..., `<=1000`.
     pub band: String,
@@ -82,7 +86,7 @@ pub fn pc_distribution(c: &ModelCounters) -> Vec<PcBand> {
 }
 
 /// One benchmark under one model.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct LabtRow {
     /// `boot`, a phase of the trace (`null_syscall`, `ctx_2p_0k`, ...).
     pub benchmark: String,
@@ -98,14 +102,18 @@ pub struct LabtRow {
     pub ms_per_op: f64,
     /// Time over bare's.
     pub slowdown: f64,
-    /// Cycles the model adds over bare.
-    pub added_cycles: u64,
+    /// Cycles the model adds over bare (its counts priced by the profile).
+    pub added_cycles: f64,
     /// Exits.
     pub exits: u64,
     /// Exits per operation.
     pub exits_per_op: f64,
     /// Exits by reason (nonzero ones).
     pub exits_by_reason: BTreeMap<String, u64>,
+    /// Units of hypervisor work by their profile key (nonzero ones).
+    pub work: BTreeMap<String, u64>,
+    /// Instructions the model ran in the guest (templates, routines).
+    pub added_insns: u64,
     /// LABT's read/write tracing faults.
     pub tracing_faults: u64,
     /// Shadow TLB entries split.
@@ -118,9 +126,11 @@ pub struct LabtRow {
     pub exit_pcs: u64,
 }
 
-/// A model's distribution of exits over PCs, for the whole run.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+/// A model's distribution of exits over PCs, for the boot or the whole run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct PcDistribution {
+    /// `boot` or `total` (the whole run).
+    pub segment: String,
     /// The model configuration.
     pub config: String,
     /// All exits.
@@ -132,7 +142,7 @@ pub struct PcDistribution {
 }
 
 /// The experiment's result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LabtReport {
     /// `labt`.
     pub experiment: String,
@@ -150,7 +160,7 @@ pub struct LabtReport {
     pub configs: Vec<String>,
     /// A row per benchmark and configuration.
     pub rows: Vec<LabtRow>,
-    /// The whole run's exit distribution over PCs, per configuration.
+    /// The exit distribution over PCs of the boot, then of the whole run, per configuration.
     pub pc_distribution: Vec<PcDistribution>,
 }
 
@@ -174,32 +184,29 @@ pub fn run(
     specs: &[&ModelSpec],
     command: &str,
 ) -> Result<LabtReport, LabtError> {
-    let mut models: Vec<Box<dyn HvModel>> = specs
-        .iter()
-        .map(|s| (s.build)(costs))
-        .collect::<Result<_, _>>()?;
+    let host = costs.host()?;
+    let mut models: Vec<Box<dyn HvModel>> = specs.iter().map(|s| (s.build)(&host)).collect();
     let reader = open(trace)?;
     let trace_meta = reader.header().meta.clone();
     let r = replay(reader, &mut models, |_, _, _| {})?;
-    let provenance = Provenance {
+    report(&r, costs, command, trace.display().to_string(), trace_meta)
+}
+
+/// Where a report comes from: this build, `command`, and the profile `costs` as the models'
+/// counts were priced under it.
+fn provenance(costs: &E500Costs, command: &str) -> Provenance {
+    Provenance {
         vmlab_version: crate::provenance::VERSION.to_string(),
         git_commit: crate::provenance::GIT_COMMIT.to_string(),
         command: command.to_string(),
         machine: costs.name.clone(),
         machine_fingerprint: costs.fingerprint.clone(),
-        overrides: BTreeMap::new(),
+        overrides: costs.overrides.clone(),
         profile: effective_profile(costs),
         seed: 0,
         // The trace is named, with its provenance, in the report itself.
         inputs: Vec::new(),
-    };
-    report(
-        &r,
-        costs,
-        provenance,
-        trace.display().to_string(),
-        trace_meta,
-    )
+    }
 }
 
 /// The e500 profile as the models used it: clock, CPI, exit costs by reason, every named
@@ -218,64 +225,45 @@ fn effective_profile(costs: &E500Costs) -> serde_json::Value {
     })
 }
 
-/// Turns a replay into the experiment's rows.
+/// Turns a replay into the experiment's rows: the counts, then their prices (one function
+/// prices a replay and a saved report alike, [`LabtReport::repriced`]).
 pub fn report(
     r: &ReplayReport,
     costs: &E500Costs,
-    provenance: Provenance,
+    command: &str,
     trace: String,
     trace_meta: String,
 ) -> Result<LabtReport, LabtError> {
-    let bare = r
-        .model_names
-        .iter()
-        .position(|n| n == "bare")
-        .ok_or(LabtError::NoBaseline)?;
-    let seconds = |s: &Segment, i: usize| {
-        let base = (s.user_insns + s.kernel_insns) as f64 * costs.cpi;
-        costs.seconds(base + s.models[i].cycles as f64)
-    };
+    if !r.model_names.iter().any(|n| n == "bare") {
+        return Err(LabtError::NoBaseline);
+    }
     let mut rows = Vec::new();
     // Every segment but the setup between benchmarks.
     for s in r.segments.iter().filter(|s| s.name != "between") {
-        let t_bare = seconds(s, bare);
-        for (i, name) in r.model_names.iter().enumerate() {
-            let c = &s.models[i];
-            let t = seconds(s, i);
-            rows.push(LabtRow {
-                benchmark: s.name.clone(),
-                config: name.clone(),
-                ops: s.ops,
-                instructions: s.user_insns + s.kernel_insns,
-                seconds: t,
-                ms_per_op: t / s.ops as f64 * 1e3,
-                slowdown: if t_bare > 0.0 { t / t_bare } else { 1.0 },
-                added_cycles: c.cycles,
-                exits: c.exits.total(),
-                exits_per_op: c.exits.total() as f64 / s.ops as f64,
-                exits_by_reason: c.exits.nonzero().map(|(k, v)| (k.to_string(), v)).collect(),
-                tracing_faults: c.tracing_faults,
-                splits: c.splits,
-                merges: c.merges,
-                extra: c.extra.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-                exit_pcs: c.exits_by_pc.len() as u64,
-            });
+        for (name, c) in r.model_names.iter().zip(&s.models) {
+            rows.push(counted_row(s, name, c));
         }
     }
-    let pc_distribution = r
-        .model_names
-        .iter()
-        .zip(&r.total)
-        .map(|(name, c)| PcDistribution {
-            config: name.clone(),
-            exits: c.exits.total(),
-            pcs: c.exits_by_pc.len() as u64,
-            bands: pc_distribution(c),
-        })
-        .collect();
+    price(&mut rows, costs);
+    let boot = r.segments.iter().find(|s| s.name == "boot");
+    let distributions = |segment: &str, counts: &[ModelCounters]| -> Vec<PcDistribution> {
+        r.model_names
+            .iter()
+            .zip(counts)
+            .map(|(name, c)| PcDistribution {
+                segment: segment.into(),
+                config: name.clone(),
+                exits: c.exits.total(),
+                pcs: c.exits_by_pc.len() as u64,
+                bands: pc_distribution(c),
+            })
+            .collect()
+    };
+    let mut pc_distribution = boot.map_or(Vec::new(), |s| distributions("boot", &s.models));
+    pc_distribution.extend(distributions("total", &r.total));
     Ok(LabtReport {
         experiment: "labt".into(),
-        provenance,
+        provenance: provenance(costs, command),
         trace,
         trace_meta,
         frequency_mhz: costs.frequency_mhz,
@@ -286,7 +274,130 @@ pub fn report(
     })
 }
 
+/// A row with the segment's counts and no prices yet.
+fn counted_row(s: &Segment, config: &str, c: &ModelCounters) -> LabtRow {
+    LabtRow {
+        benchmark: s.name.clone(),
+        config: config.to_string(),
+        ops: s.ops,
+        instructions: s.user_insns + s.kernel_insns,
+        seconds: 0.0,
+        ms_per_op: 0.0,
+        slowdown: 0.0,
+        added_cycles: 0.0,
+        exits: c.exits.total(),
+        exits_per_op: c.exits.total() as f64 / s.ops as f64,
+        exits_by_reason: names(c.exits.nonzero()),
+        work: names(c.work.nonzero()),
+        added_insns: c.added_insns,
+        tracing_faults: c.tracing_faults,
+        splits: c.splits,
+        merges: c.merges,
+        extra: c.extra.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        exit_pcs: c.exits_by_pc.len() as u64,
+    }
+}
+
+fn names<'a>(pairs: impl Iterator<Item = (&'a str, u64)>) -> BTreeMap<String, u64> {
+    pairs.map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+/// What pricing reads of a row: its exits, work and added instructions.
+fn priced_counts(row: &LabtRow) -> Result<ModelCounters, String> {
+    fn pairs(m: &BTreeMap<String, u64>) -> impl Iterator<Item = (&str, u64)> {
+        m.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+    Ok(ModelCounters {
+        exits: E500ExitCounts::from_names(pairs(&row.exits_by_reason))
+            .map_err(|e| format!("exits_by_reason: {e}"))?,
+        work: E500WorkCounts::from_names(pairs(&row.work)).map_err(|e| format!("work: {e}"))?,
+        added_insns: row.added_insns,
+        ..ModelCounters::default()
+    })
+}
+
+/// Prices every row's counts under `costs`: its time, time per operation, cycles added and
+/// slowdown over `bare`'s row of the same benchmark. The one place a labt time is computed,
+/// for a replay and for a saved report priced again alike.
+fn price(rows: &mut [LabtRow], costs: &E500Costs) {
+    for row in rows.iter_mut() {
+        // Rows come from a replay or a report whose counts were checked on reading.
+        let c = priced_counts(row).unwrap_or_default();
+        row.added_cycles = costs.added_cycles(&c);
+        row.seconds = costs.seconds_of(row.instructions, &c);
+        row.ms_per_op = row.seconds / row.ops as f64 * 1e3;
+    }
+    let bare: BTreeMap<String, f64> = rows
+        .iter()
+        .filter(|r| r.config == "bare")
+        .map(|r| (r.benchmark.clone(), r.seconds))
+        .collect();
+    for row in rows.iter_mut() {
+        let t_bare = bare.get(&row.benchmark).copied().unwrap_or(0.0);
+        row.slowdown = if t_bare > 0.0 {
+            row.seconds / t_bare
+        } else {
+            1.0
+        };
+    }
+}
+
+/// A saved `labt.json` at `path`, its counts priced under `costs` ([`LabtReport::repriced`]).
+pub fn reprice_file(
+    path: &Path,
+    costs: &E500Costs,
+    command: &str,
+) -> Result<LabtReport, LabtError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| LabtError::Reprice(format!("cannot read {}: {e}", path.display())))?;
+    LabtReport::from_json(&text)
+        .and_then(|r| r.repriced(costs, command))
+        .map_err(|e| LabtError::Reprice(format!("{}: {e}", path.display())))
+}
+
 impl LabtReport {
+    /// Reads a saved `labt.json`.
+    pub fn from_json(text: &str) -> Result<Self, LabtError> {
+        let report: LabtReport = serde_json::from_str(text)
+            .map_err(|e| LabtError::Reprice(format!("not a labt report ({e})")))?;
+        if report.experiment != "labt" {
+            return Err(LabtError::Reprice(format!(
+                "a report of experiment '{}', not labt",
+                report.experiment
+            )));
+        }
+        for row in &report.rows {
+            priced_counts(row).map_err(|e| {
+                LabtError::Reprice(format!("row {}/{}: {e}", row.benchmark, row.config))
+            })?;
+        }
+        Ok(report)
+    }
+
+    /// The same counts priced under `costs`, without replaying: every exit, unit of work and
+    /// instruction at the new prices. `costs` must agree with the report's profile on the
+    /// sizes that decide the counts ([`CHANGE_COUNTS`]); a change there needs a replay.
+    pub fn repriced(&self, costs: &E500Costs, command: &str) -> Result<LabtReport, LabtError> {
+        let saved = &self.provenance.profile["costs"];
+        for key in CHANGE_COUNTS {
+            let was = saved[*key].as_u64();
+            let now = costs.named.get(*key).copied();
+            if was != now {
+                return Err(LabtError::Reprice(format!(
+                    "{key} is {} in the saved report and {} here: it changes what the models do, so replay the trace instead of pricing again",
+                    was.map_or("missing".into(), |v| v.to_string()),
+                    now.map_or("missing".into(), |v| v.to_string()),
+                )));
+            }
+        }
+        let mut out = self.clone();
+        price(&mut out.rows, costs);
+        out.frequency_mhz = costs.frequency_mhz;
+        out.cpi = costs.cpi;
+        out.provenance = provenance(costs, command);
+        Ok(out)
+    }
+
     /// The benchmarks, in row order.
     pub fn benchmarks(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
@@ -342,7 +453,7 @@ impl LabtReport {
                 format!("{:.9}", r.seconds),
                 format!("{:.6}", r.ms_per_op),
                 format!("{:.4}", r.slowdown),
-                r.added_cycles.to_string(),
+                format!("{:.0}", r.added_cycles),
                 r.exits.to_string(),
                 format!("{:.2}", r.exits_per_op),
                 r.tracing_faults.to_string(),

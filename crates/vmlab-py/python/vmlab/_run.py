@@ -87,6 +87,7 @@ def reproduce(
     set: Optional[Mapping[str, Any]] = None,
     traces: Union[str, "os.PathLike[str]", None] = None,
     trace: Union[str, "os.PathLike[str]", None] = None,
+    reprice: Union[str, "os.PathLike[str]", None] = None,
     progress: ProgressArg = True,
 ) -> pd.DataFrame:
     """Runs the experiment ``name`` (``vmlab.experiments()``, or a path to an experiment
@@ -96,16 +97,20 @@ def reproduce(
     For an experiment file: one row per run (``spec.*`` columns say what each ran with,
     swept values included); for ``labt``, one row per benchmark and configuration. The
     whole report, the JSON ``vmlab reproduce`` writes, is ``frame.attrs["report"]``.
-    ``set``, ``traces`` and ``trace`` are the options ``--set``, ``--traces`` and
-    ``--trace``. ``guest`` measures real programs on this host: run it with the command.
+    ``set``, ``traces``, ``trace`` and ``reprice`` are the options ``--set``, ``--traces``,
+    ``--trace`` and ``--reprice`` (labt: a saved ``labt.json`` whose counts are priced again
+    under ``set``, without replaying). ``guest`` measures real programs on this host: run it
+    with the command.
     """
     jobs = jobs_count(jobs)
-    arguments = dict(name=name, quick=quick or None, jobs=jobs, set=set, traces=traces, trace=trace)
+    arguments = dict(name=name, quick=quick or None, jobs=jobs, set=set, traces=traces,
+                     trace=trace, reprice=reprice)
     with reporter(progress, f"vmlab.reproduce({name!r})", per_run=False) as callback:
         text = _vmlab.reproduce(
             name, bool(quick), jobs, override_pairs(set), command("reproduce", arguments),
             None if traces is None else os.fspath(traces),
             None if trace is None else os.fspath(trace),
+            None if reprice is None else os.fspath(reprice),
             callback,
         )
     report = json.loads(text)

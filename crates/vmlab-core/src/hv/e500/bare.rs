@@ -2,7 +2,6 @@
 //! added; the guest's own TLB is the TLB the hardware uses. The baseline of every slowdown.
 
 use super::model::{AccessCtx, GuestEvent, GuestState, HvModel, ModelCounters, Translation};
-use crate::cost::e500::E500Costs;
 
 /// The bare-metal model.
 #[derive(Debug, Default)]
@@ -11,8 +10,8 @@ pub struct Bare {
 }
 
 impl Bare {
-    /// A bare machine (it has no costs of its own).
-    pub fn new(_costs: &E500Costs) -> Self {
+    /// A bare machine.
+    pub fn new() -> Self {
         Self::default()
     }
 }

@@ -23,7 +23,7 @@ use super::exits::E500Exit;
 use super::model::{
     AccessCtx, GuestEvent, GuestState, HvModel, ModelCounters, TlbEffect, Translation, MSR_PR,
 };
-use crate::cost::e500::{E500Costs, E500ProfileError};
+use super::work::E500Work;
 use crate::hw::e500::mmu::{
     Tlb0, MMUCSR0_TLB0_FI, MMUCSR0_TLB1_FI, TLB0_ENTRIES, TLB0_SETS, TLB0_WAYS, TLB1_ENTRIES,
 };
@@ -210,61 +210,46 @@ pub fn exception_exit(kind: ExceptionKind, by_branch: bool) -> Option<E500Exit> 
     })
 }
 
+/// What KVM's models need of the machine besides prices: sizes that decide what happens,
+/// not what it costs (the e500 profile's `hv.host_tlb1_reserved` and `hv.guest_ram_mib`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostConfig {
+    /// Host TLB1 entries the host keeps for itself (its linear map, the magic page).
+    pub tlb1_reserved: usize,
+    /// The guest's RAM, from guest-physical 0 (one memslot).
+    pub guest_ram_bytes: u64,
+}
+
 /// The KVM model.
 #[derive(Clone, Debug)]
 pub struct Kvm {
     name: &'static str,
     huge: bool,
     host: HostTlb,
-    exit_cycles: [u64; E500Exit::COUNT],
-    shadow_write: u64,
     ram_bytes: u64,
-    flush_tlb: u64,
-    gtlbe_invalidate: u64,
-    page_lookup: u64,
-    vma_lookup: u64,
     /// Per guest TLB0 entry: KVM holds its host page (`tlbe_ref` E500_TLB_VALID), so a
     /// host TLB miss on it writes the shadow without looking the page up again.
     tlb0_ref: Vec<bool>,
-    mmio_in_kernel: u64,
-    mmio_user: u64,
     counters: ModelCounters,
 }
 
 impl Kvm {
     /// KVM with guest memory in 4 KiB host pages (`huge` false: guest TLB1 entries shadowed
     /// by 4 KiB TLB0 entries) or in huge host pages (`huge`: TLB1 shadows).
-    pub fn new(costs: &E500Costs, huge: bool) -> Result<Self, E500ProfileError> {
-        Ok(Kvm {
+    pub fn new(config: &HostConfig, huge: bool) -> Self {
+        Kvm {
             name: if huge { "kvm-huge" } else { "kvm" },
             huge,
-            host: HostTlb::new(costs.cost("hv.host_tlb1_reserved")? as usize),
-            exit_cycles: costs.exit_cycles,
-            shadow_write: costs.cost("hv.shadow_write")?,
-            ram_bytes: costs.cost("hv.guest_ram_mib")? << 20,
-            flush_tlb: costs.cost("hv.flush_tlb")?,
-            gtlbe_invalidate: costs.cost("hv.gtlbe_invalidate")?,
-            page_lookup: costs.cost("hv.page_lookup")?,
-            vma_lookup: costs.cost("hv.vma_lookup")?,
+            host: HostTlb::new(config.tlb1_reserved),
+            ram_bytes: config.guest_ram_bytes,
             tlb0_ref: vec![false; TLB0_ENTRIES],
-            mmio_in_kernel: costs.cost("mmio.in_kernel")?,
-            mmio_user: costs.cost("mmio.user")?,
             counters: ModelCounters::default(),
-        })
+        }
     }
 
     /// Whether guest-physical `gpa` is RAM (in the one memslot; `kvm_is_visible_gfn`).
     pub fn is_ram(&self, gpa: u64) -> bool {
         gpa < self.ram_bytes
-    }
-
-    /// `n` exits for `reason` at `pc`, at the profile's cost each.
-    fn exits(&mut self, reason: E500Exit, pc: u32, n: u64) {
-        let c = self.exit_cycles[reason as usize];
-        let k = &mut self.counters;
-        k.exits.add(reason, n);
-        *k.exits_by_pc.entry(pc).or_default() += n;
-        k.cycles += c * n;
     }
 
     /// A recorded kernel access to a device register (its guest-physical page is no RAM):
@@ -276,17 +261,12 @@ impl Kvm {
             return false;
         }
         let n = count as u64;
-        self.exits(E500Exit::Mmio, pc, n);
-        match device_side(gpa) {
-            DeviceSide::Kernel => {
-                self.counters.bump("mmio_in_kernel", n);
-                self.counters.cycles += self.mmio_in_kernel * n;
-            }
-            DeviceSide::User => {
-                self.counters.bump("mmio_to_qemu", n);
-                self.counters.cycles += self.mmio_user * n;
-            }
-        }
+        self.counters.exits_at(E500Exit::Mmio, pc, n);
+        let work = match device_side(gpa) {
+            DeviceSide::Kernel => E500Work::MmioInKernel,
+            DeviceSide::User => E500Work::MmioUser,
+        };
+        self.counters.work(work, n);
         true
     }
 
@@ -298,16 +278,14 @@ impl Kvm {
         self.tlb0_ref.fill(false);
         let n = self.host.flush();
         self.counters.bump("shadow_invalidations", n);
-        self.counters.bump("shadow_flushes", 1);
-        self.counters.cycles += self.flush_tlb;
+        self.counters.work(E500Work::FlushTlb, 1);
     }
 
     /// The guest-TLB walk of `kvmppc_e500_emul_mt_mmucsr0` and of an invalidate-all
     /// `tlbivax` (`kvmppc_e500_emul_tlbivax`): `kvmppc_e500_gtlbe_invalidate` on each of
     /// `entries` entries.
     fn gtlb_walk(&mut self, entries: u64) {
-        self.counters.bump("gtlb_entries_walked", entries);
-        self.counters.cycles += self.gtlbe_invalidate * entries;
+        self.counters.work(E500Work::GtlbeInvalidate, entries);
     }
 
     /// What a privileged instruction makes KVM flush: MMUCSR0 flash invalidation walks the
@@ -351,8 +329,7 @@ impl Kvm {
     }
 
     fn exit(&mut self, reason: E500Exit, pc: u32) {
-        let c = self.exit_cycles[reason as usize];
-        self.counters.exit(reason, pc, c);
+        self.counters.exit(reason, pc);
     }
 
     /// The shadow of guest entry `g` (at `gslot`) for `ea`, as KVM sizes it.
@@ -384,12 +361,11 @@ impl Kvm {
             }
             TlbSel::Tlb0 => {
                 self.tlb0_ref[gslot.index] = true;
-                self.counters.bump("page_lookups", 1);
-                self.counters.cycles += self.page_lookup;
+                self.counters.work(E500Work::PageLookup, 1);
             }
             TlbSel::Tlb1 => {
-                self.counters.bump("page_lookups", 1);
-                self.counters.cycles += self.page_lookup + self.vma_lookup;
+                self.counters.work(E500Work::PageLookup, 1);
+                self.counters.work(E500Work::VmaLookup, 1);
             }
         }
     }
@@ -405,7 +381,7 @@ impl Kvm {
             self.counters.bump("shadow_evictions", 1);
         }
         self.counters.bump("shadow_fills", 1);
-        self.counters.cycles += self.shadow_write;
+        self.counters.work(E500Work::ShadowWrite, 1);
         true
     }
 
@@ -460,7 +436,7 @@ impl HvModel for Kvm {
                             self.page_lookup(*slot);
                             self.host.install(s);
                             self.counters.bump("shadow_fills", 1);
-                            self.counters.cycles += self.shadow_write;
+                            self.counters.work(E500Work::ShadowWrite, 1);
                         }
                     }
                     // The shadows went with the flush above (flushes).
@@ -529,7 +505,7 @@ impl Kvm {
         self.access(guest, pc, ea, ctx);
     }
 
-    /// Counts one exit for `reason` at `pc`, at the profile's cost.
+    /// Counts one exit for `reason` at `pc`.
     pub fn count_exit(&mut self, reason: E500Exit, pc: u32) {
         self.exit(reason, pc);
     }

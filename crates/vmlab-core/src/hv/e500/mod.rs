@@ -3,7 +3,8 @@
 //!
 //! - [`model`]: the interface every model implements, the guest state and events the
 //!   replay driver gives it, and the counters it reports.
-//! - [`exits`]: exit reasons in the classes KVM/e500 counts.
+//! - [`exits`]: exit reasons in the classes KVM/e500 counts; [`work`]: the hypervisor's
+//!   other priced work, per unit.
 //! - [`registry`]: the models by name.
 //! - [`bare`]: no hypervisor (the baseline); [`kvm`]: KVM's trap-and-emulate with a shadow
 //!   TLB.
@@ -18,8 +19,10 @@ pub mod model;
 pub mod pv;
 pub mod registry;
 pub mod replay;
+pub mod work;
 
 pub use exits::{E500Exit, E500ExitCounts};
 pub use model::{
     AccessCtx, GuestEvent, GuestState, HvModel, ModelCounters, TlbEffect, Translation,
 };
+pub use work::{E500Work, E500WorkCounts};

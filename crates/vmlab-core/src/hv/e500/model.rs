@@ -2,10 +2,12 @@
 //! variants). The replay driver (`replay`) reads a recorded guest execution, keeps
 //! the guest's own architectural state ([`GuestState`]: its TLB as its `tlbwe`s built it, PID,
 //! MSR) and tells each model every event in order; the model decides what exits, keeps its
-//! shadow state and counts. Time is the driver's base (the recorded instructions at the
-//! profile's CPI) plus the cycles each model adds ([`ModelCounters::cycles`]).
+//! shadow state and counts. Models count, they do not price: an exit by reason, a unit of
+//! work ([`E500Work`]), an instruction they run in the guest; `cost::e500` turns the counts
+//! into time (the recorded instructions at the profile's CPI plus what each model added).
 
 use super::exits::{E500Exit, E500ExitCounts};
+use super::work::{E500Work, E500WorkCounts};
 use crate::hw::e500::{Access, Mas, Mmu, Perms, TlbEntry, TlbSlot};
 use crate::trace::e500::insn::PrivClass;
 use crate::trace::e500::ExceptionKind;
@@ -191,11 +193,17 @@ pub enum GuestEvent<'a> {
     },
 }
 
-/// What a model counted. `cycles` is what the model adds to the bare execution time.
+/// What a model counted: everything it adds over bare hardware, as counts the profile prices
+/// (`exits`, `work`, `added_insns`), and what explains them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ModelCounters {
-    /// Exits by reason.
+    /// Exits by reason (each priced by the profile's `[exits]`).
     pub exits: E500ExitCounts,
+    /// Units of hypervisor work beyond the exits (each priced by its profile key).
+    pub work: E500WorkCounts,
+    /// Instructions the model runs in the guest (paravirtual templates, LABT routines),
+    /// priced at the profile's CPI like the recorded ones.
+    pub added_insns: u64,
     /// Exits by the guest PC that caused them.
     pub exits_by_pc: FxHashMap<u32, u64>,
     /// Read/write tracing faults (LABT: data accesses to execute-only shadow pages).
@@ -204,23 +212,66 @@ pub struct ModelCounters {
     pub splits: u64,
     /// Shadow TLB entries merged back.
     pub merges: u64,
-    /// Cycles added over bare hardware.
-    pub cycles: u64,
     /// Model-specific counts (e.g. `shadow_fills`, `rewrites`), reported by name.
     pub extra: BTreeMap<&'static str, u64>,
 }
 
 impl ModelCounters {
-    /// Counts one exit at `pc` costing `cycles`.
-    pub fn exit(&mut self, reason: E500Exit, pc: u32, cycles: u64) {
-        self.exits.add(reason, 1);
-        *self.exits_by_pc.entry(pc).or_default() += 1;
-        self.cycles += cycles;
+    /// Counts `n` exits for `reason` at `pc`.
+    pub fn exits_at(&mut self, reason: E500Exit, pc: u32, n: u64) {
+        self.exits.add(reason, n);
+        *self.exits_by_pc.entry(pc).or_default() += n;
+    }
+
+    /// Counts one exit for `reason` at `pc`.
+    pub fn exit(&mut self, reason: E500Exit, pc: u32) {
+        self.exits_at(reason, pc, 1);
+    }
+
+    /// Counts `n` units of `work`.
+    pub fn work(&mut self, work: E500Work, n: u64) {
+        self.work.add(work, n);
     }
 
     /// Adds `n` to the model-specific counter `name`.
     pub fn bump(&mut self, name: &'static str, n: u64) {
         *self.extra.entry(name).or_default() += n;
+    }
+
+    /// The counts accumulated since `before`, a snapshot of these counters.
+    pub fn since(&self, before: &ModelCounters) -> ModelCounters {
+        let mut d = self.clone();
+        d.exits = self.exits.since(&before.exits);
+        d.work = self.work.since(&before.work);
+        d.added_insns -= before.added_insns;
+        d.tracing_faults -= before.tracing_faults;
+        d.splits -= before.splits;
+        d.merges -= before.merges;
+        for (k, v) in &before.extra {
+            *d.extra.entry(k).or_default() -= v;
+        }
+        d.extra.retain(|_, v| *v != 0);
+        for (pc, n) in &before.exits_by_pc {
+            *d.exits_by_pc.entry(*pc).or_default() -= n;
+        }
+        d.exits_by_pc.retain(|_, n| *n != 0);
+        d
+    }
+
+    /// Adds `d`'s counts to these.
+    pub fn add_all(&mut self, d: &ModelCounters) {
+        self.exits.add_all(&d.exits);
+        self.work.add_all(&d.work);
+        self.added_insns += d.added_insns;
+        self.tracing_faults += d.tracing_faults;
+        self.splits += d.splits;
+        self.merges += d.merges;
+        for (k, v) in &d.extra {
+            *self.extra.entry(k).or_default() += v;
+        }
+        for (pc, n) in &d.exits_by_pc {
+            *self.exits_by_pc.entry(*pc).or_default() += n;
+        }
     }
 }
 

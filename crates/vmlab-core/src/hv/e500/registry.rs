@@ -1,11 +1,11 @@
 //! The e500 hypervisor models by name: what `vmlab reproduce labt` and the translation
 //! invariant test iterate over. Adding a model is one entry in [`MODELS`].
 
+use super::kvm::HostConfig;
 use super::model::HvModel;
-use crate::cost::e500::{E500Costs, E500ProfileError};
 
-/// Builds a model from the profile's costs.
-pub type BuildFn = fn(&E500Costs) -> Result<Box<dyn HvModel>, E500ProfileError>;
+/// Builds a model for a host (models count; the profile prices their counts afterwards).
+pub type BuildFn = fn(&HostConfig) -> Box<dyn HvModel>;
 
 /// One registered model configuration.
 pub struct ModelSpec {
@@ -22,68 +22,48 @@ pub const MODELS: &[ModelSpec] = &[
     ModelSpec {
         name: "bare",
         summary: "the guest kernel on the hardware, no hypervisor (the baseline)",
-        build: |c| Ok(Box::new(super::bare::Bare::new(c))),
+        build: |_| Box::new(super::bare::Bare::new()),
     },
     ModelSpec {
         name: "kvm",
         summary: "KVM/e500 trap-and-emulate, guest memory in 4 KiB host pages (TLB0 shadows)",
-        build: |c| Ok(Box::new(super::kvm::Kvm::new(c, false)?)),
+        build: |c| Box::new(super::kvm::Kvm::new(c, false)),
     },
     ModelSpec {
         name: "kvm-huge",
         summary: "KVM/e500 trap-and-emulate, guest memory in huge host pages (TLB1 shadows)",
-        build: |c| Ok(Box::new(super::kvm::Kvm::new(c, true)?)),
+        build: |c| Box::new(super::kvm::Kvm::new(c, true)),
     },
     // Helper models (pv, labt variants) are registered below this line.
     ModelSpec {
         name: "pv",
         summary: "Linux's boot-time paravirtual patching (kvm.c) on kvm, 4 KiB host pages",
-        build: |c| Ok(Box::new(super::pv::Pv::new(c, false)?)),
+        build: |c| Box::new(super::pv::Pv::new(c, false)),
     },
     ModelSpec {
         name: "pv-huge",
         summary: "Linux's boot-time paravirtual patching (kvm.c) on kvm-huge",
-        build: |c| Ok(Box::new(super::pv::Pv::new(c, true)?)),
+        build: |c| Box::new(super::pv::Pv::new(c, true)),
     },
     ModelSpec {
         name: "labt",
         summary: "LABT on kvm-huge: in-place translation with read/write tracing",
-        build: |c| {
-            Ok(Box::new(super::labt::Labt::new(
-                c,
-                super::labt::Variant::Tracing,
-            )?))
-        },
+        build: |c| Box::new(super::labt::Labt::new(c, super::labt::Variant::Tracing)),
     },
     ModelSpec {
         name: "labt-resize",
         summary: "LABT + adaptive shadow-TLB resizing (256 KiB execute-only unit)",
-        build: |c| {
-            Ok(Box::new(super::labt::Labt::new(
-                c,
-                super::labt::Variant::Resize,
-            )?))
-        },
+        build: |c| Box::new(super::labt::Labt::new(c, super::labt::Variant::Resize)),
     },
     ModelSpec {
         name: "labt-avoid",
         summary: "LABT + avoiding read faults (hot loads read a copy on the shared page)",
-        build: |c| {
-            Ok(Box::new(super::labt::Labt::new(
-                c,
-                super::labt::Variant::AvoidReads,
-            )?))
-        },
+        build: |c| Box::new(super::labt::Labt::new(c, super::labt::Variant::AvoidReads)),
     },
     ModelSpec {
         name: "labt-all",
         summary: "LABT + adaptive resizing + avoiding read faults",
-        build: |c| {
-            Ok(Box::new(super::labt::Labt::new(
-                c,
-                super::labt::Variant::All,
-            )?))
-        },
+        build: |c| Box::new(super::labt::Labt::new(c, super::labt::Variant::All)),
     },
 ];
 

@@ -4,8 +4,8 @@
 //! The driver keeps the guest's architectural state ([`GuestState`]) from the trace's
 //! records (its TLB from `tlbwe`, `tlbivax` and MMUCSR0 writes; PID; MSR from `mtmsr`,
 //! `wrtee(i)`, `rfi` and exception entries), hands every event to every model in order, and
-//! splits the run into the trace's phases (boot, each benchmark, the time between). Base
-//! time is the recorded instruction count at the profile's CPI; each model adds its cycles.
+//! splits the run into the trace's phases (boot, each benchmark, the time between), with
+//! each model's counts per segment. Pricing them is `cost::e500`'s.
 
 use super::model::{GuestEvent, GuestState, HvModel, ModelCounters, TlbEffect, MSR_DS, MSR_EE};
 use super::model::{MSR_IS, MSR_PR};
@@ -74,25 +74,6 @@ pub struct ReplayReport {
     pub driver: DriverStats,
 }
 
-/// The counters accumulated in `after` since `before`.
-pub fn counters_delta(after: &ModelCounters, before: &ModelCounters) -> ModelCounters {
-    let mut d = after.clone();
-    d.exits = after.exits - before.exits;
-    d.tracing_faults -= before.tracing_faults;
-    d.splits -= before.splits;
-    d.merges -= before.merges;
-    d.cycles -= before.cycles;
-    for (k, v) in &before.extra {
-        *d.extra.entry(k).or_default() -= v;
-    }
-    d.extra.retain(|_, v| *v != 0);
-    for (pc, n) in &before.exits_by_pc {
-        *d.exits_by_pc.entry(*pc).or_default() -= n;
-    }
-    d.exits_by_pc.retain(|_, n| *n != 0);
-    d
-}
-
 /// The mapping QEMU's ppce500 machine creates before the first instruction
 /// (`hw/ppc/e500.c`, `mmubooke_create_initial_mapping`): TLB1 entry 0, effective 0 to
 /// physical 0, supervisor read/write/execute, IPROT, 64 MiB (the smallest power-of-four size
@@ -150,8 +131,7 @@ pub fn replay<R: Read>(
     let mut switch = |to: usize, current: &mut usize, models: &[Box<dyn HvModel>]| {
         for (i, m) in models.iter().enumerate() {
             let now = m.counters();
-            let d = counters_delta(now, &start[i]);
-            add_into(&mut seg_counts[*current][i], &d);
+            seg_counts[*current][i].add_all(&now.since(&start[i]));
             start[i] = now.clone();
         }
         *current = to;
@@ -298,23 +278,6 @@ fn deliver(
         m.on_event(guest, ev);
     }
     observe(guest, ev, models);
-}
-
-/// Adds `d` into `acc`.
-fn add_into(acc: &mut ModelCounters, d: &ModelCounters) {
-    for (a, b) in acc.exits.0.iter_mut().zip(d.exits.0) {
-        *a += b;
-    }
-    acc.tracing_faults += d.tracing_faults;
-    acc.splits += d.splits;
-    acc.merges += d.merges;
-    acc.cycles += d.cycles;
-    for (k, v) in &d.extra {
-        *acc.extra.entry(k).or_default() += v;
-    }
-    for (pc, n) in &d.exits_by_pc {
-        *acc.exits_by_pc.entry(*pc).or_default() += n;
-    }
 }
 
 /// Applies a privileged instruction to the guest state; returns its TLB effect.

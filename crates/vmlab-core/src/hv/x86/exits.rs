@@ -1,125 +1,54 @@
 //! VM exits, counted by reason. Each reason has a cost in the machine profile, under
 //! `[exits]`, keyed by the reason's name.
 //!
-//! The reasons are declared once, in the `exit_reasons!` list below: adding one is one line
+//! The reasons are declared once, in the `named_enum!` list below: adding one is one line
 //! there (its doc, variant and name) plus its cost in every profile (`profiles/*.toml`).
 //! Reports, JSON (`exits_by_reason`), the profile's `[exits]` table and the cost model all
 //! follow the list.
 
-/// Declares [`ExitReason`] from one list of `doc, Variant => "name"` entries: the enum, its
-/// `ALL` and `COUNT`, and `name()` / `doc()` / `from_name()`.
-macro_rules! exit_reasons {
-    ($( $(#[doc = $doc:literal])+ $variant:ident => $name:literal, )+) => {
-        /// Why control left the guest for the hypervisor.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum ExitReason {
-            $( $(#[doc = $doc])+ $variant, )+
-        }
-
-        impl ExitReason {
-            /// How many reasons there are.
-            pub const COUNT: usize = [$($name),+].len();
-
-            /// Every reason, in declaration order; `ALL[r as usize] == r`.
-            pub const ALL: [ExitReason; Self::COUNT] = [$(ExitReason::$variant),+];
-
-            /// The name used in reports, JSON (`exits_by_reason`) and as the key of its cost
-            /// in the profile's `[exits]` table.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $( ExitReason::$variant => $name, )+
-                }
-            }
-
-            /// What the reason means: its documentation, as one line.
-            pub fn doc(self) -> &'static str {
-                match self {
-                    $( ExitReason::$variant => concat!($($doc),+).trim_start(), )+
-                }
-            }
-
-            /// The reason called `name`, if there is one.
-            pub fn from_name(name: &str) -> Option<ExitReason> {
-                Self::ALL.into_iter().find(|r| r.name() == name)
-            }
-        }
-    };
-}
-
-exit_reasons! {
-    /// A guest access to a guest-physical frame the EPT does not map (first touch).
-    EptViolation => "ept_violation",
-    /// Shadow paging: a guest write to a write-protected (shadowed) guest page table,
-    /// emulated by the hypervisor.
-    WriteProtect => "write_protect",
-    /// Shadow paging: a fault in the shadow tables; the hypervisor walks the guest tables
-    /// and installs shadow entries (or finds the guest's own fault).
-    ShadowFault => "shadow_fault",
-    /// Shadow paging: a guest page fault the hypervisor reflects into the guest.
-    PfReflect => "pf_reflect",
-    /// Shadow paging: a CR3 load, trapped to switch shadow roots.
-    Cr3Load => "cr3_load",
-    /// Shadow paging: a trapped INVLPG.
-    Invlpg => "invlpg",
-    /// Shadow paging: a trapped INVPCID (with EPT off KVM sets "INVLPG exiting", which makes
-    /// INVPCID exit too); Linux under KPTI flushes a user page with it.
-    Invpcid => "invpcid",
-    /// The TPT prototype: a hypercall switching a TPT process between its host-address
-    /// tables and the kernel's nested paging.
-    TptSwitch => "tpt_switch",
-    /// Paravirtual paging: a hypercall (mmu_update or a multicall of them, a CR3 switch, a
-    /// TLB flush).
-    Hypercall => "hypercall",
-    /// Paravirtual paging: a system call of the guest bouncing through the hypervisor (a
-    /// 64-bit PV kernel runs in ring 3).
-    PvBounce => "pv_bounce",
-    /// Paravirtual paging: a guest page fault, taken by Xen (handle_PF finds nothing of its
-    /// own to fix) and bounced to the guest kernel's handler with CR2 saved for it.
-    PvPageFault => "pv_page_fault",
-    /// Hardware virtualization: the guest's timer tick, an exit when the emulated LAPIC timer
-    /// fires (VMX preemption timer or the host's hrtimer) and the interrupt's injection.
-    Timer => "timer",
-    /// Hardware virtualization: the guest re-arms its LAPIC timer after a tick (WRMSR of
-    /// IA32_TSC_DEADLINE, intercepted; KVM's fastpath handles it).
-    TscDeadline => "tsc_deadline",
+crate::named_enum! {
+    /// Why control left the guest for the hypervisor.
+    pub enum ExitReason {
+        /// A guest access to a guest-physical frame the EPT does not map (first touch).
+        EptViolation => "ept_violation",
+        /// Shadow paging: a guest write to a write-protected (shadowed) guest page table,
+        /// emulated by the hypervisor.
+        WriteProtect => "write_protect",
+        /// Shadow paging: a fault in the shadow tables; the hypervisor walks the guest tables
+        /// and installs shadow entries (or finds the guest's own fault).
+        ShadowFault => "shadow_fault",
+        /// Shadow paging: a guest page fault the hypervisor reflects into the guest.
+        PfReflect => "pf_reflect",
+        /// Shadow paging: a CR3 load, trapped to switch shadow roots.
+        Cr3Load => "cr3_load",
+        /// Shadow paging: a trapped INVLPG.
+        Invlpg => "invlpg",
+        /// Shadow paging: a trapped INVPCID (with EPT off KVM sets "INVLPG exiting", which makes
+        /// INVPCID exit too); Linux under KPTI flushes a user page with it.
+        Invpcid => "invpcid",
+        /// The TPT prototype: a hypercall switching a TPT process between its host-address
+        /// tables and the kernel's nested paging.
+        TptSwitch => "tpt_switch",
+        /// Paravirtual paging: a hypercall (mmu_update or a multicall of them, a CR3 switch, a
+        /// TLB flush).
+        Hypercall => "hypercall",
+        /// Paravirtual paging: a system call of the guest bouncing through the hypervisor (a
+        /// 64-bit PV kernel runs in ring 3).
+        PvBounce => "pv_bounce",
+        /// Paravirtual paging: a guest page fault, taken by Xen (handle_PF finds nothing of its
+        /// own to fix) and bounced to the guest kernel's handler with CR2 saved for it.
+        PvPageFault => "pv_page_fault",
+        /// Hardware virtualization: the guest's timer tick, an exit when the emulated LAPIC timer
+        /// fires (VMX preemption timer or the host's hrtimer) and the interrupt's injection.
+        Timer => "timer",
+        /// Hardware virtualization: the guest re-arms its LAPIC timer after a tick (WRMSR of
+        /// IA32_TSC_DEADLINE, intercepted; KVM's fastpath handles it).
+        TscDeadline => "tsc_deadline",
+    }
 }
 
 /// Exit counts by reason.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ExitCounters {
-    counts: [u64; ExitReason::COUNT],
-}
-
-impl ExitCounters {
-    /// Counts one exit of `reason`.
-    pub fn record(&mut self, reason: ExitReason) {
-        self.counts[reason as usize] += 1;
-    }
-
-    /// Exits of `reason` so far.
-    pub fn get(&self, reason: ExitReason) -> u64 {
-        self.counts[reason as usize]
-    }
-
-    /// Exits of every reason so far.
-    pub fn total(&self) -> u64 {
-        self.counts.iter().sum()
-    }
-
-    /// (reason, count) for every reason, in declaration order.
-    pub fn iter(&self) -> impl Iterator<Item = (ExitReason, u64)> + '_ {
-        ExitReason::ALL.iter().map(|&r| (r, self.get(r)))
-    }
-
-    /// The counts of the interval since `earlier` (a snapshot of the same counters).
-    pub fn since(&self, earlier: &ExitCounters) -> ExitCounters {
-        let mut out = *self;
-        for (o, e) in out.counts.iter_mut().zip(earlier.counts) {
-            *o -= e;
-        }
-        out
-    }
-}
+pub type ExitCounters = crate::stats::named::Counters<ExitReason, { ExitReason::COUNT }>;
 
 #[cfg(test)]
 mod tests {

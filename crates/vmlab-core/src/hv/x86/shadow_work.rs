@@ -21,93 +21,34 @@
 //!   pages) and root building (`mmu_alloc_shadow_roots` on a root-cache miss in
 //!   `kvm_mmu_load` / `fast_pgd_switch`).
 
-/// Declares [`ShadowWork`] from one list of `doc, Variant => "name"` entries.
-macro_rules! shadow_work {
-    ($( $(#[doc = $doc:literal])+ $variant:ident => $name:literal, )+) => {
-        /// One unit of the shadow MMU's work that has a cost in the profile (`[shadow]`).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum ShadowWork {
-            $( $(#[doc = $doc])+ $variant, )+
-        }
-
-        impl ShadowWork {
-            /// How many units there are.
-            pub const COUNT: usize = [$($name),+].len();
-
-            /// Every unit, in declaration order; `ALL[w as usize] == w`.
-            pub const ALL: [ShadowWork; Self::COUNT] = [$(ShadowWork::$variant),+];
-
-            /// The name in reports (`shadow_work`) and the key of its cost under `[shadow]`.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $( ShadowWork::$variant => $name, )+
-                }
-            }
-
-            /// What the unit is: its documentation, as one line.
-            pub fn doc(self) -> &'static str {
-                match self {
-                    $( ShadowWork::$variant => concat!($($doc),+).trim_start(), )+
-                }
-            }
-        }
-    };
-}
-
-shadow_work! {
-    /// An entry of an unsync shadow page looked at by a resync (512 per page synced).
-    SyncScan => "sync_scan",
-    /// A present shadow entry resynced: the guest's entry read and the shadow entry rebuilt.
-    SyncEntry => "sync_entry",
-    /// An entry of a zapped shadow page looked at (512 per page zapped).
-    ZapScan => "zap_scan",
-    /// A present shadow entry dropped (reverse-map removal or parent unlink).
-    SpteDrop => "spte_drop",
-    /// A shadow page zapped: unhashed, its write tracking ended, freed.
-    PageZap => "page_zap",
-    /// A guest frame unprotected: its last shadow page went, so its write tracking ended.
-    Unprotect => "unprotect",
-    /// A shadow entry visited to write-protect a frame that became a shadowed table.
-    RmapProtect => "rmap_protect",
-    /// A remote TLB flush after a change to present shadow entries (kvm_flush_remote_tlbs).
-    RemoteFlush => "remote_flush",
-    /// A shadow page allocated (zeroed page, hashed, write tracking started).
-    PageAlloc => "page_alloc",
-    /// A shadow root built on a root-cache miss (mmu_alloc_shadow_roots), beyond its page.
-    RootBuild => "root_build",
+crate::named_enum! {
+    /// One unit of the shadow MMU's work that has a cost in the profile (`[shadow]`).
+    pub enum ShadowWork {
+        /// An entry of an unsync shadow page looked at by a resync (512 per page synced).
+        SyncScan => "sync_scan",
+        /// A present shadow entry resynced: the guest's entry read and the shadow entry rebuilt.
+        SyncEntry => "sync_entry",
+        /// An entry of a zapped shadow page looked at (512 per page zapped).
+        ZapScan => "zap_scan",
+        /// A present shadow entry dropped (reverse-map removal or parent unlink).
+        SpteDrop => "spte_drop",
+        /// A shadow page zapped: unhashed, its write tracking ended, freed.
+        PageZap => "page_zap",
+        /// A guest frame unprotected: its last shadow page went, so its write tracking ended.
+        Unprotect => "unprotect",
+        /// A shadow entry visited to write-protect a frame that became a shadowed table.
+        RmapProtect => "rmap_protect",
+        /// A remote TLB flush after a change to present shadow entries (kvm_flush_remote_tlbs).
+        RemoteFlush => "remote_flush",
+        /// A shadow page allocated (zeroed page, hashed, write tracking started).
+        PageAlloc => "page_alloc",
+        /// A shadow root built on a root-cache miss (mmu_alloc_shadow_roots), beyond its page.
+        RootBuild => "root_build",
+    }
 }
 
 /// Units of shadow-MMU work done, by kind (exact counts).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ShadowWorkCounters {
-    counts: [u64; ShadowWork::COUNT],
-}
-
-impl ShadowWorkCounters {
-    /// Counts `n` units of `work`.
-    pub fn add(&mut self, work: ShadowWork, n: u64) {
-        self.counts[work as usize] += n;
-    }
-
-    /// Units of `work` so far.
-    pub fn get(&self, work: ShadowWork) -> u64 {
-        self.counts[work as usize]
-    }
-
-    /// (unit, count) for every unit, in declaration order.
-    pub fn iter(&self) -> impl Iterator<Item = (ShadowWork, u64)> + '_ {
-        ShadowWork::ALL.iter().map(|&w| (w, self.get(w)))
-    }
-
-    /// The counts of the interval since `earlier` (a snapshot of the same counters).
-    pub fn since(&self, earlier: &ShadowWorkCounters) -> ShadowWorkCounters {
-        let mut out = *self;
-        for (o, e) in out.counts.iter_mut().zip(earlier.counts) {
-            *o -= e;
-        }
-        out
-    }
-}
+pub type ShadowWorkCounters = crate::stats::named::Counters<ShadowWork, { ShadowWork::COUNT }>;
 
 #[cfg(test)]
 mod tests {

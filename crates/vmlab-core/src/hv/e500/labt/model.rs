@@ -8,18 +8,18 @@
 //! TLB miss in a split mapping installs the piece, not the guest's whole entry.
 
 use super::{LabtConfig, LabtStats, Translator};
-use crate::cost::e500::{E500Costs, E500ProfileError};
 use crate::hv::e500::exits::E500Exit;
-use crate::hv::e500::kvm::{priv_exit, Kvm, Shadow};
+use crate::hv::e500::kvm::{priv_exit, HostConfig, Kvm, Shadow};
 use crate::hv::e500::labt::resize::Block;
 use crate::hv::e500::labt::translator::{PrivOutcome, SiteKind};
 use crate::hv::e500::labt::Rewrite;
 use crate::hv::e500::model::{
     AccessCtx, GuestEvent, GuestState, HvModel, ModelCounters, TlbEffect, Translation,
 };
-use crate::hv::e500::pv::model::{settle, EeWindow, InsnCycles};
+use crate::hv::e500::pv::model::{settle, EeWindow};
 use crate::hv::e500::pv::templates::MSR_EE;
 use crate::hv::e500::pv::TemplateInput;
+use crate::hv::e500::work::E500Work;
 use crate::hw::e500::{Access, PageSize, TlbSel};
 
 /// Default execute-only unit of adaptive resizing: 256 KiB, the study's lower bound, which
@@ -81,39 +81,27 @@ pub struct Labt {
     name: &'static str,
     kvm: Kvm,
     tr: Translator,
-    translate_cycles: u64,
-    tracing_cycles: u64,
-    shadow_write: u64,
     prev_msr: u32,
-    insn_cycles: InsnCycles,
     window: Option<EeWindow>,
     synced: LabtStats,
 }
 
 impl Labt {
     /// A LABT model of `variant` with the profile's costs.
-    pub fn new(costs: &E500Costs, variant: Variant) -> Result<Self, E500ProfileError> {
-        Self::with_config(costs, variant.name(), variant.config())
+    pub fn new(host: &HostConfig, variant: Variant) -> Self {
+        Self::with_config(host, variant.name(), variant.config())
     }
 
     /// A LABT model with an explicit configuration.
-    pub fn with_config(
-        costs: &E500Costs,
-        name: &'static str,
-        cfg: LabtConfig,
-    ) -> Result<Self, E500ProfileError> {
-        Ok(Labt {
+    pub fn with_config(host: &HostConfig, name: &'static str, cfg: LabtConfig) -> Self {
+        Labt {
             name,
-            kvm: Kvm::new(costs, true)?,
+            kvm: Kvm::new(host, true),
             tr: Translator::new(cfg),
-            translate_cycles: costs.cost("labt.translate")?,
-            tracing_cycles: costs.exit(E500Exit::Tracing),
-            shadow_write: costs.cost("hv.shadow_write")?,
             prev_msr: 0,
-            insn_cycles: InsnCycles::new(costs.cpi),
             window: None,
             synced: LabtStats::default(),
-        })
+        }
     }
 
     /// The translator (its statistics).
@@ -137,11 +125,9 @@ impl Labt {
         }
     }
 
+    /// Instructions of the routines, run in the guest.
     fn insns(&mut self, insns: u64) {
-        let c = self.insn_cycles.cycles(insns);
-        let k = self.kvm.counters_mut();
-        k.cycles += c;
-        k.bump("routine_insns", insns);
+        self.kvm.counters_mut().added_insns += insns;
     }
 
     /// Before KVM handles an access to `ea`: in a split mapping, make sure the host TLB
@@ -180,7 +166,7 @@ impl Labt {
         let k = self.kvm.counters_mut();
         k.bump("shadow_fills", 1);
         k.bump("shadow_evictions", evicted as u64);
-        k.cycles += self.shadow_write;
+        k.work(E500Work::ShadowWrite, 1);
         self.kvm.page_lookup(gslot);
         self.kvm.count_exit(E500Exit::HostTlbMiss, pc);
     }
@@ -253,7 +239,7 @@ impl Labt {
             let n = self.kvm.host_mut().invalidate_gslot(slot);
             let k = self.kvm.counters_mut();
             k.bump("shadow_invalidations", n);
-            k.cycles += self.shadow_write;
+            k.work(E500Work::ShadowWrite, 1);
         }
         true
     }
@@ -299,7 +285,7 @@ impl Labt {
                 self.kvm.on_event(guest, event);
                 if translated {
                     let k = self.kvm.counters_mut();
-                    k.cycles += self.translate_cycles;
+                    k.work(E500Work::Translate, 1);
                     k.bump("rewrites", 1);
                 }
             }
@@ -372,12 +358,9 @@ impl Labt {
             Self::mapping_of(guest, pc),
         );
         if out.faults > 0 {
-            let cost = self.tracing_cycles;
             let k = self.kvm.counters_mut();
-            k.exits.add(E500Exit::Tracing, out.faults);
-            *k.exits_by_pc.entry(pc).or_default() += out.faults;
+            k.exits_at(E500Exit::Tracing, pc, out.faults);
             k.tracing_faults += out.faults;
-            k.cycles += cost * out.faults;
         }
         if out.cached_reads > 0 {
             self.kvm

@@ -48,7 +48,7 @@ fn load(pc: u32, vaddr: u32, count: u32) -> GuestEvent<'static> {
 }
 
 fn run(variant: Variant) -> Labt {
-    let mut m = Labt::new(&E500Costs::builtin(), variant).unwrap();
+    let mut m = Labt::new(&E500Costs::builtin().host().unwrap(), variant);
     let g = guest();
     for _ in 0..5 {
         m.on_event(&g, &mfmsr(0xC000_1000));

@@ -19,8 +19,7 @@
 
 use super::{patch_at_time, templates::MSR_EE, PvPatch, PvText, Template, TemplateInput};
 use super::{run, TemplateRun};
-use crate::cost::e500::{E500Costs, E500ProfileError};
-use crate::hv::e500::kvm::{priv_exit, Kvm};
+use crate::hv::e500::kvm::{priv_exit, HostConfig, Kvm};
 use crate::hv::e500::model::{
     AccessCtx, GuestEvent, GuestState, HvModel, ModelCounters, Translation,
 };
@@ -62,28 +61,6 @@ impl EeWindow {
     }
 }
 
-/// Instructions at the profile's CPI, carried exactly across events.
-#[derive(Debug, Clone, Default)]
-pub struct InsnCycles {
-    cpi: f64,
-    carry: f64,
-}
-
-impl InsnCycles {
-    /// At `cpi` cycles per instruction.
-    pub fn new(cpi: f64) -> Self {
-        InsnCycles { cpi, carry: 0.0 }
-    }
-
-    /// Whole cycles for `insns` more instructions (fractions carry to the next call).
-    pub fn cycles(&mut self, insns: u64) -> u64 {
-        self.carry += insns as f64 * self.cpi;
-        let whole = self.carry.floor();
-        self.carry -= whole;
-        whole as u64
-    }
-}
-
 /// The paravirtual model.
 #[derive(Debug, Clone)]
 pub struct Pv {
@@ -93,30 +70,26 @@ pub struct Pv {
     patch_fn: Option<(u32, u32)>,
     patched: bool,
     prev_msr: u32,
-    insn_cycles: InsnCycles,
     window: Option<EeWindow>,
 }
 
 impl Pv {
     /// PV on KVM with guest memory in 4 KiB host pages, or huge pages (`huge`).
-    pub fn new(costs: &E500Costs, huge: bool) -> Result<Self, E500ProfileError> {
-        Ok(Pv {
+    pub fn new(config: &HostConfig, huge: bool) -> Self {
+        Pv {
             name: if huge { "pv-huge" } else { "pv" },
-            kvm: Kvm::new(costs, huge)?,
+            kvm: Kvm::new(config, huge),
             text: None,
             patch_fn: None,
             patched: false,
             prev_msr: 0,
-            insn_cycles: InsnCycles::new(costs.cpi),
             window: None,
-        })
+        }
     }
 
+    /// Instructions of the templates, run in the guest.
     fn template_insns(&mut self, insns: u64) {
-        let c = self.insn_cycles.cycles(insns);
-        let k = self.kvm.counters_mut();
-        k.cycles += c;
-        k.bump("template_insns", insns);
+        self.kvm.counters_mut().added_insns += insns;
     }
 
     fn on_priv(&mut self, guest: &GuestState, event: &GuestEvent<'_>, pc: u32, word: u32) {

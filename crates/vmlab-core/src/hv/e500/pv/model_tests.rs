@@ -43,8 +43,7 @@ fn priv_event(pc: u32, word: u32) -> GuestEvent<'static> {
 
 #[test]
 fn patched_instructions_stop_exiting_and_the_rest_exits() {
-    let costs = E500Costs::builtin();
-    let mut pv = Pv::new(&costs, false).unwrap();
+    let mut pv = Pv::new(&E500Costs::builtin().host().unwrap(), false);
     let g = guest();
     for _ in 0..3 {
         pv.on_event(&g, &priv_event(0xC000_1000, MFMSR));
@@ -61,15 +60,14 @@ fn patched_instructions_stop_exiting_and_the_rest_exits() {
 
 #[test]
 fn an_interrupt_right_after_enabling_ee_means_the_template_trapped() {
-    let costs = E500Costs::builtin();
-    let mut pv = Pv::new(&costs, false).unwrap();
+    let mut pv = Pv::new(&E500Costs::builtin().host().unwrap(), false);
     let mut g = guest();
     pv.on_event(&g, &priv_event(0xC000_1000, MFMSR)); // warm the shadow
     g.msr = MSR_EE;
     let pc = 0xC000_2000;
     pv.on_event(&g, &priv_event(pc, WRTEEI_1));
     assert_eq!(pv.counters().exits.get(E500Exit::Wrtee), 0);
-    assert_eq!(pv.counters().extra.get("template_insns"), Some(&20));
+    assert_eq!(pv.counters().added_insns, 20);
     pv.on_event(
         &g,
         &GuestEvent::Exception {
@@ -84,14 +82,13 @@ fn an_interrupt_right_after_enabling_ee_means_the_template_trapped() {
     assert_eq!(c.exits.get(E500Exit::Wrtee), 1);
     assert_eq!(c.exits.get(E500Exit::OtherException), 1);
     assert_eq!(c.extra.get("pending_interrupt_exits"), Some(&1));
-    assert_eq!(c.extra.get("template_insns"), Some(&22));
+    assert_eq!(c.added_insns, 22);
     assert_eq!(PrivClass::Wrteei, classify(WRTEEI_1).unwrap());
 }
 
 #[test]
 fn the_kernel_runs_unpatched_until_kvm_guest_init() {
-    let costs = E500Costs::builtin();
-    let mut pv = Pv::new(&costs, false).unwrap();
+    let mut pv = Pv::new(&E500Costs::builtin().host().unwrap(), false);
     pv.on_start(&Header {
         system_map: "c0000000 T _stext\nc0400000 T _etext\nc0500000 T kvm_guest_init\n\
                      c0500100 t next_fn\n"
