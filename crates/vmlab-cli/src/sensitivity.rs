@@ -9,7 +9,11 @@ use std::process::{Command, ExitCode};
 
 pub const AFTER_HELP: &str = "Examples:\n  \
     vmlab sensitivity -w sysbench-mem:block=1G,mode=rnd -p native,nested,tpt --accesses 500000\n  \
-    vmlab sensitivity -w fork-bench:rss=64M -p native,shadow,nested --result shadow/nested --json\n\n\
+    vmlab sensitivity -w fork-bench:rss=64M -p native,shadow,nested --result shadow/nested --json\n  \
+    vmlab sensitivity --labt results/labt/labt.json --result kvm/bare --benchmark boot\n\n\
+    With --labt, the e500 table of a saved `vmlab reproduce labt`: each point's costs price the\n\
+    saved counts again (milliseconds); only hv.host_tlb1_reserved, a size the models act on,\n\
+    replays the trace, once per value.\n\n\
     Needs the Python package with SALib: pip install './crates/vmlab-py[sensitivity]' (README,\n\
     \"Python\"); VMLAB_PYTHON names the Python that has it (default: python3).";
 
@@ -40,7 +44,16 @@ pub fn sensitivity(args: SensitivityArgs) -> ExitCode {
         .output()
     {
         Err(e) => return missing(&format!("cannot be started ({e}), so it")),
-        Ok(out) if !out.status.success() => return missing("does not have"),
+        Ok(out) if !out.status.success() => {
+            if args.args.iter().any(|a| a == "--help" || a == "-h") {
+                // The options are the Python front end's; say what it is and how to get it.
+                println!(
+                    "Usage: vmlab sensitivity [ARGS]...\n\nVary a machine profile's assumptions over their ranges and rank them by how\nmuch they move a result (Morris elementary effects). The options are those of\n`python -m vmlab sensitivity`, which {python} cannot run: it lacks the Python\npackage vmlab with SALib (pip install './crates/vmlab-py[sensitivity]').\n\n{AFTER_HELP}"
+                );
+                return ExitCode::SUCCESS;
+            }
+            return missing("does not have");
+        }
         Ok(_) => {}
     }
     match Command::new(&python)

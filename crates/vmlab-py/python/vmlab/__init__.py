@@ -9,7 +9,8 @@ full report, exactly the JSON the command writes, in ``frame.attrs["report"]``.
   ``"latency.dram_ns"``, page sizes, fragmentation, ...), locally or on a Dask cluster.
 - :func:`reproduce`: a built-in experiment (``vmlab reproduce NAME``).
 - :func:`sensitivity`: how much a result moves over the profile's assumption ranges, and
-  which assumptions move it most (Morris elementary effects, SALib).
+  which assumptions move it most (Morris elementary effects, SALib);
+  :func:`labt_sensitivity`: the same for the e500 table, pricing a saved replay again.
 - :func:`record`: a real x86-64 program recorded into a trace that ``run`` replays
   (``vmlab record``).
 - :func:`profile`, :func:`workloads`, :func:`schemes`, :func:`profiles`,
@@ -24,6 +25,7 @@ from ._catalog import experiments, profile, profiles, schemes, version, workload
 from ._record import record
 from ._run import reproduce, run
 from ._sensitivity import Sensitivity, sensitivity
+from ._sensitivity_labt import labt_sensitivity
 from ._sweep import sweep
 
 __version__ = version()[0]
@@ -31,6 +33,7 @@ __version__ = version()[0]
 __all__ = [
     "Error",
     "experiments",
+    "labt_sensitivity",
     "profile",
     "profiles",
     "record",

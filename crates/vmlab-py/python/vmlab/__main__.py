@@ -10,6 +10,7 @@ from typing import List, Optional
 
 from . import Error
 from ._sensitivity import LEVELS, TRAJECTORIES, sensitivity
+from ._sensitivity_labt import labt_sensitivity
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -21,10 +22,21 @@ def _parser() -> argparse.ArgumentParser:
             "and which assumptions move it most: Morris elementary effects (SALib), every "
             "point simulated."),
         epilog=(
-            "Example: vmlab sensitivity -w sysbench-mem:block=256M,mode=rnd -p native,nested "
-            "--result nested/native --accesses 500000 --warmup 500000"),
+            "Examples: vmlab sensitivity -w sysbench-mem:block=256M,mode=rnd -p native,nested "
+            "--result nested/native --accesses 500000 --warmup 500000;   "
+            "vmlab sensitivity --labt results/labt/labt.json --result kvm/bare "
+            "--result labt-all/pv --benchmark boot (the e500 table: the saved replay's counts "
+            "priced again at every point, a replay only for hv.host_tlb1_reserved)"),
     )
-    p.add_argument("-w", "--workload", required=True, help="workload spec, as vmlab run takes it")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("-w", "--workload", help="workload spec, as vmlab run takes it")
+    target.add_argument("--labt", metavar="LABT.JSON",
+                        help="a saved `vmlab reproduce labt` report: vary the e500 profile's "
+                             "assumptions for its table instead (results are models: kvm/bare)")
+    p.add_argument("--benchmark", action="append", dest="benchmarks", metavar="NAME",
+                   help="with --labt: a benchmark of the table (repeatable; default boot)")
+    p.add_argument("--trace", help="with --labt: the trace to replay when a point changes a "
+                                   "size the models act on (default: the report's)")
     p.add_argument("-p", "--paging", default="native,nested",
                    help="schemes, comma-separated (default: native,nested)")
     p.add_argument("--result", action="append", dest="results", metavar="RESULT",
@@ -59,6 +71,17 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 2
         overrides[key.strip()] = value.strip()
     try:
+        if args.labt:
+            result = labt_sensitivity(
+                args.labt, args.results or ("kvm/bare", "labt-all/pv"),
+                args.benchmarks or ("boot",), trace=args.trace, assumptions=args.assumptions,
+                trajectories=args.trajectories, levels=args.levels, seed=args.seed,
+                set=overrides or None)
+            print(result.to_json() if args.json else result, end="")
+            return 0
+        if args.benchmarks or args.trace:
+            print("error: --benchmark and --trace go with --labt", file=sys.stderr)
+            return 2
         result = sensitivity(
             args.workload, args.paging, args.results, args.machine,
             assumptions=args.assumptions, trajectories=args.trajectories, levels=args.levels,

@@ -63,6 +63,18 @@ class Sensitivity:
         return json.dumps(self.report, indent=2, sort_keys=True) + "\n"
 
 
+def morris_design(ranges: Mapping[str, Mapping[str, Any]], trajectories: int, levels: int,
+                  seed: int) -> Tuple[Dict[str, Any], Any]:
+    """SALib's problem over ``ranges`` and its Morris design (one row per point)."""
+    _positive("trajectories", trajectories, 2)
+    _positive("levels", levels, 2)
+    names = list(ranges)
+    problem = {"num_vars": len(names), "names": names,
+               "bounds": [[ranges[n]["low"], ranges[n]["high"]] for n in names]}
+    design = _salib_sample().sample(problem, trajectories, num_levels=levels, seed=seed)
+    return problem, design
+
+
 def sensitivity(
     workload: str,
     paging: Union[str, Sequence[str]] = ("native", "nested"),
@@ -93,27 +105,16 @@ def sensitivity(
     (``accesses=``, ``warmup=``, ``guest_pages=``, ..., and ``seed=`` for the workload's own
     seed). ``set`` fixes other profile keys for every run.
     """
-    try:
-        from SALib.analyze import morris as morris_analyze
-        from SALib.sample import morris as morris_sample
-    except ImportError as e:
-        raise ImportError(
-            "vmlab.sensitivity needs SALib: pip install './crates/vmlab-py[sensitivity]'"
-        ) from e
     for key in settings:
         if key not in SPEC_FIELDS + ("seed",):
             raise TypeError(f"sensitivity() got an unexpected keyword argument {key!r}")
-    _positive("trajectories", trajectories, 2)
-    _positive("levels", levels, 2)
     schemes = paging_list(paging)
     wanted = _results(results, schemes)
     base = load_profile(machine or "skylake", set=set)
-    ranges = _ranges(base, assumptions)
-    names = list(ranges)
-    problem = {"num_vars": len(names), "names": names,
-               "bounds": [[ranges[n]["low"], ranges[n]["high"]] for n in names]}
-    design = morris_sample.sample(problem, trajectories, num_levels=levels, seed=seed)
-    points = [_point(base, names, row) for row in design]
+    ranges = assumption_ranges(base, assumptions)
+    problem, design = morris_design(ranges, trajectories, levels, seed)
+    names = problem["names"]
+    points = [design_point(base, names, row) for row in design]
     # The profile as it is, first: each result's value.
     points.insert(0, {})
     run_seed = settings.pop("seed", 1)
@@ -131,19 +132,8 @@ def sensitivity(
     runs = [json.loads(t)["runs"][0] for t in texts]
     seconds = [{s: runs[i * len(schemes) + j]["seconds"] for j, s in enumerate(schemes)}
                for i in range(len(points))]
-    out_results = []
-    for name, value_of in wanted:
-        values = [value_of(s) for s in seconds]
-        analysis = morris_analyze.analyze(problem, design, pd.Series(values[1:]).to_numpy(),
-                                          num_levels=levels, seed=seed)
-        ranking = sorted(
-            ({"assumption": n, "mu_star": float(analysis["mu_star"][i]),
-              "mu_star_conf": _finite(analysis["mu_star_conf"][i]),
-              "mu": float(analysis["mu"][i]), "sigma": _finite(analysis["sigma"][i])}
-             for i, n in enumerate(names)),
-            key=lambda r: -r["mu_star"])
-        out_results.append({"result": name, "value": values[0], "low": min(values),
-                            "high": max(values), "ranking": ranking})
+    out_results = [analyse(name, [value_of(s) for s in seconds], problem, design, levels, seed)
+                   for name, value_of in wanted]
     report = {
         "method": {"name": "morris", "library": f"SALib {metadata.version('SALib')}",
                    "trajectories": trajectories, "levels": levels, "seed": seed,
@@ -151,13 +141,40 @@ def sensitivity(
         "spec": {"workload": workload, "paging": schemes, "machine": base["machine"]["name"],
                  "set": {k: str(v) for k, v in (set or {}).items()}, "seed": run_seed,
                  **{k: v for k, v in settings.items() if v is not None}},
-        "assumptions": {n: {**ranges[n], "value": _value(base, n)} for n in names},
+        "assumptions": {n: {**ranges[n], "value": value_at(base, n)} for n in names},
         "results": out_results,
         "provenance": json.loads(texts[0])["provenance"] | {"command": call},
     }
     leading = [{"point": i, **p} for i, p in enumerate(points) for _ in schemes]
-    return Sensitivity(summary=_summary(out_results), ranking=_ranking(out_results),
+    return Sensitivity(summary=summary_frame(out_results), ranking=ranking_frame(out_results),
                        runs=runs_frame(runs, leading), report=report)
+
+
+def _salib_sample():
+    try:
+        from SALib.sample import morris as morris_sample
+    except ImportError as e:
+        raise ImportError(
+            "vmlab.sensitivity needs SALib: pip install './crates/vmlab-py[sensitivity]'"
+        ) from e
+    return morris_sample
+
+
+def analyse(name: str, values: List[float], problem: Mapping[str, Any], design: Any,
+            levels: int, seed: int) -> Dict[str, Any]:
+    """One result's Morris analysis: ``values[0]`` is its value at the profile, the rest one
+    per point of ``design``; its range and the assumptions ranked by mu*."""
+    from SALib.analyze import morris as morris_analyze
+    analysis = morris_analyze.analyze(problem, design, pd.Series(values[1:]).to_numpy(),
+                                      num_levels=levels, seed=seed)
+    ranking = sorted(
+        ({"assumption": n, "mu_star": float(analysis["mu_star"][i]),
+          "mu_star_conf": _finite(analysis["mu_star_conf"][i]),
+          "mu": float(analysis["mu"][i]), "sigma": _finite(analysis["sigma"][i])}
+         for i, n in enumerate(problem["names"])),
+        key=lambda r: -r["mu_star"])
+    return {"result": name, "value": values[0], "low": min(values), "high": max(values),
+            "ranking": ranking}
 
 
 def _positive(name: str, value: Any, least: int) -> None:
@@ -171,6 +188,11 @@ def _finite(x: Any) -> Optional[float]:
 
 
 def _results(results: Optional[Sequence[str]], schemes: List[str]):
+    return ratio_results(results, schemes, "scheme", "paging=")
+
+
+def ratio_results(results: Optional[Sequence[str]], schemes: List[str], what: str = "scheme",
+                  among: str = "paging="):
     """Each result's name and how it is computed from the schemes' seconds at a point."""
     if results is None:
         results = [f"{s}/{schemes[0]}" for s in schemes[1:]] or schemes[:1]
@@ -182,8 +204,8 @@ def _results(results: Optional[Sequence[str]], schemes: List[str]):
         unknown = [p for p in parts if p not in schemes]
         if len(parts) > 2 or not all(parts) or unknown:
             raise ValueError(
-                f"result {name!r}: a scheme's time ('nested') or a ratio of two ('nested/native')"
-                f" among paging= ({', '.join(schemes)})")
+                f"result {name!r}: a {what}'s time ({schemes[-1]!r}) or a ratio of two "
+                f"('{schemes[-1]}/{schemes[0]}') among {among} ({', '.join(schemes)})")
         if len(parts) == 1:
             out.append((name, lambda s, a=parts[0]: s[a]))
         else:
@@ -191,7 +213,7 @@ def _results(results: Optional[Sequence[str]], schemes: List[str]):
     return out
 
 
-def _value(profile: Mapping[str, Any], key: str) -> Any:
+def value_at(profile: Mapping[str, Any], key: str) -> Any:
     here: Any = profile
     for part in key.split("."):
         if not isinstance(here, Mapping) or part not in here:
@@ -200,7 +222,7 @@ def _value(profile: Mapping[str, Any], key: str) -> Any:
     return here
 
 
-def _ranges(profile: Mapping[str, Any], assumptions: Any) -> Dict[str, Dict[str, Any]]:
+def assumption_ranges(profile: Mapping[str, Any], assumptions: Any) -> Dict[str, Dict[str, Any]]:
     """The ranges to vary: the profile's assumptions (all, or those named), or the given."""
     known = profile.get("assumptions", {})
     if assumptions is None:
@@ -225,18 +247,18 @@ def _ranges(profile: Mapping[str, Any], assumptions: Any) -> Dict[str, Dict[str,
     if not chosen:
         raise ValueError("no assumptions to vary: the profile has no [assumptions] table")
     for key in chosen:
-        value = _value(profile, key)
+        value = value_at(profile, key)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"{key!r} is not a number, so it has no range")
     return chosen
 
 
-def _point(profile: Mapping[str, Any], names: List[str], row: Sequence[float]) -> Dict[str, Any]:
+def design_point(profile: Mapping[str, Any], names: List[str], row: Sequence[float]) -> Dict[str, Any]:
     """One point of the design as profile overrides: integer values rounded, and a fully
     associative structure's ways kept equal to its entries."""
     point: Dict[str, Any] = {}
     for key, x in zip(names, row):
-        value = _value(profile, key)
+        value = value_at(profile, key)
         point[key] = int(round(x)) if isinstance(value, int) else float(x)
         section, *rest = key.split(".")
         if len(rest) == 2 and rest[1] == "entries":
@@ -246,14 +268,14 @@ def _point(profile: Mapping[str, Any], names: List[str], row: Sequence[float]) -
     return point
 
 
-def _summary(results: List[Dict[str, Any]]) -> pd.DataFrame:
+def summary_frame(results: List[Dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame([{
         "result": r["result"], "value": r["value"], "low": r["low"], "high": r["high"],
         "most_influential": r["ranking"][0]["assumption"],
     } for r in results])
 
 
-def _ranking(results: List[Dict[str, Any]]) -> pd.DataFrame:
+def ranking_frame(results: List[Dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame([{"result": r["result"], **row} for r in results for row in r["ranking"]])
 
 
