@@ -745,3 +745,35 @@ fn unprivileged_mechanisms_run_or_say_what_they_need() {
         assert!(!mechanisms_as(User::Me).contains(&m) || unprivileged.contains(&m), "{m} does not run as nobody");
     }
 }
+
+/// Every call that names a thread, compared with a native run (`attack tids`): gettid,
+/// set_tid_address, clone's CLONE_PARENT_SETTID/CHILD_SETTID, tgkill, tkill, pthread_kill,
+/// pthread_sigqueue, the affinity and scheduling calls on a tid and on a pthread, the thread's
+/// /proc/self/task entry, a priority-inheritance mutex held by the main thread, and a robust
+/// mutex whose owner (a child's main thread) dies. Under the ptrace mechanisms the C
+/// library's copies of thread ids (set_tid_address's result, the clone slots) are host tids,
+/// as the host's PI and robust futexes need, and differ from gettid's guest id; and with
+/// `--root /` /proc is the host's, so no mechanism finds the thread under /proc/self/task
+/// (docs/guest.md). Everything else is as natively. (set_tid_address returned the guest id,
+/// which glibc wrote into the main thread's locks: a PI mutex the main thread held aborted
+/// the program, "The futex facility returned an unexpected error code", and a robust one its
+/// owner died holding was never marked.)
+#[test]
+fn calls_that_name_threads_work_as_natively() {
+    let Some(attack) = attack() else { return };
+    let prog = attack.to_str().unwrap();
+    let native = text(&run(User::Me, None, None, &[prog, "tids"]).stdout);
+    assert!(native.starts_with("tids ") && !native.contains("=0"), "natively: {native}");
+    for user in users() {
+        for m in mechanisms_as(user) {
+            let mut want = native.replace("proc_task=1", "proc_task=0");
+            if PTRACE_FAMILY.contains(&m) {
+                for k in ["set_tid_address", "parent_settid", "child_settid"] {
+                    want = want.replace(&format!("{k}=1"), &format!("{k}=0"));
+                }
+            }
+            let out = run(user, Some(m), None, &[prog, "tids"]);
+            assert_eq!(text(&out.stdout), want, "{m} as {}: {}", user.name(), text(&out.stderr));
+        }
+    }
+}
