@@ -229,7 +229,6 @@ pub(crate) fn is_pid_call(nr: i64) -> bool {
             | c::SYS_clone
             | c::SYS_fork
             | c::SYS_vfork
-            | c::SYS_set_tid_address
     )
 }
 

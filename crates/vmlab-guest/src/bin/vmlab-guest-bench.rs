@@ -7,7 +7,8 @@
 //! OUTSIDE HOSTPID` tries to escape a guest root and prints one line per attempt; `vmlab-guest-bench
 //! race DIR NAME INODE [ROUNDS]` races metadata calls against a symbolic-link swap;
 //! `vmlab-guest-bench badstack` clones onto stacks the child cannot use and prints how the child
-//! ended.
+//! ended; `vmlab-guest-bench turns SPINNERS CALLS` counts the calls other threads make while one
+//! thread makes CALLS.
 
 use libc as c;
 use std::ffi::CString;
@@ -26,6 +27,7 @@ fn main() {
         "hostproc" => host_processes(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0)),
         "stubjump" => stub_jump(),
         "badstack" => bad_stack(),
+        "turns" => turns(n, args.get(3).and_then(|s| s.parse().ok()).unwrap_or(2000)),
         "race" => race(
             &args[2],
             &args[3],
@@ -41,6 +43,57 @@ fn main() {
             }
         },
     }
+}
+
+/// `spinners` threads make getpgid(0) calls as fast as they can while one more thread, started
+/// before them, makes `calls` of them; prints "turns calls=CALLS most=M", M the most calls one
+/// spinner made meanwhile. Natively the host schedules the threads fairly; a guest kernel that
+/// serves the stops of the newest threads first (the host's list of tracees is newest first)
+/// lets the spinners run far ahead of the older thread.
+fn turns(spinners: u64, calls: u64) {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let (started, go, done) =
+        (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let first = {
+        let go = go.clone();
+        std::thread::spawn(move || {
+            while !go.load(Ordering::SeqCst) {
+                std::hint::spin_loop();
+            }
+            for _ in 0..calls {
+                // SAFETY: getpgid has no memory arguments.
+                unsafe { c::getpgid(0) };
+            }
+        })
+    };
+    let counts: Vec<Arc<AtomicU64>> = (0..spinners).map(|_| Arc::new(AtomicU64::new(0))).collect();
+    let threads: Vec<_> = counts
+        .iter()
+        .map(|count| {
+            let (count, done, started) = (count.clone(), done.clone(), started.clone());
+            std::thread::spawn(move || {
+                started.fetch_add(1, Ordering::SeqCst);
+                while !done.load(Ordering::SeqCst) {
+                    // SAFETY: as above.
+                    unsafe { c::getpgid(0) };
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    while started.load(Ordering::SeqCst) < spinners {
+        std::hint::spin_loop();
+    }
+    let base: Vec<u64> = counts.iter().map(|c| c.load(Ordering::SeqCst)).collect();
+    go.store(true, Ordering::SeqCst);
+    let _ = first.join();
+    let most = counts.iter().zip(&base).map(|(c, b)| c.load(Ordering::SeqCst) - b).max().unwrap_or(0);
+    done.store(true, Ordering::SeqCst);
+    for t in threads {
+        let _ = t.join();
+    }
+    println!("turns calls={calls} most={most}");
 }
 
 fn cstr(s: &str) -> CString {

@@ -463,7 +463,7 @@ impl Kernel {
                     post = Post::Pid;
                     Ok(())
                 }
-                c::SYS_getpgrp | c::SYS_fork | c::SYS_vfork | c::SYS_set_tid_address => {
+                c::SYS_getpgrp | c::SYS_fork | c::SYS_vfork => {
                     post = Post::Pid;
                     Ok(())
                 }
@@ -529,9 +529,9 @@ impl Kernel {
     /// clock_gettime, clock_getres, clock_nanosleep or timer_create of a CPU-time clock that
     /// names a process or thread: the pid in the clock id is a guest pid (or the host tid a C
     /// library keeps for a thread, see [`Kernel::pid_arg`]), made a host pid. glibc's
-    /// pthread_getcpuclockid takes the thread's tid from its thread descriptor, which for the
-    /// main thread is set_tid_address's (guest) result, and clock_getcpuclockid takes a pid
-    /// from getpid: without this the host looked up guest pid 1 as its own pid 1 (EINVAL).
+    /// pthread_getcpuclockid takes the thread's tid from its thread descriptor (a host tid,
+    /// from clone or set_tid_address), and clock_getcpuclockid takes a pid from getpid: without
+    /// this the host looked up guest pid 1 as its own pid 1 (EINVAL).
     /// A pid outside the guest is EINVAL, as the host answers a clock id of a pid it does
     /// not know.
     fn clock_call(&self, call: &Call) -> Decision {

@@ -110,6 +110,15 @@ pub(crate) fn start(
     // only async-signal-safe calls before exec.
     let pid = unsafe { c::syscall(c::SYS_clone, (c::CLONE_NEWPID | c::SIGCHLD) as c::c_ulong, 0, 0, 0, 0) } as i32;
     if pid < 0 {
+        if super::mem::errno() == c::EPERM {
+            // Without CAP_SYS_ADMIN: a usage error (status 2) that says what is missing and
+            // which mechanisms run without it.
+            return Err(GuestError::Usage(format!(
+                "mechanism '{}' needs the privilege to give the guest a pid namespace (CAP_SYS_ADMIN), \
+                 which this process lacks; ptrace, sysemu and seccomp-trace run without it",
+                config.mechanism
+            )));
+        }
         return Err(io_err("clone(CLONE_NEWPID)"));
     }
     if pid == 0 {

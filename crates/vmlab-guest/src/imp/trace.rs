@@ -224,8 +224,17 @@ impl Tracer<'_> {
 
     /// Waits for guest threads until guest pid 1 (host `init`) has exited and every guest
     /// process is gone; returns pid 1's status the way a shell reports it.
+    ///
+    /// Stops are served in the order they were collected, a batch at a time: every stop
+    /// waiting when the batch is taken is served before any that comes later. waitpid(-1)
+    /// alone reports the first stopped thread in the host's list of tracees, so a thread
+    /// early in that list that stops again at once (sysemu's three stops per forwarded call)
+    /// was served again and again while a thread woken from a futex wait stayed stopped
+    /// behind it: CPython's threads, handing the GIL to each other, made many times the calls
+    /// they make natively (`threads_are_served_in_turn`).
     fn event_loop(&mut self, init: i32) -> i32 {
         let mut result: Option<i32> = None;
+        let mut pending: std::collections::VecDeque<(i32, i32)> = std::collections::VecDeque::new();
         loop {
             // An interrupt that came while a stop was being handled (not during waitpid, which
             // it would have ended with EINTR) is passed on here.
@@ -236,15 +245,29 @@ impl Tracer<'_> {
                     unsafe { c::kill(p, sig) };
                 }
             }
-            let mut status = 0;
-            // SAFETY: `status` is a valid out-pointer.
-            let tid = unsafe { c::waitpid(-1, &mut status, c::__WALL) };
-            if tid < 0 {
-                match super::mem::errno() {
-                    c::EINTR => continue,
-                    _ => break,
+            if pending.is_empty() {
+                let mut status = 0;
+                // SAFETY: `status` is a valid out-pointer.
+                let tid = unsafe { c::waitpid(-1, &mut status, c::__WALL) };
+                if tid < 0 {
+                    match super::mem::errno() {
+                        c::EINTR => continue,
+                        _ => break,
+                    }
+                }
+                pending.push_back((tid, status));
+                // Every other stop waiting now joins the batch.
+                loop {
+                    let mut status = 0;
+                    // SAFETY: as above.
+                    let tid = unsafe { c::waitpid(-1, &mut status, c::__WALL | c::WNOHANG) };
+                    if tid <= 0 {
+                        break;
+                    }
+                    pending.push_back((tid, status));
                 }
             }
+            let Some((tid, status)) = pending.pop_front() else { continue };
             if c::WIFEXITED(status) || c::WIFSIGNALED(status) {
                 self.threads.remove(&tid);
                 self.kernel.remove_thread(tid);

@@ -478,6 +478,129 @@ static int sipid(void) {
     return 0;
 }
 
+/* --- tids: every call that names a thread, with the ids the program sees (gettid) and the
+ * ids the C library keeps (clone's CLONE_PARENT_SETTID/CHILD_SETTID, set_tid_address). One
+ * line of name=0/1 results: the same natively and in a guest whose ids are one space. */
+#include <sched.h>
+static volatile pid_t tid_seen, tid_target, tid_handler;
+static volatile int tid_value;
+static void tid_on_signal(int sig, siginfo_t *si, void *uc) {
+    (void)sig, (void)uc;
+    tid_handler = (pid_t)syscall(SYS_gettid);
+    if (si->si_code == SI_QUEUE) tid_value = si->si_value.sival_int;
+}
+static volatile int tid_stop;
+static void *tid_thread(void *arg) {
+    (void)arg;
+    tid_target = (pid_t)syscall(SYS_gettid);
+    while (!tid_stop) usleep(1000);
+    return NULL;
+}
+static int tid_child(void *arg) {
+    (void)arg;
+    tid_seen = (pid_t)syscall(SYS_gettid);
+    return 0;
+}
+static pthread_mutex_t tid_pi;
+static volatile int tid_pi_result = -1;
+static void *tid_pi_locker(void *arg) {
+    (void)arg;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 3;
+    tid_pi_result = pthread_mutex_timedlock(&tid_pi, &ts);
+    if (tid_pi_result == 0) pthread_mutex_unlock(&tid_pi);
+    return NULL;
+}
+static int wait_for(volatile pid_t *v) {
+    for (int i = 0; i < 3000 && !*v; i++) usleep(1000);
+    return *v != 0;
+}
+static int tids(void) {
+    pid_t me = (pid_t)syscall(SYS_gettid);
+    printf("tids gettid-main=%d", me == getpid());
+    pid_t ctid_slot = 0;
+    printf(" set_tid_address=%d", (pid_t)syscall(SYS_set_tid_address, &ctid_slot) == me);
+    /* clone with CLONE_PARENT_SETTID and CLONE_CHILD_SETTID: both slots hold the child's id
+     * as it sees it, and as clone returned it. */
+    static char stack[65536];
+    pid_t ptid = 0, ctid = 0;
+    pid_t c = clone(tid_child, stack + sizeof stack, CLONE_VM | CLONE_PARENT_SETTID | CLONE_CHILD_SETTID | SIGCHLD,
+                    NULL, &ptid, NULL, &ctid);
+    waitpid(c, NULL, 0);
+    printf(" parent_settid=%d child_settid=%d", c > 0 && ptid == c && ptid == tid_seen, ctid == tid_seen);
+    struct sigaction sa = {.sa_sigaction = tid_on_signal, .sa_flags = SA_SIGINFO};
+    sigaction(SIGUSR1, &sa, NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, tid_thread, NULL);
+    wait_for(&tid_target);
+    pid_t target = tid_target;
+    tid_handler = 0;
+    int r = (int)syscall(SYS_tgkill, getpid(), target, SIGUSR1);
+    printf(" tgkill=%d", r == 0 && wait_for(&tid_handler) && tid_handler == target);
+    tid_handler = 0;
+    r = (int)syscall(SYS_tkill, target, SIGUSR1);
+    printf(" tkill=%d", r == 0 && wait_for(&tid_handler) && tid_handler == target);
+    tid_handler = 0;
+    r = pthread_kill(t, SIGUSR1);
+    printf(" pthread_kill=%d", r == 0 && wait_for(&tid_handler) && tid_handler == target);
+    tid_handler = 0;
+    r = pthread_sigqueue(t, SIGUSR1, (union sigval){.sival_int = 77});
+    printf(" pthread_sigqueue=%d", r == 0 && wait_for(&tid_handler) && tid_handler == target && tid_value == 77);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    r = sched_getaffinity(target, sizeof set, &set);
+    int r2 = sched_setaffinity(target, sizeof set, &set);
+    printf(" affinity_tid=%d", r == 0 && r2 == 0);
+    r = pthread_getaffinity_np(t, sizeof set, &set);
+    r2 = pthread_setaffinity_np(t, sizeof set, &set);
+    printf(" affinity_pthread=%d", r == 0 && r2 == 0);
+    struct sched_param sp = {.sched_priority = 0};
+    r = sched_setscheduler(target, SCHED_OTHER, &sp);
+    printf(" setscheduler_tid=%d getscheduler_tid=%d", r == 0, sched_getscheduler(target) == SCHED_OTHER);
+    int policy = -1;
+    r = pthread_getschedparam(t, &policy, &sp);
+    r2 = pthread_setschedparam(t, SCHED_OTHER, &sp);
+    printf(" schedparam_pthread=%d", r == 0 && r2 == 0 && policy == SCHED_OTHER);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d", target);
+    printf(" proc_task=%d", access(path, F_OK) == 0);
+    /* A priority-inheritance mutex the main thread holds while another thread waits for it:
+     * the kernel finds the owner by the tid the C library wrote into the lock. */
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+    pthread_mutex_init(&tid_pi, &ma);
+    pthread_mutex_lock(&tid_pi);
+    pthread_t locker;
+    pthread_create(&locker, NULL, tid_pi_locker, NULL);
+    usleep(100000);
+    int unlocked = pthread_mutex_unlock(&tid_pi);
+    pthread_join(locker, NULL);
+    printf(" pi_mutex_main=%d", unlocked == 0 && tid_pi_result == 0);
+    /* A robust mutex in shared memory whose owner, a child's main thread, dies holding it:
+     * the kernel marks it by the tid in the lock, and the next locker gets EOWNERDEAD. */
+    pthread_mutex_t *rm = mmap(NULL, sizeof *rm, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    pthread_mutexattr_t ra;
+    pthread_mutexattr_init(&ra);
+    pthread_mutexattr_setpshared(&ra, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&ra, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(rm, &ra);
+    pid_t owner = fork();
+    if (owner == 0) {
+        pthread_mutex_lock(rm);
+        _exit(0);
+    }
+    waitpid(owner, NULL, 0);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 3;
+    printf(" robust_main=%d\n", pthread_mutex_timedlock(rm, &ts) == EOWNERDEAD);
+    tid_stop = 1;
+    pthread_join(t, NULL);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc < 2) return 2;
@@ -496,6 +619,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "sockname")) return sockname(argv[2]);
     if (!strcmp(mode, "peeraddr")) return peeraddr(argv[2]);
     if (!strcmp(mode, "sipid")) return sipid();
+    if (!strcmp(mode, "tids")) return tids();
     if (!strcmp(mode, "netcfg")) return netcfg(argv[2]);
     if (!strcmp(mode, "swap")) return iterations = atol(argv[2]), swap();
     return 2;
