@@ -3,6 +3,7 @@ the small trace of the command's tests."""
 
 import json
 import subprocess
+from xml.etree import ElementTree
 
 import pytest
 
@@ -68,13 +69,27 @@ def test_mistakes_are_value_errors(saved, kwargs, message):
         vmlab.labt_sensitivity(saved, **kwargs)
 
 
-def test_the_command_prints_the_labt_table(saved, vmlab_bin):
+def test_the_figure_shows_every_result_and_is_reproducible(saved):
+    result = vmlab.labt_sensitivity(saved, ["kvm/bare"], ["null_syscall", "devices"],
+                                    trajectories=2, seed=3)
+    svg = result.to_svg()
+    assert svg == result.to_svg()
+    root = ElementTree.fromstring(svg)
+    assert root.tag.endswith("svg")
+    for name in ("null_syscall kvm/bare", "devices kvm/bare", "mmio.user"):
+        assert name in svg
+
+
+def test_the_command_prints_the_labt_table(saved, vmlab_bin, tmp_path):
+    svg = tmp_path / "s.svg"
     out = subprocess.run([vmlab_bin, "sensitivity", "--labt", str(saved), "--result", "kvm",
-                          "--benchmark", "devices", "--trajectories", "2", "--json"],
+                          "--benchmark", "devices", "--trajectories", "2", "--json",
+                          "--svg", str(svg)],
                          capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert [r["result"] for r in report["results"]] == ["devices kvm"]
+    assert "devices kvm" in svg.read_text()
     bad = subprocess.run([vmlab_bin, "sensitivity", "--labt", str(saved), "--benchmark",
                           "nope"], capture_output=True, text=True, cwd=REPO)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr

@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     for flag in ("guest-pages", "host-pages"):
         p.add_argument(f"--{flag}", help=f"as vmlab run --{flag}")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--svg", metavar="FILE",
+                   help="also write a figure: each result's range, and its most influential "
+                        "assumptions by mu*")
     return p
 
 
@@ -77,8 +80,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 args.benchmarks or ("boot",), trace=args.trace, assumptions=args.assumptions,
                 trajectories=args.trajectories, levels=args.levels, seed=args.seed,
                 set=overrides or None)
-            print(result.to_json() if args.json else result, end="")
-            return 0
+            return _finish(result, args)
         if args.benchmarks or args.trace:
             print("error: --benchmark and --trace go with --labt", file=sys.stderr)
             return 2
@@ -94,6 +96,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Error as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    return _finish(result, args)
+
+
+def _finish(result, args) -> int:
+    if args.svg:
+        try:
+            with open(args.svg, "w") as f:
+                f.write(result.to_svg())
+        except OSError as e:
+            print(f"error: cannot write {args.svg}: {e}", file=sys.stderr)
+            return 1
     print(result.to_json() if args.json else result, end="")
     return 0
 

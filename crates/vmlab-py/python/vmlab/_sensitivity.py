@@ -62,6 +62,23 @@ class Sensitivity:
         """The report as JSON (keys sorted, two-space indent)."""
         return json.dumps(self.report, indent=2, sort_keys=True) + "\n"
 
+    def figure(self, top: int = 6) -> Any:
+        """A matplotlib figure: every result's value with its range over the assumptions
+        (relative to the value, so results of different units share an axis), then per
+        result its most influential assumptions by mu* with their 95% intervals."""
+        return figure(self.report, top)
+
+    def to_svg(self, top: int = 6) -> str:
+        """:meth:`figure` as SVG text (no date in it, so the same report gives the same
+        file)."""
+        import io
+        fig = self.figure(top)
+        out = io.StringIO()
+        fig.savefig(out, format="svg", metadata={"Date": None}, bbox_inches="tight")
+        import matplotlib.pyplot as plt
+        plt.close(fig)
+        return out.getvalue()
+
 
 def morris_design(ranges: Mapping[str, Mapping[str, Any]], trajectories: int, levels: int,
                   seed: int) -> Tuple[Dict[str, Any], Any]:
@@ -277,6 +294,49 @@ def summary_frame(results: List[Dict[str, Any]]) -> pd.DataFrame:
 
 def ranking_frame(results: List[Dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame([{"result": r["result"], **row} for r in results for row in r["ranking"]])
+
+
+def figure(report: Mapping[str, Any], top: int = 6) -> Any:
+    """See :meth:`Sensitivity.figure`."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams["svg.hashsalt"] = "vmlab"
+    results = report["results"]
+    fig, axes = plt.subplots(len(results) + 1, 1, squeeze=False,
+                             figsize=(7.5, 1.2 + 0.45 * len(results)
+                                      + sum(0.9 + 0.28 * min(top, len(r["ranking"]))
+                                            for r in results)),
+                             gridspec_kw={"height_ratios": [0.6 + 0.35 * len(results)] + [
+                                 0.5 + 0.28 * min(top, len(r["ranking"])) for r in results]})
+    ranges = axes[0][0]
+    names = [r["result"] for r in results][::-1]
+    for y, r in enumerate(results[::-1]):
+        value = r["value"] or float("nan")
+        low, high = r["low"] / value, r["high"] / value
+        ranges.plot([low, high], [y, y], color="#4c72b0", linewidth=3, solid_capstyle="butt")
+        ranges.plot([1.0], [y], "o", color="#c44e52")
+        ranges.annotate(f"{r['value']:.3g}  ({r['low']:.3g} .. {r['high']:.3g})", (high, y),
+                        xytext=(6, -3), textcoords="offset points", fontsize=8)
+    ranges.set_yticks(range(len(names)), names, fontsize=8)
+    ranges.axvline(1.0, color="#999999", linewidth=0.8, linestyle=":")
+    ranges.set_xlabel("range over the assumptions, relative to the value at the profile", fontsize=8)
+    m = report["method"]
+    ranges.set_title(f"sensitivity of {report['spec']['workload']} on {report['spec']['machine']}"
+                     f" (Morris, {m['trajectories']} trajectories, {m['runs']} runs)", fontsize=9)
+    for ax, r in zip((a[0] for a in axes[1:]), results):
+        shown = [row for row in r["ranking"][:top] if row["mu_star"] > 0][::-1]
+        if not shown:
+            ax.text(0.5, 0.5, "no assumption moves it", ha="center", va="center", fontsize=8,
+                    transform=ax.transAxes)
+            ax.set_axis_off()
+        ax.barh([row["assumption"] for row in shown], [row["mu_star"] for row in shown],
+                xerr=[row["mu_star_conf"] or 0.0 for row in shown], color="#55a868",
+                error_kw={"elinewidth": 0.8, "capsize": 2})
+        ax.set_title(f"{r['result']}: mu* (mean absolute elementary effect)", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.tight_layout()
+    return fig
 
 
 def render(report: Mapping[str, Any], top: int = 8) -> str:
