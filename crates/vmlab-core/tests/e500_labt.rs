@@ -8,13 +8,15 @@ use vmlab_core::hv::e500::replay::{replay, ReplayReport};
 use vmlab_core::hv::e500::{E500Exit, HvModel};
 use vmlab_core::trace::e500::open;
 
-fn committed() -> PathBuf {
+/// The minimal guest's trace: these counts are pinned on it.
+fn minimal() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../guests/e500/traces/e500-linux-6.1.trace.zst")
+        .join("../..")
+        .join(vmlab_core::lab::e500::MINIMAL_TRACE)
 }
 
 fn run(mut models: Vec<Box<dyn HvModel>>) -> ReplayReport {
-    replay(open(&committed()).unwrap(), &mut models, |_, _, _| {}).unwrap()
+    replay(open(&minimal()).unwrap(), &mut models, |_, _, _| {}).unwrap()
 }
 
 fn by_name(names: &[&str]) -> ReplayReport {

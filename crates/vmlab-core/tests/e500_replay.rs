@@ -10,9 +10,11 @@ use vmlab_core::hv::e500::{E500Exit, GuestEvent, GuestState, HvModel};
 use vmlab_core::hw::e500::Access;
 use vmlab_core::trace::e500::open;
 
-fn committed() -> PathBuf {
+/// The minimal guest's trace: these counts are pinned on it.
+fn minimal() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../guests/e500/traces/e500-linux-6.1.trace.zst")
+        .join("../..")
+        .join(vmlab_core::lab::e500::MINIMAL_TRACE)
 }
 
 /// What the invariant check saw.
@@ -80,7 +82,7 @@ fn replay_all() -> (ReplayReport, Invariant) {
     let costs = E500Costs::builtin();
     let mut models: Vec<_> = MODELS.iter().map(|m| (m.build)(&costs).unwrap()).collect();
     let mut inv = Invariant::default();
-    let r = replay(open(&committed()).unwrap(), &mut models, |g, ev, ms| {
+    let r = replay(open(&minimal()).unwrap(), &mut models, |g, ev, ms| {
         check(&mut inv, g, ev, ms)
     })
     .unwrap();
