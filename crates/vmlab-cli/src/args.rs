@@ -374,7 +374,9 @@ pub struct ReproduceArgs {
     /// Runs to simulate at once [default: the number of CPUs].
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
-    /// labt only: the recorded e500 trace to replay [default: guests/e500/traces/e500-linux-6.1.trace.zst].
+    /// labt only: the recorded e500 trace to replay, or `minimal` for the first, minimal guest's
+    /// (guests/e500/traces/e500-linux-6.1.trace.zst) [default:
+    /// guests/e500/traces/e500-linux-6.1-busybox.trace.zst].
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
     /// labt only: instead of replaying, price the counts of a saved labt.json again under the

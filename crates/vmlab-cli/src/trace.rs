@@ -12,9 +12,9 @@ use vmlab_core::trace::e500::summary::{StatsReport, Summary};
 use vmlab_core::trace::e500::{open, TraceError};
 
 pub const AFTER_HELP: &str = "Examples:\n  \
-    vmlab trace info guests/e500/traces/e500-linux-6.1.trace.zst          per-phase table\n  \
-    vmlab trace info guests/e500/traces/e500-linux-6.1.trace.zst --json   every counter, per phase\n  \
-    vmlab trace info ls.x86t                                              an x86 program's summary\n\n\
+    vmlab trace info guests/e500/traces/e500-linux-6.1-busybox.trace.zst          per-phase table\n  \
+    vmlab trace info guests/e500/traces/e500-linux-6.1-busybox.trace.zst --json   every counter, per phase\n  \
+    vmlab trace info ls.x86t                                                      an x86 program's summary\n\n\
     Two kinds of trace are read, told apart by their first bytes:\n\
     - e500: what guests/e500/build-and-record.sh records, a PowerPC e500v2 Linux guest under QEMU:\n  \
     every privileged instruction, exception entry, TLB write and kernel load/store, with phase\n  \

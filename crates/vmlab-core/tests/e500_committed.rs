@@ -5,14 +5,16 @@ use std::path::PathBuf;
 use vmlab_core::trace::e500::open;
 use vmlab_core::trace::e500::summary::Summary;
 
-fn committed() -> PathBuf {
+/// The minimal guest's trace: these counts are pinned on it.
+fn minimal() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../guests/e500/traces/e500-linux-6.1.trace.zst")
+        .join("../..")
+        .join(vmlab_core::lab::e500::MINIMAL_TRACE)
 }
 
 #[test]
 fn committed_trace_counts_are_pinned() {
-    let reader = open(&committed()).expect("the committed trace opens");
+    let reader = open(&minimal()).expect("the committed trace opens");
     let s = Summary::read(reader).expect("the committed trace reads and checks");
     assert_eq!(s.records, 25_552_570);
     assert_eq!(s.header.kernel_text(), Some((0xC000_0000, 0xC02A_6000)));
@@ -66,4 +68,68 @@ fn committed_trace_counts_are_pinned() {
     assert_eq!(parts, total.privileged);
     let parts: u64 = rows[1..].iter().map(|r| r.kernel_loads).sum();
     assert_eq!(parts, total.kernel_loads);
+}
+
+/// The busybox system's trace, `labt`'s default.
+fn busybox() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(vmlab_core::lab::e500::COMMITTED_TRACE)
+}
+
+#[test]
+fn busybox_trace_counts_are_pinned() {
+    let reader = open(&busybox()).expect("the busybox trace opens");
+    let s = Summary::read(reader).expect("the busybox trace reads and checks");
+    assert_eq!(s.records, 159_712_929);
+    assert_eq!(s.header.phases().len(), 20);
+    let rows = s.reports();
+    let row = |name: &str| rows.iter().find(|r| r.phase == name).unwrap();
+
+    let total = row("total");
+    assert_eq!(
+        (total.user_insns, total.kernel_insns),
+        (1_503_793_205, 743_044_452)
+    );
+    // The boot is a system's: init, the rc scripts and their programs run in user mode (the
+    // checksums of the data file system most), and it ends at the login shell's marker.
+    let boot = row("boot");
+    assert_eq!(
+        (boot.user_insns, boot.kernel_insns),
+        (1_457_284_630, 565_318_436)
+    );
+    assert_eq!(boot.privileged, 3_085_632);
+    assert_eq!((boot.tlb0_writes, boot.tlb1_writes), (50_539, 23));
+    assert_eq!(boot.hardware_exceptions, 136_700);
+    assert_eq!(boot.user_syscalls, 73_769);
+
+    // The benchmarks keep their operations: a null system call is one sc and one rfi (seven
+    // more rfi return from TLB misses over the 2000), echo_spawn 50 dynamically linked spawns.
+    let null = row("null_syscall");
+    assert_eq!((null.ops, null.user_syscalls), (2000, 2000));
+    assert_eq!(null.privileged_by_class["rfi"], 2007);
+    let echo = row("echo_spawn");
+    assert_eq!(echo.ops, 50);
+    assert_eq!(echo.kernel_insns, 63_511_781);
+}
+
+/// The replay driver's guest TLB translates every recorded kernel access of the busybox trace
+/// to its recorded guest-physical address (`bare` alone: the driver is the same for every
+/// model).
+#[test]
+fn busybox_trace_replays_with_every_access_mapped() {
+    use vmlab_core::cost::e500::E500Costs;
+    use vmlab_core::hv::e500::registry;
+    use vmlab_core::hv::e500::replay::replay;
+    let host = E500Costs::builtin().host().unwrap();
+    let mut models = vec![(registry::find("bare").unwrap().build)(&host)];
+    let r = replay(open(&busybox()).unwrap(), &mut models, |_, _, _| {}).unwrap();
+    let d = &r.driver;
+    assert_eq!(
+        (d.accesses_unmapped, d.accesses_mismatched),
+        (0, 0),
+        "{d:?}"
+    );
+    assert_eq!(d.tlbwe_rejected, 0, "{d:?}");
+    assert_eq!(d.accesses_checked, 153_311_765, "{d:?}");
 }

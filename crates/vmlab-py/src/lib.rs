@@ -224,6 +224,12 @@ fn labt(
         return Ok(report.to_json());
     }
     let trace = match trace {
+        Some(t) if t.as_os_str() == "minimal" => e500::minimal_trace().ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "trace='minimal' is the repository's {}: run from the repository root",
+                e500::MINIMAL_TRACE
+            ))
+        })?,
         Some(t) => t,
         None => e500::committed_trace().ok_or_else(|| {
             PyValueError::new_err(format!(

@@ -75,6 +75,7 @@ enum {
 };
 #define KERNEL_BASE 0xC0000000u
 #define MARK_MAGIC 0x7E500000u
+#define BOOT_END_MARK 0x7FFFu      /* the marker that ends the boot (userland/phases.h) */
 #define MARK_WORD 0x7F7BDB78u /* or r27,r27,r27: the phase-marker no-op */
 #define PVR_E500V2_MASK 0xFFFF0000u
 #define PVR_E500V2 0x80210000u
@@ -305,18 +306,17 @@ __attribute__((used)) void on_mark(unsigned vcpu, void *udata, void *env)
                 (unsigned long)s->pc, r3);
         exit(1);
     }
-    record_head(TAG_MARK);
-    put_varint(r3 & 0xFFFF);
-}
-
-__attribute__((used)) void on_first_user(unsigned vcpu, void *udata, void *env)
-{
-    if (boot_end_seen) {
+    if ((r3 & 0xFFFF) == BOOT_END_MARK) {
+        /* The end of the boot, once: the guest's `vmlab-mark boot` at the login shell. */
+        if (!boot_end_seen) {
+            boot_end_seen = true;
+            record_head(TAG_BOOT_END);
+            put_pc(s->pc);
+        }
         return;
     }
-    boot_end_seen = true;
-    record_head(TAG_BOOT_END);
-    put_pc((uintptr_t)udata);
+    record_head(TAG_MARK);
+    put_varint(r3 & 0xFFFF);
 }
 
 static void on_mem(unsigned vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata)
@@ -353,7 +353,6 @@ TRAMPOLINE(tr_user_sc, on_user_sc)
 TRAMPOLINE(tr_vector, on_vector)
 TRAMPOLINE(tr_branch_to_vector, on_branch_to_vector)
 TRAMPOLINE(tr_mark, on_mark)
-TRAMPOLINE(tr_first_user, on_first_user)
 
 /* Kernel code: the linear map, and the first 16 KiB where head_85xx.S starts before it
  * switches to KERNEL_BASE. User programs are linked far above. */
@@ -437,10 +436,6 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         dirty |= may_write(w);
         qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64,
                                                    kernel ? &insns_kernel : &insns_user, 1);
-        if (!kernel && !boot_end_seen && i == 0) {
-            qemu_plugin_register_vcpu_insn_exec_cb(insn, tr_first_user, QEMU_PLUGIN_CB_R_REGS,
-                                                   (void *)(uintptr_t)pc);
-        }
         if (w == MARK_WORD) {
             qemu_plugin_register_vcpu_insn_exec_cb(insn, tr_mark, QEMU_PLUGIN_CB_R_REGS,
                                                    site(pc, w, known));

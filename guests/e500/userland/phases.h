@@ -1,9 +1,12 @@
-/* Phase ids shared by the guest's init and the trace's phase table (phases.txt). A phase
- * begins at the marker with its id and ends at the marker with id | PHASE_END. */
+/* Phase ids shared by the guest's programs (vmlab-bench, vmlab-mark) and the trace's phase
+ * table (phases.txt). A phase begins at the marker with its id and ends at the marker with
+ * id | PHASE_END. */
 #ifndef PHASES_H
 #define PHASES_H
 #define PHASE_END 0x8000
 #define MARK_MAGIC 0x7E500000u
+/* Not a phase: the recorder turns this marker into the trace's BootEnd record. */
+#define BOOT_END_MARK 0x7FFF
 
 /* The recorder's marker: `or r27,r27,r27` (a no-op) with MARK_MAGIC | id in r3. The branch
  * before it ends QEMU's translation block, so r3 is written back to the vCPU state the

@@ -164,16 +164,31 @@ pub struct LabtReport {
     pub pc_distribution: Vec<PcDistribution>,
 }
 
-/// The committed trace of the e500 guest, relative to the repository root.
-pub const COMMITTED_TRACE: &str = "guests/e500/traces/e500-linux-6.1.trace.zst";
+/// The committed trace of the e500 guest, relative to the repository root: the busybox
+/// system's boot (rc scripts, daemons, a login shell) and the benchmarks after it; `labt`'s
+/// default.
+pub const COMMITTED_TRACE: &str = "guests/e500/traces/e500-linux-6.1-busybox.trace.zst";
+
+/// The first, minimal guest's trace (one static init, the boot ends at its first user
+/// instruction): small and fast, the input of the tests that pin exact counts.
+pub const MINIMAL_TRACE: &str = "guests/e500/traces/e500-linux-6.1.trace.zst";
 
 /// The committed trace: under the working directory, else in the source tree this library
 /// was built from; `None` when neither has it.
 pub fn committed_trace() -> Option<std::path::PathBuf> {
-    let here = std::path::PathBuf::from(COMMITTED_TRACE);
+    find_in_tree(COMMITTED_TRACE)
+}
+
+/// [`MINIMAL_TRACE`], found as [`committed_trace`] is.
+pub fn minimal_trace() -> Option<std::path::PathBuf> {
+    find_in_tree(MINIMAL_TRACE)
+}
+
+fn find_in_tree(relative: &str) -> Option<std::path::PathBuf> {
+    let here = std::path::PathBuf::from(relative);
     let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
-        .join(COMMITTED_TRACE);
+        .join(relative);
     [here, built].into_iter().find(|p| p.exists())
 }
 

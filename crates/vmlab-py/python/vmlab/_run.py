@@ -98,8 +98,9 @@ def reproduce(
     swept values included); for ``labt``, one row per benchmark and configuration. The
     whole report, the JSON ``vmlab reproduce`` writes, is ``frame.attrs["report"]``.
     ``set``, ``traces``, ``trace`` and ``reprice`` are the options ``--set``, ``--traces``,
-    ``--trace`` and ``--reprice`` (labt: a saved ``labt.json`` whose counts are priced again
-    under ``set``, without replaying). ``guest`` measures real programs on this host: run it
+    ``--trace`` and ``--reprice`` (labt: ``trace="minimal"`` is the minimal guest's trace;
+    ``reprice`` a saved ``labt.json`` whose counts are priced again under ``set``, without
+    replaying). ``guest`` measures real programs on this host: run it
     with the command.
     """
     jobs = jobs_count(jobs)
