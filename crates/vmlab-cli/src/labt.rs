@@ -11,15 +11,10 @@ use vmlab_core::hv::e500::registry::{ModelSpec, MODELS};
 use vmlab_core::lab::e500::{self, LabtReport};
 use vmlab_core::provenance::shell_command;
 
-/// The trace to replay: `--trace FILE`, `--trace minimal` (`e500::MINIMAL_TRACE`), else the
-/// committed one (`e500::committed_trace`).
+/// The trace to replay (`e500::trace_to_replay`: `--trace FILE`, `--trace minimal`, else the
+/// committed one).
 fn trace_path(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
-    let (found, wanted) = match given {
-        Some(p) if p.as_os_str() == "minimal" => (e500::minimal_trace(), e500::MINIMAL_TRACE),
-        Some(p) => return Ok(p),
-        None => (e500::committed_trace(), e500::COMMITTED_TRACE),
-    };
-    found.ok_or_else(|| {
+    e500::trace_to_replay(given).map_err(|wanted| {
         UsageError(format!(
             "labt replays the recorded e500 guest: run from the repository root or give --trace FILE ({wanted})"
         ))

@@ -220,11 +220,12 @@ fn repricing_a_saved_report_equals_replaying_with_the_same_costs() {
         dir.to_str().unwrap(),
     ]);
     let set = ["--set", "exits.syscall=1800", "--set", "mmio.user=5000"];
+    let (fresh_dir, again_dir) = (dir.join("fresh"), dir.join("again"));
     let mut fresh_args = vec![
         "--trace",
         trace.to_str().unwrap(),
         "--out",
-        "/tmp/labt-fresh",
+        fresh_dir.to_str().unwrap(),
     ];
     fresh_args.extend_from_slice(&set);
     let fresh = reproduce_json(&fresh_args);
@@ -232,7 +233,7 @@ fn repricing_a_saved_report_equals_replaying_with_the_same_costs() {
         "--reprice",
         saved.to_str().unwrap(),
         "--out",
-        "/tmp/labt-again",
+        again_dir.to_str().unwrap(),
     ];
     again_args.extend_from_slice(&set);
     let again = reproduce_json(&again_args);

@@ -7,9 +7,7 @@ use vmlab_core::trace::e500::summary::Summary;
 
 /// The minimal guest's trace: these counts are pinned on it.
 fn minimal() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(vmlab_core::lab::e500::MINIMAL_TRACE)
+    vmlab_core::lab::e500::minimal_trace().expect("the repository has the minimal trace")
 }
 
 #[test]
@@ -72,9 +70,7 @@ fn committed_trace_counts_are_pinned() {
 
 /// The busybox system's trace, `labt`'s default.
 fn busybox() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(vmlab_core::lab::e500::COMMITTED_TRACE)
+    vmlab_core::lab::e500::committed_trace().expect("the repository has the busybox trace")
 }
 
 #[test]

@@ -16,9 +16,7 @@ use vmlab_core::trace::e500::open;
 
 /// The minimal guest's trace: these counts are pinned on it.
 fn minimal() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(vmlab_core::lab::e500::MINIMAL_TRACE)
+    vmlab_core::lab::e500::minimal_trace().expect("the repository has the minimal trace")
 }
 
 /// What the invariant check saw.

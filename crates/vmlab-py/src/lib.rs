@@ -223,21 +223,11 @@ fn labt(
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         return Ok(report.to_json());
     }
-    let trace = match trace {
-        Some(t) if t.as_os_str() == "minimal" => e500::minimal_trace().ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "trace='minimal' is the repository's {}: run from the repository root",
-                e500::MINIMAL_TRACE
-            ))
-        })?,
-        Some(t) => t,
-        None => e500::committed_trace().ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "labt replays the recorded e500 guest: run from the repository root or give trace= ({})",
-                e500::COMMITTED_TRACE
-            ))
-        })?,
-    };
+    let trace = e500::trace_to_replay(trace).map_err(|wanted| {
+        PyValueError::new_err(format!(
+            "labt replays the recorded e500 guest: run from the repository root or give trace= ({wanted})"
+        ))
+    })?;
     let specs: Vec<&ModelSpec> = MODELS.iter().collect();
     let report = py
         .detach(|| e500::run(&trace, &costs, &specs, command))

@@ -184,6 +184,20 @@ pub fn minimal_trace() -> Option<std::path::PathBuf> {
     find_in_tree(MINIMAL_TRACE)
 }
 
+/// The trace `labt` replays: `given` (a path, or `minimal` for [`MINIMAL_TRACE`]), else
+/// [`COMMITTED_TRACE`]; `Err` is the repository path of a named trace not found here (the
+/// front end says how to give one).
+pub fn trace_to_replay(
+    given: Option<std::path::PathBuf>,
+) -> Result<std::path::PathBuf, &'static str> {
+    let (found, wanted) = match given {
+        Some(p) if p.as_os_str() == "minimal" => (minimal_trace(), MINIMAL_TRACE),
+        Some(p) => return Ok(p),
+        None => (committed_trace(), COMMITTED_TRACE),
+    };
+    found.ok_or(wanted)
+}
+
 fn find_in_tree(relative: &str) -> Option<std::path::PathBuf> {
     let here = std::path::PathBuf::from(relative);
     let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -126,7 +126,7 @@ def sensitivity(
         if key not in SPEC_FIELDS + ("seed",):
             raise TypeError(f"sensitivity() got an unexpected keyword argument {key!r}")
     schemes = paging_list(paging)
-    wanted = _results(results, schemes)
+    wanted = ratio_results(results, schemes, "scheme", "paging=")
     base = load_profile(machine or "skylake", set=set)
     ranges = assumption_ranges(base, assumptions)
     problem, design = morris_design(ranges, trajectories, levels, seed)
@@ -202,10 +202,6 @@ def _positive(name: str, value: Any, least: int) -> None:
 def _finite(x: Any) -> Optional[float]:
     x = float(x)
     return x if math.isfinite(x) else None
-
-
-def _results(results: Optional[Sequence[str]], schemes: List[str]):
-    return ratio_results(results, schemes, "scheme", "paging=")
 
 
 def ratio_results(results: Optional[Sequence[str]], schemes: List[str], what: str = "scheme",
