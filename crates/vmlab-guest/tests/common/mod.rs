@@ -108,7 +108,9 @@ pub fn mechanisms_as(user: User) -> Vec<&'static str> {
             mechanisms()
                 .into_iter()
                 .filter(|m| {
-                    let out = user.command(GUEST).args(["-M", m, "--", "true"]).output().expect("run vmlab-guest");
+                    let out = user.command(GUEST).args(["-M", m, "--", "true"]).output().unwrap_or_else(|e| {
+                        panic!("{user:?} cannot run {GUEST} ({e}): every directory above the checkout must be searchable by others (mktemp -d makes one that is not: chmod 755 it)")
+                    });
                     let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
                     if out.status.success() {
                         return true;
