@@ -23,7 +23,8 @@ impl Counter {
         } else {
             t.loads += 1;
         }
-        t.instructions += u64::from(insns);
+        // Saturating like a Window's count: a huge skipped count must not wrap the total.
+        t.instructions = t.instructions.saturating_add(u64::from(insns));
     }
 
     #[inline]
