@@ -1,7 +1,8 @@
 //! The e500 machine profile (`profiles/e500.toml`): clock, the cycles per guest instruction
-//! the recorded execution costs on bare hardware, the cycles of each exit reason, and named
-//! costs the hypervisor models look up (`[hv]`, `[pv]`, `[labt]`). Every number in the file
-//! has its source, or is marked an assumption, beside it.
+//! the recorded execution costs on bare hardware, the cycles of an exit (the round trip every
+//! exit pays, `[exit]`, by component, plus each reason's own work, `[exits]`), and named costs
+//! the hypervisor models look up (`[hv]`, `[pv]`, `[labt]`). Every number in the file has its
+//! source, or is marked an assumption, beside it.
 //!
 //! The models count (exits by reason, units of [`E500Work`], instructions they add); this file
 //! prices the counts ([`E500Costs::added_cycles`], [`E500Costs::seconds_of`]), so a saved
@@ -19,6 +20,16 @@ use std::collections::BTreeMap;
 /// The profile keys that are sizes the models act on, not prices: a change to one changes the
 /// counts, so it needs a replay rather than a re-pricing.
 pub const CHANGE_COUNTS: &[&str] = &["hv.host_tlb1_reserved", "hv.guest_ram_mib"];
+
+/// The components of the round trip every exit pays, whatever its reason: the keys of the
+/// profile's `[exit]` table, all required. One exit costs their sum plus its reason's
+/// `[exits]` value ([`E500Costs::exit`]).
+pub const EXIT_COMPONENTS: &[&str] = &[
+    "vector",
+    "handle_exit",
+    "prepare_to_enter",
+    "lightweight_exit",
+];
 
 /// The e500 profiles built into the binary, by name.
 pub const BUILTIN: &[(&str, &str)] = &[("e500", include_str!("../../../../profiles/e500.toml"))];
@@ -69,8 +80,12 @@ pub struct E500Costs {
     pub frequency_mhz: f64,
     /// Cycles per instruction of the guest's own code on bare hardware (`[core] cpi`).
     pub cpi: f64,
-    /// Cycles of one exit, by reason (`[exits]`, keyed by [`E500Exit::name`]).
+    /// Cycles of each reason's own work on top of the round trip (`[exits]`, keyed by
+    /// [`E500Exit::name`]); one exit costs [`Self::round_trip`] more ([`Self::exit`]).
     pub exit_cycles: [u64; E500Exit::COUNT],
+    /// Cycles of the round trip every exit pays: the sum of the `[exit]` components
+    /// ([`EXIT_COMPONENTS`]; each is also in [`Self::named`] as `exit.<component>`).
+    pub round_trip: u64,
     /// Cycles of one unit of work, by unit (keyed by [`E500Work::name`], `section.key`).
     pub work_cycles: [u64; E500Work::COUNT],
     /// Every other integer cost, as `section.key`.
@@ -162,6 +177,20 @@ impl E500Costs {
         if let Some(k) = exits.keys().find(|k| E500Exit::from_name(k).is_none()) {
             return Err(bad(format!("unknown exit reason exits.{k}")));
         }
+        let round = section("exit")?;
+        let mut round_trip = 0;
+        for c in EXIT_COMPONENTS {
+            round_trip += int_in(round, "exit", c, &bad)?;
+        }
+        if let Some(k) = round
+            .keys()
+            .find(|k| !EXIT_COMPONENTS.contains(&k.as_str()))
+        {
+            return Err(bad(format!(
+                "unknown round-trip component exit.{k} (the components: {})",
+                EXIT_COMPONENTS.join(", ")
+            )));
+        }
         let mut named = BTreeMap::new();
         for (sec, v) in &table {
             if matches!(
@@ -200,6 +229,7 @@ impl E500Costs {
             frequency_mhz,
             cpi,
             exit_cycles,
+            round_trip,
             work_cycles,
             named,
             assumptions,
@@ -286,8 +316,9 @@ impl E500Costs {
         })
     }
 
-    /// The cycles a model's counts add over bare hardware: every exit at its reason's cost,
-    /// every unit of work at its cost, every instruction it ran in the guest at the CPI.
+    /// The cycles a model's counts add over bare hardware: every exit at its cost (the round
+    /// trip plus its reason's work, [`Self::exit`]), every unit of work at its cost, every
+    /// instruction it ran in the guest at the CPI.
     pub fn added_cycles(&self, c: &ModelCounters) -> f64 {
         let exits: u64 = c.exits.iter().map(|(r, n)| n * self.exit(r)).sum();
         let work: u64 = c
@@ -303,9 +334,10 @@ impl E500Costs {
         self.seconds(recorded_insns as f64 * self.cpi + self.added_cycles(c))
     }
 
-    /// The cycles of one exit for `reason`.
+    /// The cycles of one exit for `reason`: the round trip ([`Self::round_trip`], the `[exit]`
+    /// components) plus the reason's own work (`[exits]`).
     pub fn exit(&self, reason: E500Exit) -> u64 {
-        self.exit_cycles[reason as usize]
+        self.round_trip + self.exit_cycles[reason as usize]
     }
 
     /// The named cost `section.key`, or an error naming it.
@@ -367,5 +399,98 @@ mod tests {
         let renamed = base.replace("mfmsr =", "mfmsrx =");
         let err = E500Costs::from_toml(&renamed, "t").unwrap_err().to_string();
         assert!(err.contains("exits.mfmsr"), "{err}");
+    }
+
+    /// A profile whose round trip and reasons are round numbers: the round trip 1+20+300+4000,
+    /// each reason 10,000 x (its index + 1); every other key as the built-in profile has it.
+    fn known() -> E500Costs {
+        let mut sets = vec![
+            ("exit.vector".to_string(), "1".to_string()),
+            ("exit.handle_exit".to_string(), "20".to_string()),
+            ("exit.prepare_to_enter".to_string(), "300".to_string()),
+            ("exit.lightweight_exit".to_string(), "4000".to_string()),
+        ];
+        for r in E500Exit::ALL {
+            sets.push((
+                format!("exits.{}", r.name()),
+                (10_000 * (r as u64 + 1)).to_string(),
+            ));
+        }
+        E500Costs::builtin()
+            .with_overrides(&sets)
+            .expect("valid overrides")
+    }
+
+    #[test]
+    fn every_exit_pays_the_round_trip_once() {
+        let c = known();
+        assert_eq!(c.round_trip, 4321);
+        let mut counts = ModelCounters::default();
+        let mut expected = 0;
+        for r in E500Exit::ALL {
+            let n = r as u64 + 2;
+            counts.exits.add(r, n);
+            assert_eq!(c.exit(r), 4321 + 10_000 * (r as u64 + 1), "{}", r.name());
+            expected += n * (4321 + 10_000 * (r as u64 + 1));
+        }
+        counts.work.add(E500Work::FlushTlb, 3);
+        counts.added_insns = 10;
+        let flush = c.cost("hv.flush_tlb").unwrap();
+        assert_eq!(
+            c.added_cycles(&counts),
+            (expected + 3 * flush) as f64 + 10.0 * c.cpi
+        );
+        // The components stay named costs, so reports and `--set` list them.
+        assert_eq!(c.cost("exit.prepare_to_enter").unwrap(), 300);
+        assert!(c.keys().contains(&"exit.lightweight_exit".to_string()));
+    }
+
+    #[test]
+    fn a_component_override_moves_every_reason_by_exactly_its_change() {
+        let base = known();
+        for component in EXIT_COMPONENTS {
+            let key = format!("exit.{component}");
+            let was = base.cost(&key).unwrap();
+            let moved = base
+                .with_overrides(&[(key.clone(), (was + 777).to_string())])
+                .expect("override");
+            assert_eq!(moved.round_trip, base.round_trip + 777, "{key}");
+            for r in E500Exit::ALL {
+                assert_eq!(moved.exit(r), base.exit(r) + 777, "{key} {}", r.name());
+                assert_eq!(moved.exit_cycles, base.exit_cycles);
+            }
+            assert_eq!(moved.overrides[&key], (was + 777).to_string());
+        }
+        // A reason's override moves that reason alone.
+        let one = base
+            .with_overrides(&[("exits.rfi".into(), "5".into())])
+            .unwrap();
+        assert_eq!(one.exit(E500Exit::Rfi), base.round_trip + 5);
+        assert_eq!(one.exit(E500Exit::Mfmsr), base.exit(E500Exit::Mfmsr));
+    }
+
+    #[test]
+    fn a_missing_or_unknown_component_is_a_one_line_error() {
+        let base = BUILTIN[0].1;
+        let missing = base.replace("\nvector =", "\nvectorx =");
+        assert_ne!(missing, base);
+        let err = E500Costs::from_toml(&missing, "t").unwrap_err().to_string();
+        assert!(err.contains("exit.vector"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        let unknown = base.replace("\nvector =", "\nrefill = 5\nvector =");
+        let err = E500Costs::from_toml(&unknown, "t").unwrap_err().to_string();
+        assert!(err.contains("exit.refill"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        let no_table = base.replace("\n[exit]\n", "\n[exit_]\n");
+        let err = E500Costs::from_toml(&no_table, "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("[exit]"), "{err}");
+        let err = E500Costs::builtin()
+            .with_overrides(&[("exit.refill".into(), "5".into())])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("exit.refill"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
