@@ -382,7 +382,7 @@ pub struct ReproduceArgs {
     /// labt only: instead of replaying, price the counts of a saved labt.json again under the
     /// e500 profile with --set applied (every exit, unit of work and instruction at the new
     /// costs; seconds, not minutes). Sizes the models act on (hv.host_tlb1_reserved,
-    /// hv.guest_ram_mib) change the counts and need a replay.
+    /// hv.guest_ram_mib, hv.host_huge_page_kib) change the counts and need a replay.
     #[arg(long, value_name = "LABT.JSON", conflicts_with_all = ["trace", "quick", "list_runs", "shard"])]
     pub reprice: Option<std::path::PathBuf>,
     #[command(flatten)]

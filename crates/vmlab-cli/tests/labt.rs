@@ -241,7 +241,10 @@ fn repricing_a_saved_report_equals_replaying_with_the_same_costs() {
     assert_eq!(fresh["pc_distribution"], again["pc_distribution"]);
     assert_eq!(again["provenance"]["overrides"]["exits.syscall"], "1800");
     assert_eq!(again["provenance"]["profile"]["exits"]["syscall"], 1800);
-    // 40 system calls at 1000 cycles more each (800 in the profile).
+    // 40 system calls, each at 1800 cycles of its own instead of the profile's.
+    let was = base["provenance"]["profile"]["exits"]["syscall"]
+        .as_f64()
+        .unwrap();
     let cycles = |v: &serde_json::Value| {
         v["rows"]
             .as_array()
@@ -252,7 +255,7 @@ fn repricing_a_saved_report_equals_replaying_with_the_same_costs() {
             .as_f64()
             .unwrap()
     };
-    assert_eq!(cycles(&again) - cycles(&base), 40.0 * 1000.0);
+    assert_eq!(cycles(&again) - cycles(&base), 40.0 * (1800.0 - was));
 }
 
 #[test]
@@ -276,6 +279,24 @@ fn reprice_and_set_errors_are_one_line() {
                 "hv.host_tlb1_reserved=3",
             ],
             "replay",
+        ),
+        (
+            vec![
+                "--reprice",
+                saved.to_str().unwrap(),
+                "--set",
+                "hv.host_huge_page_kib=16384",
+            ],
+            "replay",
+        ),
+        (
+            vec![
+                "--trace",
+                trace.to_str().unwrap(),
+                "--set",
+                "hv.host_huge_page_kib=5000",
+            ],
+            "not an e500 page size",
         ),
         (
             vec!["--set", "exits.nosuch=3"],

@@ -1,6 +1,7 @@
 //! LABT's adaptive-resizing split unit, swept over the committed e500 guest trace: tracing
 //! faults, host TLB misses, splits, merges and added cycles per unit, with and without
-//! read-fault avoidance, beside pv. Prints the table docs/mechanisms.md section 8 quotes:
+//! read-fault avoidance, beside every registered model. Prints the tables docs/mechanisms.md
+//! section 8 quotes:
 //!
 //! ```sh
 //! cargo run --release -p vmlab-core --example resize_unit_sweep
@@ -23,10 +24,8 @@ fn main() {
         .expect("the built-in profile has the host's sizes");
     let units: [u64; 6] = [4 << 10, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20];
     let names = ["4K", "16K", "64K", "128K", "256K", "1M"];
-    let mut models: Vec<Box<dyn HvModel>> = ["pv", "labt", "labt-avoid"]
-        .iter()
-        .map(|n| (registry::find(n).expect("registered").build)(&host))
-        .collect();
+    let mut models: Vec<Box<dyn HvModel>> =
+        registry::MODELS.iter().map(|m| (m.build)(&host)).collect();
     for (i, &unit) in units.iter().enumerate() {
         for avoid in [false, true] {
             let base = if avoid { Variant::All } else { Variant::Resize };
@@ -44,6 +43,28 @@ fn main() {
         std::process::exit(2)
     });
     let r = replay(trace, &mut models, |_, _, _| {}).expect("the committed trace replays");
+    println!(
+        "whole run: {} recorded instructions, {:.3} s bare",
+        r.insns.0 + r.insns.1,
+        costs.seconds_of(r.insns.0 + r.insns.1, &Default::default())
+    );
+    println!("| config | added time | exits | tracing faults | host TLB misses |");
+    println!("|---|---:|---:|---:|---:|");
+    for (i, n) in r
+        .model_names
+        .iter()
+        .enumerate()
+        .take(registry::MODELS.len())
+    {
+        let c = &r.total[i];
+        println!(
+            "| {n} | {:.3} s | {} | {} | {} |",
+            costs.seconds(costs.added_cycles(c)),
+            c.exits.total(),
+            c.tracing_faults,
+            c.exits.get(E500Exit::HostTlbMiss)
+        );
+    }
     println!(
         "| configuration | tracing faults | host TLB misses | splits | merges | added cycles |"
     );

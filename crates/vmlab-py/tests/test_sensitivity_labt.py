@@ -31,8 +31,8 @@ def test_points_are_priced_again_and_only_sizes_replay(saved):
     assert "hv.host_tlb1_reserved" in report["assumptions"]
     # 2 trajectories of k + 1 points, plus the profile as it is.
     assert report["method"]["runs"] == 2 * (k + 1) + 1 == report["method"]["repriced"]
-    # Only the size the models act on replays: once per value other than the saved one (2).
-    values = {p for p in result.runs["hv.host_tlb1_reserved"].dropna()} - {2}
+    # Only the size the models act on replays: once per value other than the saved one (4).
+    values = {p for p in result.runs["hv.host_tlb1_reserved"].dropna()} - {4}
     assert report["method"]["replays"] == len(values) >= 1
     rows = json.loads(saved.read_text())["rows"]
     row = {(r["benchmark"], r["config"]): r for r in rows}

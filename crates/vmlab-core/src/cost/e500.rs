@@ -19,7 +19,11 @@ use std::collections::BTreeMap;
 
 /// The profile keys that are sizes the models act on, not prices: a change to one changes the
 /// counts, so it needs a replay rather than a re-pricing.
-pub const CHANGE_COUNTS: &[&str] = &["hv.host_tlb1_reserved", "hv.guest_ram_mib"];
+pub const CHANGE_COUNTS: &[&str] = &[
+    "hv.host_tlb1_reserved",
+    "hv.guest_ram_mib",
+    "hv.host_huge_page_kib",
+];
 
 /// The components of the round trip every exit pays, whatever its reason: the keys of the
 /// profile's `[exit]` table, all required. One exit costs their sum plus its reason's
@@ -214,6 +218,13 @@ impl E500Costs {
             None => Assumptions::new(),
         };
         assumptions::check(&assumptions, &table, within).map_err(bad)?;
+        if let Some(&kib) = named.get("hv.host_huge_page_kib") {
+            if crate::hw::e500::PageSize::from_bytes(kib << 10).is_none() {
+                return Err(bad(format!(
+                    "hv.host_huge_page_kib = {kib}: not an e500 page size (4, 16, 64, 256, 1024, 4096, ... KiB)"
+                )));
+            }
+        }
         let mut work_cycles = [0; E500Work::COUNT];
         for w in E500Work::ALL {
             work_cycles[w as usize] = *named.get(w.name()).ok_or_else(|| {
@@ -313,6 +324,7 @@ impl E500Costs {
         Ok(HostConfig {
             tlb1_reserved: self.cost("hv.host_tlb1_reserved")? as usize,
             guest_ram_bytes: self.cost("hv.guest_ram_mib")? << 20,
+            huge_page_bytes: self.cost("hv.host_huge_page_kib")? << 10,
         })
     }
 

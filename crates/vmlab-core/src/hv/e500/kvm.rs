@@ -8,21 +8,33 @@
 //! - a host TLB miss whose address the guest TLB maps installs a shadow (`kvmppc_mmu_map`):
 //!   a guest TLB0 entry becomes a host TLB0 entry; a guest TLB1 entry becomes a host TLB0
 //!   4 KiB entry, or, when guest memory is backed by huge host pages, a host TLB1 entry of
-//!   the guest's size (`kvmppc_e500_tlb1_map`), placed round-robin in the TLB1 slots the
-//!   host's own entries and the magic page leave free;
+//!   the smaller of the host's huge page and the guest entry (`kvmppc_e500_shadow_map`:
+//!   "the largest page size that satisfies both host and guest mapping"), placed
+//!   round-robin in the TLB1 slots the host's own entries and the magic page leave free
+//!   (`kvmppc_e500_tlb1_map_tlb1`, `tlb1_max_shadow_size`);
 //! - `tlbivax` and an MMUCSR0 flash invalidation flush every shadow
-//!   (`kvmppc_core_flush_tlb`);
+//!   (`kvmppc_core_flush_tlb`); a `tlbwe` over a guest TLB1 entry that KVM shadowed with
+//!   4 KiB host pages drops every shadow too (`inval_gtlbe_on_host`: "Invalidate
+//!   everything");
+//! - shadows are tagged with shadow IDs ([`super::sid`]); when the host CPU's IDs run out,
+//!   the whole host TLB goes;
+//! - the guest's decrementer is a host hrtimer: each DEC write restarts it
+//!   (`kvmppc_emulate_dec`), and its expiry interrupts the guest (`kvmppc_decrementer_func`)
+//!   before KVM delivers the guest's decrementer interrupt;
 //! - a guest access to a guest-physical page that is no RAM (a device register in QEMU's
 //!   CCSR block) is never shadowed: each access exits and is emulated (`kvmppc_emulate_mmio`),
 //!   in the kernel for the in-kernel MPIC, by QEMU in user space for every other device.
 //!
-//! Shadows are tagged by the guest's (TID, TS, PR) like KVM's shadow IDs, so a PID change
-//! needs no flush. A host TLB0 victim is chosen round-robin per set.
+//! Shadows are tagged by the guest's (TID, TS, PR), which is what KVM's shadow IDs map to
+//! one host TID, so a PID change needs no flush. A host TLB0 victim is chosen round-robin
+//! per set.
 
 use super::exits::E500Exit;
 use super::model::{
-    AccessCtx, GuestEvent, GuestState, HvModel, ModelCounters, TlbEffect, Translation, MSR_PR,
+    AccessCtx, GuestEvent, GuestState, HvModel, ModelCounters, TlbEffect, Translation, MSR_DS,
+    MSR_IS, MSR_PR,
 };
+use super::sid::{GuestId, ShadowIds, SidLookup};
 use super::work::E500Work;
 use crate::hw::e500::mmu::{
     Tlb0, MMUCSR0_TLB0_FI, MMUCSR0_TLB1_FI, TLB0_ENTRIES, TLB0_SETS, TLB0_WAYS, TLB1_ENTRIES,
@@ -151,6 +163,10 @@ impl HostTlb {
 
 /// MMUCSR0's SPR number (e500 Core Family RM): a write flash-invalidates the TLBs.
 const SPR_MMUCSR0: u16 = 1012;
+/// PID's SPR number (PID0).
+const SPR_PID: u16 = 48;
+/// DEC's SPR number.
+const SPR_DEC: u16 = 22;
 
 /// Guest-physical base of QEMU's ppce500 CCSR block (hw/ppc/e500plat.c `ccsrbar_base`).
 pub const CCSR_BASE: u64 = 0xF_E000_0000;
@@ -211,25 +227,36 @@ pub fn exception_exit(kind: ExceptionKind, by_branch: bool) -> Option<E500Exit> 
 }
 
 /// What KVM's models need of the machine besides prices: sizes that decide what happens,
-/// not what it costs (the e500 profile's `hv.host_tlb1_reserved` and `hv.guest_ram_mib`).
+/// not what it costs (the e500 profile's `hv.host_tlb1_reserved`, `hv.guest_ram_mib` and
+/// `hv.host_huge_page_kib`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HostConfig {
     /// Host TLB1 entries the host keeps for itself (its linear map, the magic page).
     pub tlb1_reserved: usize,
     /// The guest's RAM, from guest-physical 0 (one memslot).
     pub guest_ram_bytes: u64,
+    /// The host's huge page backing guest memory in the `-huge` models (hugetlbfs): the
+    /// largest shadow KVM makes of a guest TLB1 entry.
+    pub huge_page_bytes: u64,
 }
 
 /// The KVM model.
 #[derive(Clone, Debug)]
 pub struct Kvm {
     name: &'static str,
-    huge: bool,
+    /// The largest shadow of a guest TLB1 entry: 4 KiB, or the host's huge page.
+    shadow_limit: PageSize,
     host: HostTlb,
     ram_bytes: u64,
     /// Per guest TLB0 entry: KVM holds its host page (`tlbe_ref` E500_TLB_VALID), so a
     /// host TLB miss on it writes the shadow without looking the page up again.
     tlb0_ref: Vec<bool>,
+    /// Per guest TLB1 entry: shadowed by 4 KiB host TLB0 entries since its last
+    /// invalidation (`tlbe_ref` E500_TLB_TLB0).
+    tlb1_in_tlb0: [bool; TLB1_ENTRIES],
+    sids: ShadowIds,
+    /// The guest context KVM last computed shadow IDs for: (AS, PID, PR).
+    context: GuestId,
     counters: ModelCounters,
 }
 
@@ -237,14 +264,31 @@ impl Kvm {
     /// KVM with guest memory in 4 KiB host pages (`huge` false: guest TLB1 entries shadowed
     /// by 4 KiB TLB0 entries) or in huge host pages (`huge`: TLB1 shadows).
     pub fn new(config: &HostConfig, huge: bool) -> Self {
+        let huge_page = PageSize::ALL
+            .into_iter()
+            .rev()
+            .find(|s| s.bytes() <= config.huge_page_bytes.max(4096))
+            .unwrap_or(PageSize::K4);
         Kvm {
             name: if huge { "kvm-huge" } else { "kvm" },
-            huge,
+            shadow_limit: if huge { huge_page } else { PageSize::K4 },
             host: HostTlb::new(config.tlb1_reserved),
             ram_bytes: config.guest_ram_bytes,
             tlb0_ref: vec![false; TLB0_ENTRIES],
+            tlb1_in_tlb0: [false; TLB1_ENTRIES],
+            sids: ShadowIds::default(),
+            context: GuestId {
+                as_: false,
+                tid: 0,
+                pr: false,
+            },
             counters: ModelCounters::default(),
         }
+    }
+
+    /// The largest shadow KVM makes of a guest TLB1 entry (4 KiB without huge pages).
+    pub fn shadow_limit(&self) -> PageSize {
+        self.shadow_limit
     }
 
     /// Whether guest-physical `gpa` is RAM (in the one memslot; `kvm_is_visible_gfn`).
@@ -274,11 +318,54 @@ impl Kvm {
     /// flash invalidation whether or not an entry went: the shadow-ID table reset
     /// (`kvmppc_e500_tlbil_all`), so no shadow is reachable any more; every guest entry's host
     /// page reference released (`clear_tlb_privs`); the TLB1 maps cleared.
-    fn flush_tlb(&mut self) {
+    fn flush_tlb(&mut self, guest: &GuestState) {
         self.tlb0_ref.fill(false);
+        self.tlb1_in_tlb0.fill(false);
+        self.forget_shadow_ids(guest);
+        self.counters.work(E500Work::FlushTlb, 1);
+    }
+
+    /// `kvmppc_e500_tlbil_all`: the vcpu's shadow-ID table reset, so no shadow is reachable
+    /// any more, and the current context's IDs allocated again.
+    fn forget_shadow_ids(&mut self, guest: &GuestState) {
         let n = self.host.flush();
         self.counters.bump("shadow_invalidations", n);
-        self.counters.work(E500Work::FlushTlb, 1);
+        self.sids.reset_all();
+        self.recalc_shadow_pid(guest);
+    }
+
+    /// `kvmppc_e500_recalc_shadow_pid`: the shadow IDs of the current context, (AS, PID, PR)
+    /// and (AS, 0, PR), after a PID or MSR change or a reset.
+    fn recalc_shadow_pid(&mut self, guest: &GuestState) {
+        self.context = GuestId {
+            as_: guest.msr & (MSR_IS | MSR_DS) != 0,
+            tid: guest.pid,
+            pr: guest.msr & MSR_PR != 0,
+        };
+        self.recalc_context();
+    }
+
+    fn recalc_context(&mut self) {
+        let c = self.context;
+        for tid in [c.tid, 0] {
+            self.shadow_id(GuestId { tid, ..c });
+        }
+    }
+
+    /// One `kvmppc_e500_get_sid`; when the IDs run out, the whole host TLB goes.
+    fn shadow_id(&mut self, id: GuestId) -> SidLookup {
+        let outcome = self.sids.get(id);
+        match outcome {
+            SidLookup::Hit => {}
+            SidLookup::Allocated => self.counters.bump("shadow_ids", 1),
+            SidLookup::Rollover => {
+                self.counters.bump("shadow_ids", 1);
+                let n = self.host.flush();
+                self.counters.bump("shadow_invalidations", n);
+                self.counters.work(E500Work::SidRollover, 1);
+            }
+        }
+        outcome
     }
 
     /// The guest-TLB walk of `kvmppc_e500_emul_mt_mmucsr0` and of an invalidate-all
@@ -291,7 +378,14 @@ impl Kvm {
     /// What a privileged instruction makes KVM flush: MMUCSR0 flash invalidation walks the
     /// selected guest arrays (512 TLB0 entries, 16 TLB1) and flushes; `tlbivax` walks one
     /// array when it invalidates all (EA bit 61, the array by bit 60) and flushes.
-    fn flushes(&mut self, class: PrivClass, word: u32, values: &[u32], gprs_unknown: bool) {
+    fn flushes(
+        &mut self,
+        guest: &GuestState,
+        class: PrivClass,
+        word: u32,
+        values: &[u32],
+        gprs_unknown: bool,
+    ) {
         let value = values.first().copied().filter(|_| !gprs_unknown);
         match class {
             PrivClass::Mtspr if spr_number(word) == SPR_MMUCSR0 => {
@@ -306,7 +400,7 @@ impl Kvm {
                 }
                 self.counters.bump("mmucsr0_flushes", 1);
                 self.gtlb_walk(entries);
-                self.flush_tlb();
+                self.flush_tlb(guest);
             }
             PrivClass::Tlbivax => {
                 if let Some(ea) = value.filter(|ea| ea & 0x4 != 0) {
@@ -317,8 +411,24 @@ impl Kvm {
                     };
                     self.gtlb_walk(n as u64);
                 }
-                self.flush_tlb();
+                self.flush_tlb(guest);
             }
+            _ => {}
+        }
+    }
+
+    /// What emulating a privileged instruction does beyond the instruction itself: a full
+    /// MSR write (`rfi`, `mtmsr`: `kvmppc_set_msr` -> `kvmppc_mmu_msr_notify`) and a PID
+    /// change (`kvmppc_set_pid`) recompute the shadow IDs; a DEC write restarts the
+    /// decrementer's hrtimer (`kvmppc_emulate_dec`).
+    fn emulation_side_effects(&mut self, guest: &GuestState, class: PrivClass, word: u32) {
+        match class {
+            PrivClass::Rfi | PrivClass::RfOther | PrivClass::Mtmsr => self.recalc_shadow_pid(guest),
+            PrivClass::Mtspr => match spr_number(word) {
+                SPR_PID if guest.pid != self.context.tid => self.recalc_shadow_pid(guest),
+                SPR_DEC => self.counters.work(E500Work::DecHrtimer, 1),
+                _ => {}
+            },
             _ => {}
         }
     }
@@ -332,9 +442,14 @@ impl Kvm {
         self.counters.exit(reason, pc);
     }
 
-    /// The shadow of guest entry `g` (at `gslot`) for `ea`, as KVM sizes it.
+    /// The shadow of guest entry `g` (at `gslot`) for `ea`, as KVM sizes it: the smaller of
+    /// the guest entry and the host page behind it.
     fn shadow_for(&self, g: &TlbEntry, gslot: TlbSlot, ea: u32, pr: bool) -> Shadow {
-        let size = if self.huge { g.size } else { PageSize::K4 };
+        let size = if g.size.bytes() <= self.shadow_limit.bytes() {
+            g.size
+        } else {
+            self.shadow_limit
+        };
         let epn = (ea as u64 & !size.offset_mask()) as u32;
         Shadow {
             epn,
@@ -377,12 +492,30 @@ impl Kvm {
         };
         self.page_lookup(gslot);
         let s = self.shadow_for(g, gslot, ea, ctx.user);
+        self.write_shadow(s);
+        true
+    }
+
+    /// `write_stlbe`: the shadow's ID found (`kvmppc_e500_get_tlb_stid`, which may run the
+    /// IDs out and flush the host TLB first), then the shadow written into the host TLB.
+    pub fn write_shadow(&mut self, s: Shadow) {
+        let id = GuestId {
+            as_: s.ts,
+            tid: s.tid,
+            pr: s.pr,
+        };
+        if self.shadow_id(id) == SidLookup::Rollover {
+            // get_sid without avoid_recursion: the current context's IDs come again.
+            self.recalc_context();
+        }
+        if s.gslot.tlb == TlbSel::Tlb1 && s.size == PageSize::K4 {
+            self.tlb1_in_tlb0[s.gslot.index] = true;
+        }
         if self.host.install(s) {
             self.counters.bump("shadow_evictions", 1);
         }
         self.counters.bump("shadow_fills", 1);
         self.counters.work(E500Work::ShadowWrite, 1);
-        true
     }
 
     /// An access by the guest: a host TLB miss exits when only the shadow is missing.
@@ -417,16 +550,24 @@ impl HvModel for Kvm {
             } => {
                 self.access(guest, *pc, *pc, guest.kernel_fetch());
                 self.exit(priv_exit(*class), *pc);
-                self.flushes(*class, *word, values, *gprs_unknown);
+                self.emulation_side_effects(guest, *class, *word);
+                self.flushes(guest, *class, *word, values, *gprs_unknown);
                 match tlb {
                     TlbEffect::None => {}
                     TlbEffect::Write { slot, new, .. } => {
-                        // inval_gtlbe_on_host: the old entry's shadows and host page go.
+                        // inval_gtlbe_on_host: the old entry's shadows and host page go; a
+                        // TLB1 entry shadowed in 4 KiB pages takes every shadow with it.
+                        match slot.tlb {
+                            TlbSel::Tlb0 => self.tlb0_ref[slot.index] = false,
+                            TlbSel::Tlb1 if self.tlb1_in_tlb0[slot.index] => {
+                                self.tlb1_in_tlb0[slot.index] = false;
+                                self.forget_shadow_ids(guest);
+                                self.counters.work(E500Work::TlbilAll, 1);
+                            }
+                            TlbSel::Tlb1 => {}
+                        }
                         let n = self.host.invalidate_gslot(*slot);
                         self.counters.bump("shadow_invalidations", n);
-                        if slot.tlb == TlbSel::Tlb0 {
-                            self.tlb0_ref[slot.index] = false;
-                        }
                         // Premap the new entry's page when it is host-safe (e500.h
                         // tlbe_is_host_safe: valid, in the current instruction address space,
                         // and RAM).
@@ -434,9 +575,7 @@ impl HvModel for Kvm {
                         if new.valid && new.ts == is && self.is_ram(new.translate(new.epn)) {
                             let s = self.shadow_for(new, *slot, new.epn, guest.msr & MSR_PR != 0);
                             self.page_lookup(*slot);
-                            self.host.install(s);
-                            self.counters.bump("shadow_fills", 1);
-                            self.counters.work(E500Work::ShadowWrite, 1);
+                            self.write_shadow(s);
                         }
                     }
                     // The shadows went with the flush above (flushes).
@@ -451,6 +590,11 @@ impl HvModel for Kvm {
             } => {
                 if let Some(r) = exception_exit(*kind, *by_branch) {
                     self.exit(r, *srr0);
+                    if *kind == ExceptionKind::DECREMENTER {
+                        self.counters.work(E500Work::DecTimerFire, 1);
+                    }
+                    // kvmppc_booke_irqprio_deliver: the new MSR through kvmppc_set_msr.
+                    self.recalc_shadow_pid(guest);
                 }
             }
             GuestEvent::Mem {

@@ -237,3 +237,158 @@ fn a_miss_looks_the_page_up_unless_a_guest_tlb0_entry_holds_it() {
     // The code page (TLB1) and the data page (TLB0, released): two lookups.
     assert_eq!(k.counters().work.get(E500Work::PageLookup), lookups + 2);
 }
+
+fn kvm_huge() -> Kvm {
+    Kvm::new(&E500Costs::builtin().host().unwrap(), true)
+}
+
+/// `mtspr spr, r3`.
+fn mtspr(spr: u16) -> u32 {
+    0x7C60_03A6 | ((spr as u32 & 0x1F) << 16) | ((spr as u32 & 0x3E0) << 6)
+}
+
+/// A tlbwe rewriting the kernel's TLB1 entry 0 with the same mapping.
+fn rewrite_kernel_tlb1(g: &GuestState) -> GuestEvent<'static> {
+    let e = *g.tlb.entry(tlb1(0));
+    priv_event(
+        0xC000_3000,
+        TLBWE,
+        &[],
+        TlbEffect::Write {
+            slot: tlb1(0),
+            old: e,
+            new: e,
+        },
+    )
+}
+
+#[test]
+fn rewriting_a_tlb1_entry_backed_by_4k_pages_drops_every_shadow() {
+    let g = guest();
+    let user = TlbEntry::new(
+        0xD200_0000,
+        0x20_0000,
+        PageSize::K4,
+        0,
+        Perms::from_bits(SRWX),
+    );
+    let mut g2 = g.clone();
+    g2.tlb.write(tlb0(0xD200_0000, 1), user).unwrap();
+    let ctx = g2.kernel_data(Access::Read);
+    for huge in [false, true] {
+        let mut k = if huge { kvm_huge() } else { kvm() };
+        // A kernel page (TLB1 entry) and a page of a guest TLB0 entry, both shadowed.
+        k.on_event(&g2, &mem(0xC000_1000, 0xC010_0000, 0x10_0000, false, 1));
+        k.on_event(&g2, &mem(0xC000_1000, 0xD200_0000, 0x20_0000, false, 1));
+        assert!(k.host().lookup(0xD200_0000, ctx).is_some());
+        k.on_event(&g2, &rewrite_kernel_tlb1(&g2));
+        let c = k.counters();
+        if huge {
+            // A TLB1 shadow: only that entry's host TLB1 entries go.
+            assert_eq!(c.work.get(E500Work::TlbilAll), 0);
+            assert!(k.host().lookup(0xD200_0000, ctx).is_some());
+        } else {
+            // kvmppc_e500_tlbil_all: the TLB0 entry's shadow goes too.
+            assert_eq!(c.work.get(E500Work::TlbilAll), 1);
+            assert!(k.host().lookup(0xD200_0000, ctx).is_none());
+        }
+        // The tlbwe premapped the new entry's first page, in 4 KiB again: the next rewrite
+        // drops everything again.
+        k.on_event(&g2, &rewrite_kernel_tlb1(&g2));
+        assert_eq!(k.counters().work.get(E500Work::TlbilAll), 2 * !huge as u64);
+    }
+}
+
+#[test]
+fn the_huge_models_shadow_a_large_entry_in_host_huge_pages_round_robin() {
+    let host = E500Costs::builtin().host().unwrap();
+    assert_eq!(host.huge_page_bytes, 4 << 20);
+    assert_eq!(host.tlb1_reserved, 4);
+    let mut k = kvm_huge();
+    let g = guest();
+    let ctx = g.kernel_data(Access::Read);
+    // The code page's 4 MiB piece, then 12 more pieces of the 256 MiB entry: 13 shadows in
+    // the 12 free host TLB1 slots, so the code's piece went first.
+    k.on_event(&g, &mem(0xC000_1000, 0xC000_2000, 0x2000, false, 1));
+    let s = *k.host().lookup(0xC000_2000, ctx).unwrap();
+    assert_eq!((s.epn, s.size), (0xC000_0000, PageSize::M4));
+    for i in 1..=12u32 {
+        let ea = 0xC000_0000 + i * (4 << 20);
+        k.on_event(
+            &g,
+            &mem(0xC000_1000, ea, (ea - 0xC000_0000) as u64, false, 1),
+        );
+    }
+    let c = k.counters();
+    // The first access: code and data in one piece (one miss); then per piece one data
+    // miss, and the twelfth piece evicted the code's piece, so its fetch missed once more.
+    assert_eq!(c.exits.get(E500Exit::HostTlbMiss), 1 + 12 + 1);
+    assert!(k.host().lookup(0xC000_2000, ctx).is_some());
+    assert!(k.host().lookup(0xC000_0000 + (4 << 20), ctx).is_none());
+    // Every miss on the TLB1 entry is a full page lookup with the VMA.
+    assert_eq!(c.work.get(E500Work::VmaLookup), 14);
+}
+
+#[test]
+fn the_decrementer_is_a_host_hrtimer() {
+    let mut k = kvm();
+    let g = guest();
+    k.on_event(
+        &g,
+        &priv_event(0xC000_4000, mtspr(22), &[100_000], TlbEffect::None),
+    );
+    k.on_event(
+        &g,
+        &GuestEvent::Exception {
+            kind: crate::trace::e500::ExceptionKind::DECREMENTER,
+            by_branch: false,
+            srr0: 0xC000_5000,
+            srr1: 0,
+            dear: 0,
+        },
+    );
+    let c = k.counters();
+    assert_eq!(c.exits.get(E500Exit::Mtspr), 1);
+    assert_eq!(c.exits.get(E500Exit::OtherException), 1);
+    assert_eq!(c.work.get(E500Work::DecHrtimer), 1);
+    assert_eq!(c.work.get(E500Work::DecTimerFire), 1);
+    // Another SPR's write and another exception start and fire no timer.
+    k.on_event(
+        &g,
+        &priv_event(0xC000_4000, mtspr(26), &[0], TlbEffect::None),
+    );
+    assert_eq!(k.counters().work.get(E500Work::DecHrtimer), 1);
+}
+
+#[test]
+fn running_out_of_shadow_ids_flushes_the_host_tlb() {
+    let mut k = kvm();
+    let mut g = guest();
+    let ctx = g.kernel_data(Access::Read);
+    k.on_event(&g, &mem(0xC000_1000, 0xC010_0000, 0x10_0000, false, 1));
+    assert!(k.host().lookup(0xC010_0000, ctx).is_some());
+    // Kernel mode, AS 0: the first PID write maps (0, 1, 0) and (0, 0, 0); each later one
+    // only its own PID. 255 IDs: the 255th PID write takes the last, the 256th rolls over.
+    let mut rollover_at = None;
+    for pid in 1..=255u8 {
+        g.pid = pid;
+        k.on_event(
+            &g,
+            &priv_event(0xC000_1000, mtspr(48), &[], TlbEffect::None),
+        );
+        if rollover_at.is_none() && k.counters().work.get(E500Work::SidRollover) == 1 {
+            rollover_at = Some(pid);
+        }
+    }
+    assert_eq!(rollover_at, Some(255));
+    assert_eq!(k.counters().work.get(E500Work::SidRollover), 1);
+    assert_eq!(k.counters().extra.get("shadow_ids"), Some(&(255 + 2)));
+    // The whole host TLB went: the kernel's data page misses again.
+    assert!(k.host().lookup(0xC010_0000, ctx).is_none());
+    // A guest flush forgets the mappings, it does not give IDs back.
+    k.on_event(
+        &g,
+        &priv_event(0xC000_2000, MTSPR_MMUCSR0, &[0x6], TlbEffect::None),
+    );
+    assert_eq!(k.counters().extra.get("shadow_ids"), Some(&(255 + 2 + 2)));
+}

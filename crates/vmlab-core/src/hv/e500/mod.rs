@@ -5,7 +5,7 @@
 //!   replay driver gives it, and the counters it reports.
 //! - [`exits`]: exit reasons in the classes KVM/e500 counts; [`work`]: the hypervisor's
 //!   other priced work, per unit.
-//! - [`registry`]: the models by name.
+//! - [`registry`]: the models by name; [`sid`]: KVM's shadow address-space IDs.
 //! - [`bare`]: no hypervisor (the baseline); [`kvm`]: KVM's trap-and-emulate with a shadow
 //!   TLB.
 //! - [`pv`]: Linux's boot-time paravirtual patching; [`labt`]: in-place binary translation
@@ -19,6 +19,7 @@ pub mod model;
 pub mod pv;
 pub mod registry;
 pub mod replay;
+pub mod sid;
 pub mod work;
 
 pub use exits::{E500Exit, E500ExitCounts};

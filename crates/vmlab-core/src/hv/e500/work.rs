@@ -24,6 +24,21 @@ crate::named_enum! {
         MmioInKernel => "mmio.in_kernel",
         /// A device access emulated by QEMU in user space (KVM_EXIT_MMIO and back).
         MmioUser => "mmio.user",
+        /// `kvmppc_e500_tlbil_all` alone: the vcpu's shadow-ID table reset (its 8 KiB
+        /// memset) and the shadow PIDs recomputed, after a guest `tlbwe` over a TLB1 entry
+        /// that KVM backed with 4 KiB host pages (`inval_gtlbe_on_host`, E500_TLB_TLB0).
+        TlbilAll => "hv.tlbil_all",
+        /// The host CPU's shadow IDs ran out (`kvmppc_e500_get_sid`): the whole host TLB
+        /// flash-invalidated (`_tlbil_all`), the CPU's ID table cleared, and the host's own
+        /// TLB0 entries refilled afterwards.
+        SidRollover => "hv.sid_rollover",
+        /// A guest write to DEC (`kvmppc_emulate_dec`): the vcpu's decrementer hrtimer
+        /// cancelled and started again with the new expiry.
+        DecHrtimer => "hv.dec_hrtimer",
+        /// The guest's decrementer firing: the host timer interrupt that made the guest
+        /// exit, its hrtimer run (`kvmppc_decrementer_func`: `TSR[DIS]` set, the vcpu
+        /// kicked) and the guest interrupt delivered on the way back in.
+        DecTimerFire => "hv.dec_timer_fire",
         /// LABT: a privileged instruction rewritten in place or into a routine.
         Translate => "labt.translate",
     }

@@ -92,6 +92,8 @@ impl ExceptionKind {
     pub const INSN_TLB: Self = Self(14);
     /// System call (IVOR8).
     pub const SYSCALL: Self = Self(8);
+    /// Decrementer (IVOR10).
+    pub const DECREMENTER: Self = Self(10);
 
     /// The vector's name in Linux's head_85xx.S.
     pub fn name(self) -> &'static str {

@@ -109,15 +109,19 @@ impl Labt {
         &self.tr
     }
 
-    /// The shadow mapping holding `ea`: the guest's TLB1 entry (shadowed whole, in huge
-    /// host pages), or the 4 KiB page for TLB0 mappings and addresses the guest does not map.
-    fn mapping_of(guest: &GuestState, ea: u32) -> Block {
+    /// The shadow mapping holding `ea`, LABT's execute-only unit: KVM's shadow of the
+    /// guest's TLB1 entry (the entry, or its piece of the host's huge page when the entry is
+    /// larger), or the 4 KiB page for TLB0 mappings and addresses the guest does not map.
+    fn mapping_of(guest: &GuestState, limit: PageSize, ea: u32) -> Block {
         let ctx = guest.kernel_fetch();
         match guest.tlb.lookup(ea, ctx.pid, ctx.ts) {
-            Some((slot, e)) if slot.tlb == TlbSel::Tlb1 => Block {
-                base: e.epn,
-                size: e.size.bytes(),
-            },
+            Some((slot, e)) if slot.tlb == TlbSel::Tlb1 => {
+                let size = e.size.bytes().min(limit.bytes());
+                Block {
+                    base: (ea as u64 & !(size - 1)) as u32,
+                    size,
+                }
+            }
             _ => Block {
                 base: ea & !0xFFF,
                 size: 4096,
@@ -139,7 +143,7 @@ impl Labt {
         let Some((gslot, g)) = guest.tlb.lookup(ea, ctx.pid, ctx.ts) else {
             return;
         };
-        if piece.block.size >= g.size.bytes() {
+        if piece.block.size >= g.size.bytes().min(self.kvm.shadow_limit().bytes()) {
             return;
         }
         let host = self.kvm.host_mut();
@@ -147,13 +151,14 @@ impl Labt {
             if s.size.bytes() <= piece.block.size {
                 return;
             }
-            // A shadow of the whole entry (KVM's premap): the pieces replace it.
+            // A shadow of the whole unit (KVM's premap): the pieces replace it.
             host.invalidate_gslot(gslot);
         }
         let Some(size) = PageSize::from_bytes(piece.block.size) else {
             return;
         };
-        let evicted = host.install(Shadow {
+        self.kvm.page_lookup(gslot);
+        self.kvm.write_shadow(Shadow {
             epn: piece.block.base,
             size,
             gpa: g.translate(piece.block.base),
@@ -163,11 +168,6 @@ impl Labt {
             pr: ctx.user,
             gslot,
         });
-        let k = self.kvm.counters_mut();
-        k.bump("shadow_fills", 1);
-        k.bump("shadow_evictions", evicted as u64);
-        k.work(E500Work::ShadowWrite, 1);
-        self.kvm.page_lookup(gslot);
         self.kvm.count_exit(E500Exit::HostTlbMiss, pc);
     }
 
@@ -256,6 +256,7 @@ impl Labt {
             return;
         };
         let (pc, word) = (*pc, *word);
+        let limit = self.kvm.shadow_limit();
         if !matches!(tlb, TlbEffect::None) {
             // TLB instructions always exit; a change to the guest's TLB1 moves sites.
             self.kvm.on_event(guest, event);
@@ -267,7 +268,7 @@ impl Labt {
                 TlbEffect::None => false,
             };
             if tlb1 {
-                self.tr.remap(|ea| Self::mapping_of(guest, ea));
+                self.tr.remap(|ea| Self::mapping_of(guest, limit, ea));
             }
             return;
         }
@@ -279,7 +280,7 @@ impl Labt {
         };
         match self
             .tr
-            .on_priv(pc, word, Self::mapping_of(guest, pc), input)
+            .on_priv(pc, word, Self::mapping_of(guest, limit, pc), input)
         {
             PrivOutcome::Exit { translated } => {
                 self.kvm.on_event(guest, event);
@@ -348,6 +349,7 @@ impl Labt {
                 .counters_mut()
                 .bump("tc_window_accesses", *count as u64);
         }
+        let limit = self.kvm.shadow_limit();
         let before = (self.tr.stats().splits, self.tr.stats().merges);
         let out = self.tr.on_data(
             pc,
@@ -355,7 +357,7 @@ impl Labt {
             *store,
             *size_log2,
             *count,
-            Self::mapping_of(guest, pc),
+            Self::mapping_of(guest, limit, pc),
         );
         if out.faults > 0 {
             let k = self.kvm.counters_mut();
