@@ -43,7 +43,8 @@ def test_points_are_priced_again_and_only_sizes_replay(saved):
     # The devices benchmark under kvm is moved by the device path's costs, not by the TLB's.
     ranking = result.ranking[result.ranking.result == "devices kvm"]
     top = list(ranking.sort_values("mu_star", ascending=False).assumption[:3])
-    assert set(top) == {"mmio.user", "exits.mmio", "core.cpi"}
+    assert "mmio.user" in top
+    assert all(a in ("core.cpi", "exits.mmio") or a.startswith(("mmio.", "exit.")) for a in top), top
     assert ranking.set_index("assumption").loc["exits.tlbwe", "mu_star"] == 0
 
 
