@@ -99,93 +99,64 @@ pub enum OsError {
     Backend(#[from] crate::os::pvops::BackendError),
 }
 
-/// Kernel event counters (exact). Gauges (`table_pages`) hold current values.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct KernelCounters {
-    /// Page faults handled (each a #PF taken by the kernel), including copy-on-write ones.
-    pub page_faults: u64,
-    /// Faults that mapped a 2 MiB page.
-    pub huge_page_faults: u64,
-    /// Write faults on a shared copy-on-write page: the page was copied.
-    pub cow_faults: u64,
-    /// Write faults on a copy-on-write page the process was the last user of: reused.
-    pub cow_reuses: u64,
-    /// 4 KiB frames the kernel zeroed for new anonymous pages.
-    pub frames_cleared: u64,
-    /// 4 KiB frames the kernel copied (copy-on-write).
-    pub frames_copied: u64,
-    /// Data frames (4 KiB units) freed by munmap, madvise, exec and exit.
-    pub frames_freed: u64,
-    /// Forks: children created.
-    pub forks: u64,
-    /// Leaf entries fork copied into a child.
-    pub ptes_copied: u64,
-    /// Page-table pages fork allocated for children.
-    pub fork_table_pages: u64,
-    /// Execs: address spaces replaced by a new program's image.
-    pub execs: u64,
-    /// Processes that exited.
-    pub exits: u64,
-    /// Switches to another process's page tables.
-    pub context_switches: u64,
-    /// munmap calls.
-    pub munmaps: u64,
-    /// mprotect calls.
-    pub mprotects: u64,
-    /// madvise(MADV_DONTNEED) calls.
-    pub madvises: u64,
-    /// Single-page TLB invalidations the kernel issued.
-    pub invlpgs: u64,
-    /// Full TLB flushes the kernel issued (CR3 loads without PCIDs, ranges past the flush
-    /// ceiling, fork, exec and address-space teardown).
-    pub tlb_flushes: u64,
-    /// INVPCIDs of one user page (page-table isolation with PCIDs).
-    #[serde(default)]
-    pub invpcids: u64,
-    /// Kernel entries (system calls, exceptions, interrupts), each with a return.
-    #[serde(default)]
-    pub kernel_entries: u64,
-    /// Of which interrupts (timer ticks).
-    #[serde(default)]
-    pub interrupts: u64,
-    /// CR3 writes of kernel entries and exits (page-table isolation).
-    #[serde(default)]
-    pub cr3_writes: u64,
-    /// Page-table pages in use now (a gauge).
-    pub table_pages: u64,
-    /// The most page-table pages in use at once so far (a gauge).
-    pub table_pages_peak: u64,
-}
-
-impl KernelCounters {
-    /// Counters accumulated since `earlier`; gauges keep their current value.
-    pub fn since(&self, earlier: &KernelCounters) -> KernelCounters {
-        KernelCounters {
-            page_faults: self.page_faults - earlier.page_faults,
-            huge_page_faults: self.huge_page_faults - earlier.huge_page_faults,
-            cow_faults: self.cow_faults - earlier.cow_faults,
-            cow_reuses: self.cow_reuses - earlier.cow_reuses,
-            frames_cleared: self.frames_cleared - earlier.frames_cleared,
-            frames_copied: self.frames_copied - earlier.frames_copied,
-            frames_freed: self.frames_freed - earlier.frames_freed,
-            forks: self.forks - earlier.forks,
-            ptes_copied: self.ptes_copied - earlier.ptes_copied,
-            fork_table_pages: self.fork_table_pages - earlier.fork_table_pages,
-            execs: self.execs - earlier.execs,
-            exits: self.exits - earlier.exits,
-            context_switches: self.context_switches - earlier.context_switches,
-            munmaps: self.munmaps - earlier.munmaps,
-            mprotects: self.mprotects - earlier.mprotects,
-            madvises: self.madvises - earlier.madvises,
-            invlpgs: self.invlpgs - earlier.invlpgs,
-            tlb_flushes: self.tlb_flushes - earlier.tlb_flushes,
-            invpcids: self.invpcids - earlier.invpcids,
-            kernel_entries: self.kernel_entries - earlier.kernel_entries,
-            interrupts: self.interrupts - earlier.interrupts,
-            cr3_writes: self.cr3_writes - earlier.cr3_writes,
-            table_pages: self.table_pages,
-            table_pages_peak: self.table_pages_peak,
-        }
+crate::count_struct! {
+    /// Kernel event counters (exact). Gauges (`table_pages`) hold current values.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    pub struct KernelCounters {
+        /// Page faults handled (each a #PF taken by the kernel), including copy-on-write ones.
+        pub page_faults: u64,
+        /// Faults that mapped a 2 MiB page.
+        pub huge_page_faults: u64,
+        /// Write faults on a shared copy-on-write page: the page was copied.
+        pub cow_faults: u64,
+        /// Write faults on a copy-on-write page the process was the last user of: reused.
+        pub cow_reuses: u64,
+        /// 4 KiB frames the kernel zeroed for new anonymous pages.
+        pub frames_cleared: u64,
+        /// 4 KiB frames the kernel copied (copy-on-write).
+        pub frames_copied: u64,
+        /// Data frames (4 KiB units) freed by munmap, madvise, exec and exit.
+        pub frames_freed: u64,
+        /// Forks: children created.
+        pub forks: u64,
+        /// Leaf entries fork copied into a child.
+        pub ptes_copied: u64,
+        /// Page-table pages fork allocated for children.
+        pub fork_table_pages: u64,
+        /// Execs: address spaces replaced by a new program's image.
+        pub execs: u64,
+        /// Processes that exited.
+        pub exits: u64,
+        /// Switches to another process's page tables.
+        pub context_switches: u64,
+        /// munmap calls.
+        pub munmaps: u64,
+        /// mprotect calls.
+        pub mprotects: u64,
+        /// madvise(MADV_DONTNEED) calls.
+        pub madvises: u64,
+        /// Single-page TLB invalidations the kernel issued.
+        pub invlpgs: u64,
+        /// Full TLB flushes the kernel issued (CR3 loads without PCIDs, ranges past the flush
+        /// ceiling, fork, exec and address-space teardown).
+        pub tlb_flushes: u64,
+        /// INVPCIDs of one user page (page-table isolation with PCIDs).
+        #[serde(default)]
+        pub invpcids: u64,
+        /// Kernel entries (system calls, exceptions, interrupts), each with a return.
+        #[serde(default)]
+        pub kernel_entries: u64,
+        /// Of which interrupts (timer ticks).
+        #[serde(default)]
+        pub interrupts: u64,
+        /// CR3 writes of kernel entries and exits (page-table isolation).
+        #[serde(default)]
+        pub cr3_writes: u64,
+        gauges:
+        /// Page-table pages in use now (a gauge).
+        pub table_pages: u64,
+        /// The most page-table pages in use at once so far (a gauge).
+        pub table_pages_peak: u64,
     }
 }
 

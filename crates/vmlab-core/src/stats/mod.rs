@@ -13,6 +13,7 @@
 //! same value (names are owned strings; their JSON is the same as before).
 
 pub mod ci;
+pub mod fields;
 pub mod named;
 pub mod seeds;
 

@@ -12,38 +12,25 @@ use crate::addr::{Gfn, Hfn, PageSize};
 use crate::hv::x86::vm::{HvError, Vm};
 use crate::hw::frames::HostMemory;
 
-/// What host remapping did (exact counts).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RemapCounters {
-    /// Backing pages moved to a new host page.
-    pub remaps: u64,
-    /// 4 KiB frames copied by those moves (a 2 MiB backing page moves 512).
-    pub frames_moved: u64,
-    /// Memory-tag (RMP) updates under TPT: one per page that changed owner, old and new.
-    pub tag_updates: u64,
-    /// Global TLB flushes (every tag update needs one; under nested paging the EPT change
-    /// does too).
-    pub global_flushes: u64,
-    /// `gfn_to_hfn` entries rewritten (one per 4 KiB frame moved; TPT only).
-    pub gfn_to_hfn_updates: u64,
-    /// Notifications sent to the guest so it fixes its devirt tables (TPT only).
-    pub guest_notifications: u64,
-    /// Devirt entries the guest rewrote to name the new page (TPT only).
-    pub devirt_fixups: u64,
-}
-
-impl RemapCounters {
-    /// The counts accumulated since the snapshot `earlier` (field by field difference).
-    pub fn since(&self, earlier: &RemapCounters) -> RemapCounters {
-        RemapCounters {
-            remaps: self.remaps - earlier.remaps,
-            frames_moved: self.frames_moved - earlier.frames_moved,
-            tag_updates: self.tag_updates - earlier.tag_updates,
-            global_flushes: self.global_flushes - earlier.global_flushes,
-            gfn_to_hfn_updates: self.gfn_to_hfn_updates - earlier.gfn_to_hfn_updates,
-            guest_notifications: self.guest_notifications - earlier.guest_notifications,
-            devirt_fixups: self.devirt_fixups - earlier.devirt_fixups,
-        }
+crate::count_struct! {
+    /// What host remapping did (exact counts).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    pub struct RemapCounters {
+        /// Backing pages moved to a new host page.
+        pub remaps: u64,
+        /// 4 KiB frames copied by those moves (a 2 MiB backing page moves 512).
+        pub frames_moved: u64,
+        /// Memory-tag (RMP) updates under TPT: one per page that changed owner, old and new.
+        pub tag_updates: u64,
+        /// Global TLB flushes (every tag update needs one; under nested paging the EPT change
+        /// does too).
+        pub global_flushes: u64,
+        /// `gfn_to_hfn` entries rewritten (one per 4 KiB frame moved; TPT only).
+        pub gfn_to_hfn_updates: u64,
+        /// Notifications sent to the guest so it fixes its devirt tables (TPT only).
+        pub guest_notifications: u64,
+        /// Devirt entries the guest rewrote to name the new page (TPT only).
+        pub devirt_fixups: u64,
     }
 }
 

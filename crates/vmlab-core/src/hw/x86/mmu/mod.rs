@@ -163,79 +163,43 @@ impl Root {
     }
 }
 
-/// Event counters of the MMU (all exact).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct MmuCounters {
-    /// User-mode data accesses ([`Mmu::access`] calls), faulting ones included.
-    pub accesses: u64,
-    /// Accesses that missed every L1 DTLB.
-    pub l1_tlb_misses: u64,
-    /// L1 misses served by the STLB.
-    pub stlb_hits: u64,
-    /// Accesses for which no TLB held a usable translation (L1 and STLB miss).
-    pub tlb_misses: u64,
-    /// Page walks started (TLB misses, plus re-walks to set a dirty bit).
-    pub walks: u64,
-    /// Entry reads of the guest (or native) tables.
-    pub guest_refs: u64,
-    /// Entry reads of the EPT.
-    pub ept_refs: u64,
-    /// GPA->HPA translations served by the nested TLB.
-    pub nested_tlb_hits: u64,
-    /// GPA->HPA translations that needed an EPT walk.
-    pub nested_tlb_misses: u64,
-    /// Walks that ended in a fault (either dimension).
-    pub faults: u64,
-    /// TLB fills checked against the memory tags (walks from a tagged root).
-    pub tag_fills: u64,
-    /// Frames checked against the memory tags (each table frame and the final frame).
-    pub tag_checks: u64,
-    /// Tag checks that failed: the frame belongs to someone else.
-    pub tag_violations: u64,
+crate::count_struct! {
+    /// Event counters of the MMU (all exact).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+    pub struct MmuCounters {
+        /// User-mode data accesses ([`Mmu::access`] calls), faulting ones included.
+        pub accesses: u64,
+        /// Accesses that missed every L1 DTLB.
+        pub l1_tlb_misses: u64,
+        /// L1 misses served by the STLB.
+        pub stlb_hits: u64,
+        /// Accesses for which no TLB held a usable translation (L1 and STLB miss).
+        pub tlb_misses: u64,
+        /// Page walks started (TLB misses, plus re-walks to set a dirty bit).
+        pub walks: u64,
+        /// Entry reads of the guest (or native) tables.
+        pub guest_refs: u64,
+        /// Entry reads of the EPT.
+        pub ept_refs: u64,
+        /// GPA->HPA translations served by the nested TLB.
+        pub nested_tlb_hits: u64,
+        /// GPA->HPA translations that needed an EPT walk.
+        pub nested_tlb_misses: u64,
+        /// Walks that ended in a fault (either dimension).
+        pub faults: u64,
+        /// TLB fills checked against the memory tags (walks from a tagged root).
+        pub tag_fills: u64,
+        /// Frames checked against the memory tags (each table frame and the final frame).
+        pub tag_checks: u64,
+        /// Tag checks that failed: the frame belongs to someone else.
+        pub tag_violations: u64,
+    }
 }
 
 impl MmuCounters {
     /// Every entry read of a walk, both dimensions.
     pub fn walk_refs(&self) -> u64 {
         self.guest_refs + self.ept_refs
-    }
-
-    /// The counts since `earlier`, a snapshot of these counters taken before.
-    pub fn since(&self, earlier: &MmuCounters) -> MmuCounters {
-        MmuCounters {
-            accesses: self.accesses - earlier.accesses,
-            l1_tlb_misses: self.l1_tlb_misses - earlier.l1_tlb_misses,
-            stlb_hits: self.stlb_hits - earlier.stlb_hits,
-            tlb_misses: self.tlb_misses - earlier.tlb_misses,
-            walks: self.walks - earlier.walks,
-            guest_refs: self.guest_refs - earlier.guest_refs,
-            ept_refs: self.ept_refs - earlier.ept_refs,
-            nested_tlb_hits: self.nested_tlb_hits - earlier.nested_tlb_hits,
-            nested_tlb_misses: self.nested_tlb_misses - earlier.nested_tlb_misses,
-            faults: self.faults - earlier.faults,
-            tag_fills: self.tag_fills - earlier.tag_fills,
-            tag_checks: self.tag_checks - earlier.tag_checks,
-            tag_violations: self.tag_violations - earlier.tag_violations,
-        }
-    }
-
-    /// These counts and `other`'s together.
-    pub fn plus(&self, other: &MmuCounters) -> MmuCounters {
-        MmuCounters {
-            accesses: self.accesses + other.accesses,
-            l1_tlb_misses: self.l1_tlb_misses + other.l1_tlb_misses,
-            stlb_hits: self.stlb_hits + other.stlb_hits,
-            tlb_misses: self.tlb_misses + other.tlb_misses,
-            walks: self.walks + other.walks,
-            guest_refs: self.guest_refs + other.guest_refs,
-            ept_refs: self.ept_refs + other.ept_refs,
-            nested_tlb_hits: self.nested_tlb_hits + other.nested_tlb_hits,
-            nested_tlb_misses: self.nested_tlb_misses + other.nested_tlb_misses,
-            faults: self.faults + other.faults,
-            tag_fills: self.tag_fills + other.tag_fills,
-            tag_checks: self.tag_checks + other.tag_checks,
-            tag_violations: self.tag_violations + other.tag_violations,
-        }
     }
 
     /// Every count multiplied by `factor`, rounded (an estimate from a sample).
