@@ -151,6 +151,23 @@ pub fn render(r: &LabtReport) -> String {
         }
         out.push('\n');
     }
+    if let Some(c) = &r.replay_check {
+        let _ = writeln!(
+            out,
+            "replay check: {} of {} kernel access records translated to their recorded address ({} unmapped, {} elsewhere), {} tlbwe rejected{}; {} PID writes inferred\n",
+            c.accesses_checked,
+            c.accesses_checked + c.accesses_unmapped + c.accesses_mismatched,
+            c.accesses_unmapped,
+            c.accesses_mismatched,
+            c.tlbwe_rejected,
+            if c.sound() {
+                ""
+            } else {
+                ": the replay differs from the recording"
+            },
+            c.pid_inferred,
+        );
+    }
     if let Some(line) = crate::run::overrides_line(&r.provenance.overrides) {
         out.push_str(&line);
     }

@@ -17,8 +17,9 @@ fn small_trace() -> PathBuf {
 }
 
 /// What tests/data/labt-small.trace holds, written here: a boot that maps the kernel with a
-/// TLB1 `tlbwe` and touches RAM, then `null_syscall` (40 system calls, each `sc`, the
-/// exception and an `rfi`) and `devices` (300 reads of a serial port's register).
+/// TLB1 `tlbwe`, the serial port's page with a TLB0 one (cache-inhibited, as ioremap maps
+/// it) and touches RAM, then `null_syscall` (40 system calls, each `sc`, the exception and
+/// an `rfi`) and `devices` (300 reads of a serial port's register).
 fn small_trace_bytes() -> Vec<u8> {
     use vmlab_core::trace::e500::{Event, ExceptionKind, Header, Record, Writer};
     let phases: String = PHASES
@@ -61,6 +62,17 @@ fn small_trace_bytes() -> Vec<u8> {
                 gprs_unknown: false,
             },
         ),
+        // tlbwe: TLB0, 4 KiB at 0xD1000000 -> 0xF_E000_4000 (I|G), supervisor RW.
+        ev(
+            0,
+            40,
+            Record::Priv {
+                pc: 0xC000_0018,
+                word: 0x7C00_07A4,
+                values: vec![0, 0x8000_0100, 0xD100_000A, 0xE000_4005, 0xF].into(),
+                gprs_unknown: false,
+            },
+        ),
         ev(0, 5_000, mem(0xC000_0014, 0xC010_0000, 0x10_0000, 64)),
         ev(0, 1, Record::BootEnd { pc: 0x1000_0100 }),
         ev(10, 0, Record::Marker { id: 1 }),
@@ -95,7 +107,7 @@ fn small_trace_bytes() -> Vec<u8> {
     events.push(ev(
         0,
         900,
-        mem(0xC000_0020, 0xD100_0005, 0xF_E000_4505, 300),
+        mem(0xC000_0020, 0xD100_0505, 0xF_E000_4505, 300),
     ));
     events.push(ev(0, 10, Record::Marker { id: 0x8002 }));
     let mut w = Writer::new(Vec::new(), &header).unwrap();
@@ -204,6 +216,24 @@ fn reproduce_labt_writes_rows_per_benchmark_and_config() {
     let svg = std::fs::read_to_string(out.join("labt.svg")).unwrap();
     roxmltree::Document::parse(&svg).expect("the SVG is well-formed XML");
     assert!(svg.contains("data-series=\"kvm\""));
+    // The replay check: every kernel access record translated as recorded.
+    let check = &v["replay_check"];
+    assert_eq!(check["accesses_checked"], 2);
+    for field in ["accesses_unmapped", "accesses_mismatched", "tlbwe_rejected"] {
+        assert_eq!(check[field], 0, "{field}");
+    }
+    let text = vmlab_ok(&[
+        "reproduce",
+        "labt",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        text.contains("replay check: 2 of 2 kernel access records translated to their recorded address (0 unmapped, 0 elsewhere), 0 tlbwe rejected; 0 PID writes inferred"),
+        "{text}"
+    );
 }
 
 /// `--reprice` prices a saved report's counts under --set exactly as a replay with --set

@@ -248,6 +248,7 @@ fn the_e500_figure_keeps_its_text_inside() {
         configs,
         rows,
         pc_distribution: Vec::new(),
+        replay_check: None,
     };
     assert_fits("labt", &r.figure().to_svg());
 }
