@@ -654,6 +654,20 @@ impl Kvm {
         self.exit(reason, pc);
     }
 
+    /// A privileged instruction that exits after all (a paravirtual template's or a LABT
+    /// routine's slow path runs the original instruction): KVM emulates it as it would
+    /// without them, with what emulating it does to the shadow IDs and the decrementer.
+    pub fn count_emulated_exit(
+        &mut self,
+        guest: &GuestState,
+        class: PrivClass,
+        word: u32,
+        pc: u32,
+    ) {
+        self.exit(priv_exit(class), pc);
+        self.emulation_side_effects(guest, class, word);
+    }
+
     /// The counters, for a wrapping model's own counts.
     pub fn counters_mut(&mut self) -> &mut ModelCounters {
         &mut self.counters

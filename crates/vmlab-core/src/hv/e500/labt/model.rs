@@ -298,7 +298,7 @@ impl Labt {
                 self.access(guest, pc, pc, guest.kernel_fetch());
                 self.insns(r.insns as u64);
                 if r.exits {
-                    self.kvm.count_exit(priv_exit(*class), pc);
+                    self.kvm.count_emulated_exit(guest, *class, word, pc);
                 } else if guest.msr & MSR_EE != 0 {
                     if let Some(SiteKind::Priv(Rewrite::Routine(template))) =
                         self.tr.site(pc).map(|s| s.kind)

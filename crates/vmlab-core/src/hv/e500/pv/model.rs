@@ -126,7 +126,7 @@ impl Pv {
                 self.template_insns(r.insns as u64);
                 self.kvm.counters_mut().bump("template_runs", 1);
                 if r.exits {
-                    self.kvm.count_exit(priv_exit(*class), pc);
+                    self.kvm.count_emulated_exit(guest, *class, word, pc);
                 } else if guest.msr & MSR_EE != 0 {
                     self.window = Some(EeWindow {
                         pc,

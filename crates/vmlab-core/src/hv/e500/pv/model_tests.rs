@@ -112,3 +112,22 @@ fn the_kernel_runs_unpatched_until_kvm_guest_init() {
     pv.on_event(&g, &priv_event(0xC000_1000, MFMSR));
     assert_eq!(pv.counters().exits.get(E500Exit::Mfmsr), 1);
 }
+
+/// A template whose slow path runs the original instruction exits, and KVM emulates it
+/// with everything emulation does: an `mtmsr` into user mode recomputes the shadow IDs
+/// (kvmppc_set_msr -> kvmppc_mmu_msr_notify), as an unpatched one would.
+#[test]
+fn a_template_that_exits_is_emulated_with_its_shadow_id_work() {
+    const MTMSR: u32 = 0x7C00_0124; // mtmsr r0
+    let host = E500Costs::builtin().host().unwrap();
+    let mut g = guest();
+    g.msr = crate::hv::e500::model::MSR_PR;
+    let mut pv = Pv::new(&host, false);
+    pv.on_event(&g, &priv_event(0xC000_1000, MTMSR));
+    let c = pv.counters();
+    assert_eq!(c.extra.get("template_runs"), Some(&1));
+    assert_eq!(c.exits.get(E500Exit::Mtmsr), 1);
+    // The code page's shadow took (AS 0, TID 0, kernel); the emulated mtmsr the user-mode
+    // context's (AS 0, PID 0, user).
+    assert_eq!(c.extra.get("shadow_ids"), Some(&2));
+}
