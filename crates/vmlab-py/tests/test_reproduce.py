@@ -40,12 +40,17 @@ def test_labt_rows_are_the_commands(tmp_path, vmlab_bin):
     assert without_command(frame.attrs["report"]) == without_command(cli)
     assert {"benchmark", "config", "slowdown", "exits_per_op", "work.mmio.user"} <= set(
         frame.columns)
+    # The replay's own check travels with the report (and a re-pricing keeps the saved one).
+    check = frame.attrs["report"]["replay_check"]
+    assert (check["accesses_checked"], check["accesses_unmapped"],
+            check["accesses_mismatched"], check["tlbwe_rejected"]) == (2, 0, 0, 0)
     # The saved report priced again under other costs equals a replay under them.
     again = vmlab.reproduce("labt", reprice=tmp_path / "labt.json",
                             set={"exits.rfi": 1600, "core.cpi": 2}, progress=False)
     fresh = vmlab.reproduce("labt", trace=SMALL_TRACE, set={"exits.rfi": 1600, "core.cpi": 2},
                             progress=False)
     assert again.attrs["report"]["rows"] == fresh.attrs["report"]["rows"]
+    assert again.attrs["report"]["replay_check"] == check
     assert again.attrs["report"]["rows"] != cli["rows"]
 
 

@@ -96,7 +96,9 @@ def reproduce(
 
     For an experiment file: one row per run (``spec.*`` columns say what each ran with,
     swept values included); for ``labt``, one row per benchmark and configuration. The
-    whole report, the JSON ``vmlab reproduce`` writes, is ``frame.attrs["report"]``.
+    whole report, the JSON ``vmlab reproduce`` writes, is ``frame.attrs["report"]`` (for
+    ``labt`` with ``replay_check``: the recorded kernel accesses the replay translated as the
+    recording did, and any it did not).
     ``set``, ``traces``, ``trace`` and ``reprice`` are the options ``--set``, ``--traces``,
     ``--trace`` and ``--reprice`` (labt: ``trace="minimal"`` is the minimal guest's trace;
     ``reprice`` a saved ``labt.json`` whose counts are priced again under ``set``, without
