@@ -15,6 +15,7 @@ use crate::hv::e500::exits::E500Exit;
 use crate::hv::e500::kvm::HostConfig;
 use crate::hv::e500::model::ModelCounters;
 use crate::hv::e500::work::E500Work;
+use crate::hw::e500::PageSize;
 use std::collections::BTreeMap;
 
 /// The profile keys that are sizes the models act on, not prices: a change to one changes the
@@ -219,11 +220,7 @@ impl E500Costs {
         };
         assumptions::check(&assumptions, &table, within).map_err(bad)?;
         if let Some(&kib) = named.get("hv.host_huge_page_kib") {
-            if crate::hw::e500::PageSize::from_bytes(kib << 10).is_none() {
-                return Err(bad(format!(
-                    "hv.host_huge_page_kib = {kib}: not an e500 page size (4, 16, 64, 256, 1024, 4096, ... KiB)"
-                )));
-            }
+            host_huge_page(kib).map_err(bad)?;
         }
         let mut work_cycles = [0; E500Work::COUNT];
         for w in E500Work::ALL {
@@ -321,10 +318,16 @@ impl E500Costs {
 
     /// The host the models act on: the sizes among the profile's keys ([`CHANGE_COUNTS`]).
     pub fn host(&self) -> Result<HostConfig, E500ProfileError> {
+        let huge_page = host_huge_page(self.cost("hv.host_huge_page_kib")?).map_err(|message| {
+            E500ProfileError::Invalid {
+                origin: self.name.clone(),
+                message,
+            }
+        })?;
         Ok(HostConfig {
             tlb1_reserved: self.cost("hv.host_tlb1_reserved")? as usize,
             guest_ram_bytes: self.cost("hv.guest_ram_mib")? << 20,
-            huge_page_bytes: self.cost("hv.host_huge_page_kib")? << 10,
+            huge_page,
         })
     }
 
@@ -368,6 +371,15 @@ impl E500Costs {
     pub fn seconds(&self, cycles: f64) -> f64 {
         cycles / (self.frequency_mhz * 1e6)
     }
+}
+
+/// The host's huge page of `hv.host_huge_page_kib`, which must be an e500 page size.
+fn host_huge_page(kib: u64) -> Result<PageSize, String> {
+    PageSize::from_bytes(kib << 10).ok_or_else(|| {
+        format!(
+            "hv.host_huge_page_kib = {kib}: not an e500 page size (4, 16, 64, 256, 1024, 4096, ... KiB)"
+        )
+    })
 }
 
 /// An integer cost in 0..=10^9 cycles.

@@ -226,6 +226,17 @@ pub fn exception_exit(kind: ExceptionKind, by_branch: bool) -> Option<E500Exit> 
     })
 }
 
+/// The size of KVM's shadows of a guest entry of `entry` when the host page behind it is at
+/// most `limit` (`kvmppc_e500_shadow_map`: "the largest page size that satisfies both host
+/// and guest mapping").
+pub fn shadow_size(entry: PageSize, limit: PageSize) -> PageSize {
+    if entry.bytes() <= limit.bytes() {
+        entry
+    } else {
+        limit
+    }
+}
+
 /// What KVM's models need of the machine besides prices: sizes that decide what happens,
 /// not what it costs (the e500 profile's `hv.host_tlb1_reserved`, `hv.guest_ram_mib` and
 /// `hv.host_huge_page_kib`).
@@ -237,7 +248,7 @@ pub struct HostConfig {
     pub guest_ram_bytes: u64,
     /// The host's huge page backing guest memory in the `-huge` models (hugetlbfs): the
     /// largest shadow KVM makes of a guest TLB1 entry.
-    pub huge_page_bytes: u64,
+    pub huge_page: PageSize,
 }
 
 /// The KVM model.
@@ -264,14 +275,9 @@ impl Kvm {
     /// KVM with guest memory in 4 KiB host pages (`huge` false: guest TLB1 entries shadowed
     /// by 4 KiB TLB0 entries) or in huge host pages (`huge`: TLB1 shadows).
     pub fn new(config: &HostConfig, huge: bool) -> Self {
-        let huge_page = PageSize::ALL
-            .into_iter()
-            .rev()
-            .find(|s| s.bytes() <= config.huge_page_bytes.max(4096))
-            .unwrap_or(PageSize::K4);
         Kvm {
             name: if huge { "kvm-huge" } else { "kvm" },
-            shadow_limit: if huge { huge_page } else { PageSize::K4 },
+            shadow_limit: if huge { config.huge_page } else { PageSize::K4 },
             host: HostTlb::new(config.tlb1_reserved),
             ram_bytes: config.guest_ram_bytes,
             tlb0_ref: vec![false; TLB0_ENTRIES],
@@ -445,11 +451,7 @@ impl Kvm {
     /// The shadow of guest entry `g` (at `gslot`) for `ea`, as KVM sizes it: the smaller of
     /// the guest entry and the host page behind it.
     fn shadow_for(&self, g: &TlbEntry, gslot: TlbSlot, ea: u32, pr: bool) -> Shadow {
-        let size = if g.size.bytes() <= self.shadow_limit.bytes() {
-            g.size
-        } else {
-            self.shadow_limit
-        };
+        let size = shadow_size(g.size, self.shadow_limit);
         let epn = (ea as u64 & !size.offset_mask()) as u32;
         Shadow {
             epn,

@@ -302,7 +302,7 @@ fn rewriting_a_tlb1_entry_backed_by_4k_pages_drops_every_shadow() {
 #[test]
 fn the_huge_models_shadow_a_large_entry_in_host_huge_pages_round_robin() {
     let host = E500Costs::builtin().host().unwrap();
-    assert_eq!(host.huge_page_bytes, 4 << 20);
+    assert_eq!(host.huge_page, PageSize::M4);
     assert_eq!(host.tlb1_reserved, 4);
     let mut k = kvm_huge();
     let g = guest();

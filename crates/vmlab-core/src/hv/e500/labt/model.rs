@@ -9,7 +9,7 @@
 
 use super::{LabtConfig, LabtStats, Translator};
 use crate::hv::e500::exits::E500Exit;
-use crate::hv::e500::kvm::{priv_exit, HostConfig, Kvm, Shadow};
+use crate::hv::e500::kvm::{priv_exit, shadow_size, HostConfig, Kvm, Shadow};
 use crate::hv::e500::labt::resize::Block;
 use crate::hv::e500::labt::translator::{PrivOutcome, SiteKind};
 use crate::hv::e500::labt::Rewrite;
@@ -116,7 +116,7 @@ impl Labt {
         let ctx = guest.kernel_fetch();
         match guest.tlb.lookup(ea, ctx.pid, ctx.ts) {
             Some((slot, e)) if slot.tlb == TlbSel::Tlb1 => {
-                let size = e.size.bytes().min(limit.bytes());
+                let size = shadow_size(e.size, limit).bytes();
                 Block {
                     base: (ea as u64 & !(size - 1)) as u32,
                     size,
@@ -143,7 +143,7 @@ impl Labt {
         let Some((gslot, g)) = guest.tlb.lookup(ea, ctx.pid, ctx.ts) else {
             return;
         };
-        if piece.block.size >= g.size.bytes().min(self.kvm.shadow_limit().bytes()) {
+        if piece.block.size >= shadow_size(g.size, self.kvm.shadow_limit()).bytes() {
             return;
         }
         let host = self.kvm.host_mut();
