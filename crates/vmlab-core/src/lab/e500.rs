@@ -7,7 +7,7 @@ use super::plot::{Figure, Kind, Panel, XAxis};
 use crate::cost::e500::{E500Costs, CHANGE_COUNTS};
 use crate::hv::e500::exits::E500Exit;
 use crate::hv::e500::registry::ModelSpec;
-use crate::hv::e500::replay::{replay, ReplayReport, Segment};
+use crate::hv::e500::replay::{replay, DriverStats, ReplayReport, Segment};
 use crate::hv::e500::{E500ExitCounts, E500WorkCounts};
 use crate::hv::e500::{HvModel, ModelCounters};
 use crate::provenance::Provenance;
@@ -162,35 +162,10 @@ pub struct LabtReport {
     pub rows: Vec<LabtRow>,
     /// The exit distribution over PCs of the boot, then of the whole run, per configuration.
     pub pc_distribution: Vec<PcDistribution>,
-    /// Whether the replayed guest was the recorded one (absent from reports written before
-    /// it was kept: `None`).
+    /// The replay driver's checks over the whole trace: whether the replayed guest was the
+    /// recorded one (absent from reports written before it was kept: `None`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replay_check: Option<ReplayCheck>,
-}
-
-/// The replay driver's checks over the whole trace: the guest TLB rebuilt from the records
-/// must translate every recorded kernel access to its recorded guest-physical address.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReplayCheck {
-    /// Kernel access records translated to their recorded address.
-    pub accesses_checked: u64,
-    /// Records the replayed guest TLB did not map (0 for a sound replay).
-    pub accesses_unmapped: u64,
-    /// Records it mapped elsewhere than the recorded address (0 for a sound replay).
-    pub accesses_mismatched: u64,
-    /// `tlbwe`s the modelled MMU rejected (0 for a sound replay).
-    pub tlbwe_rejected: u64,
-    /// PID writes without a recorded value, taken from the next access to user memory.
-    pub pid_inferred: u64,
-    /// Privileged records whose value was missing where the driver needed it.
-    pub values_unknown: u64,
-}
-
-impl ReplayCheck {
-    /// True when the replayed guest translated every access as the recorded one did.
-    pub fn sound(&self) -> bool {
-        self.accesses_unmapped == 0 && self.accesses_mismatched == 0 && self.tlbwe_rejected == 0
-    }
+    pub replay_check: Option<DriverStats>,
 }
 
 /// The committed trace of the e500 guest, relative to the repository root: the busybox
@@ -329,14 +304,7 @@ pub fn report(
         configs: r.model_names.clone(),
         rows,
         pc_distribution,
-        replay_check: Some(ReplayCheck {
-            accesses_checked: r.driver.accesses_checked,
-            accesses_unmapped: r.driver.accesses_unmapped,
-            accesses_mismatched: r.driver.accesses_mismatched,
-            tlbwe_rejected: r.driver.tlbwe_rejected,
-            pid_inferred: r.driver.pid_inferred,
-            values_unknown: r.driver.values_unknown,
-        }),
+        replay_check: Some(r.driver.clone()),
     })
 }
 

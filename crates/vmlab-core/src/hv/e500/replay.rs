@@ -22,8 +22,9 @@ const SPR_PID: u16 = 48;
 const SPR_MMUCSR0: u16 = 1012;
 const SPR_MAS6: u16 = 630;
 
-/// What the driver noticed about the trace itself (not about any model).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What the driver noticed about the trace itself (not about any model): whether the replayed
+/// guest is the recorded one. `labt` reports carry it as `replay_check`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DriverStats {
     /// Kernel data accesses the replayed guest TLB translated to the recorded
     /// guest-physical address.
@@ -37,11 +38,20 @@ pub struct DriverStats {
     /// PID changes the driver took from a kernel access to user memory because the `mtspr
     /// PID` that made them had no recorded value (see `infer_pid`).
     pub pid_inferred: u64,
-    /// The TID of the last `tlbwe` with a nonzero TID (the tie-break of `infer_pid`).
+    /// The TID of the last `tlbwe` with a nonzero TID (the tie-break of `infer_pid`): the
+    /// driver's working state, not a check.
+    #[serde(skip)]
     pub last_tid: u8,
     /// Privileged records whose GPR-derived value was missing where the driver needed it
     /// (a PID or MSR write; the state keeps its previous value).
     pub values_unknown: u64,
+}
+
+impl DriverStats {
+    /// True when the replayed guest translated every access as the recorded one did.
+    pub fn sound(&self) -> bool {
+        self.accesses_unmapped == 0 && self.accesses_mismatched == 0 && self.tlbwe_rejected == 0
+    }
 }
 
 /// One part of the run: the boot, a benchmark phase, or the time between phases.
