@@ -1,9 +1,15 @@
 //! The committed e500 guest trace (guests/e500/traces/): read whole and checked, with its
 //! counts pinned, so a change to the reader, the classifier or the trace shows here.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use vmlab_core::trace::e500::open;
 use vmlab_core::trace::e500::summary::Summary;
+
+/// The trace at `path` read whole, every record checked.
+fn summary(path: &Path) -> Summary {
+    let reader = open(path).unwrap_or_else(|e| panic!("{} opens: {e}", path.display()));
+    Summary::read(reader).unwrap_or_else(|e| panic!("{} reads and checks: {e}", path.display()))
+}
 
 /// The minimal guest's trace: these counts are pinned on it.
 fn minimal() -> PathBuf {
@@ -12,8 +18,7 @@ fn minimal() -> PathBuf {
 
 #[test]
 fn committed_trace_counts_are_pinned() {
-    let reader = open(&minimal()).expect("the committed trace opens");
-    let s = Summary::read(reader).expect("the committed trace reads and checks");
+    let s = summary(&minimal());
     assert_eq!(s.records, 25_552_570);
     assert_eq!(s.header.kernel_text(), Some((0xC000_0000, 0xC02A_6000)));
     assert_eq!(s.header.phases().len(), 20);
@@ -75,8 +80,7 @@ fn busybox() -> PathBuf {
 
 #[test]
 fn busybox_trace_counts_are_pinned() {
-    let reader = open(&busybox()).expect("the busybox trace opens");
-    let s = Summary::read(reader).expect("the busybox trace reads and checks");
+    let s = summary(&busybox());
     assert_eq!(s.records, 159_712_929);
     assert_eq!(s.header.phases().len(), 20);
     let rows = s.reports();
